@@ -1,0 +1,67 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"horizon/shared/horizon"
+)
+
+// ConflictError is a unique or exclusion violation, named by what it protects. It wraps
+// horizon.ErrConflict.
+type ConflictError struct {
+	// Constraint is the Postgres constraint name, e.g. "networks_name_key".
+	Constraint string
+	// Field is the API field the constraint protects, when known ("name", "ip").
+	Field string
+}
+
+func (e *ConflictError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s already exists", e.Field)
+	}
+	return "conflict on " + e.Constraint
+}
+
+func (e *ConflictError) Unwrap() error { return horizon.ErrConflict }
+
+// conflictFields maps unique constraints to the request field they are about, so that a 409 can
+// say which value is taken.
+var conflictFields = map[string]string{
+	"teams_name_key":                    "name",
+	"users_email_key":                   "email",
+	"networks_name_key":                 "name",
+	"addresses_name_key":                "name",
+	"addresses_ip_key":                  "ip",
+	"address_attachments_pkey":          "address_id",
+	"address_attachments_execution_key": "execution_id",
+	"environments_name_key":             "name",
+	"ssh_keys_name_key":                 "name",
+	"ssh_keys_fingerprint_key":          "public_key",
+	"nagios_servers_name_key":           "name",
+	"api_tokens_hash_key":               "token",
+}
+
+// translate turns driver errors into the domain vocabulary. It is applied to every error a store
+// function returns.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %w", horizon.ErrNotFound, err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505", "23P01": // unique_violation, exclusion_violation
+			return fmt.Errorf("%w: %w", &ConflictError{Constraint: pe.ConstraintName, Field: conflictFields[pe.ConstraintName]}, err)
+		case "23503": // foreign_key_violation: the referenced object is gone or still in use
+			return fmt.Errorf("%w: %s: %w", horizon.ErrConflict, pe.ConstraintName, err)
+		}
+	}
+	return err
+}

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"horizon/migrations"
+)
+
+// Migrate applies every pending migration. It holds a Postgres session advisory lock while it
+// runs, so several processes starting at once apply each migration exactly once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return migrate(ctx, pool, migrations.FS)
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close() // closes only the database/sql wrapper, not the pool
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migration locker: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("migration provider: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}
