@@ -23,6 +23,24 @@ var (
 	ErrForbidden = errors.New("forbidden")
 )
 
+// ConflictError is a write that collides with existing data, named by what it protects. It
+// wraps ErrConflict.
+type ConflictError struct {
+	// Field is the input field whose value is taken ("name", "ip"), when known.
+	Field string
+	// Constraint is the database constraint that refused the write, for logs.
+	Constraint string
+}
+
+func (e *ConflictError) Error() string {
+	if e.Field != "" {
+		return e.Field + " already exists"
+	}
+	return "conflict on " + e.Constraint
+}
+
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
 // FieldError is one problem with one input field. Field is the path as the client sent it, e.g.
 // "cidr", "dns[1]" or "phases[1].jobs[0].inputs.join_command"; an empty Field means the whole
 // document.

@@ -6,5 +6,5 @@
 // caller's scope (auth.Principal) as an argument, so authorisation cannot be forgotten.
 //
 // Driver errors are translated here and nowhere else: pgx.ErrNoRows becomes horizon.ErrNotFound
-// and a unique violation becomes horizon.ErrConflict (wrapped with the constraint's meaning).
+// and a unique violation becomes a *horizon.ConflictError naming the field it protects.
 package store

@@ -10,24 +10,6 @@ import (
 	"horizon/shared/horizon"
 )
 
-// ConflictError is a unique or exclusion violation, named by what it protects. It wraps
-// horizon.ErrConflict.
-type ConflictError struct {
-	// Constraint is the Postgres constraint name, e.g. "networks_name_key".
-	Constraint string
-	// Field is the API field the constraint protects, when known ("name", "ip").
-	Field string
-}
-
-func (e *ConflictError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%s already exists", e.Field)
-	}
-	return "conflict on " + e.Constraint
-}
-
-func (e *ConflictError) Unwrap() error { return horizon.ErrConflict }
-
 // conflictFields maps unique constraints to the request field they are about, so that a 409 can
 // say which value is taken.
 var conflictFields = map[string]string{
@@ -58,7 +40,7 @@ func translate(err error) error {
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case "23505", "23P01": // unique_violation, exclusion_violation
-			return fmt.Errorf("%w: %w", &ConflictError{Constraint: pe.ConstraintName, Field: conflictFields[pe.ConstraintName]}, err)
+			return fmt.Errorf("%w: %w", &horizon.ConflictError{Constraint: pe.ConstraintName, Field: conflictFields[pe.ConstraintName]}, err)
 		case "23503": // foreign_key_violation: the referenced object is gone or still in use
 			return fmt.Errorf("%w: %s: %w", horizon.ErrConflict, pe.ConstraintName, err)
 		}

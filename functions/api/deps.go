@@ -1,0 +1,23 @@
+package api
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/secrets"
+)
+
+// Deps is what endpoint constructors close over. Every field is safe for concurrent use.
+type Deps struct {
+	DB    *pgxpool.Pool
+	Redis redis.UniversalClient
+	Box   *secrets.Box
+	Log   *slog.Logger
+	// Namespace prefixes Redis keys (HORIZON_NAMESPACE).
+	Namespace string
+	// Now is the clock for values computed in Go (most times come from Postgres' now()).
+	Now func() time.Time
+}

@@ -1,0 +1,308 @@
+// Package apitest runs the real API app for tests: on a real listener, with a real Postgres
+// database and Redis namespace of the test's own, and checks every response the test receives
+// against openapi/openapi.yaml.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"horizon/functions/api"
+	"horizon/functions/app"
+	"horizon/openapi"
+	"horizon/shared/auth"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+	"horizon/shared/testkit"
+)
+
+// Server is a running API for one test.
+type Server struct {
+	URL   string
+	App   *fiber.App
+	DB    *pgxpool.Pool
+	Redis *redis.Client
+	Deps  api.Deps
+	// Admin is the token of an admin user created for the test.
+	Admin   string
+	AdminID uuid.UUID
+
+	t      testing.TB
+	router routers.Router
+	client *http.Client
+}
+
+// Options tune the app for a test.
+type Options struct {
+	RateLimit  int
+	RateWindow time.Duration
+	// CORSOrigins are the allowed browser origins.
+	CORSOrigins []string
+}
+
+// New starts the API. opts may be nil.
+func New(t testing.TB, opts *Options) *Server {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.RateLimit == 0 {
+		opts.RateLimit, opts.RateWindow = 100000, time.Minute
+	}
+	db := testkit.DB(t)
+	rdb, ns := testkit.Redis(t)
+	key := make([]byte, secrets.KeySize)
+	_, _ = rand.Read(key)
+	box, err := secrets.NewBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Namespace: ns, Now: time.Now}
+	a := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: opts.RateLimit, RateWindow: opts.RateWindow,
+		CORSOrigins: opts.CORSOrigins, Registry: prometheus.NewRegistry()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = a.Listener(ln) }() // returns when the app shuts down at cleanup
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.ShutdownWithContext(ctx) // best effort: the test is over
+	})
+	s := &Server{URL: "http://" + ln.Addr().String(), App: a, DB: db, Redis: rdb, Deps: deps, t: t,
+		router: Router(t), client: &http.Client{Timeout: 30 * time.Second}}
+	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
+	return s
+}
+
+// Router returns a router over the OpenAPI document, failing the test if it does not load or
+// validate.
+func Router(t testing.TB) routers.Router {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
+	if err != nil {
+		t.Fatalf("load openapi.yaml: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("openapi.yaml is invalid: %v", err)
+	}
+	r, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("route openapi.yaml: %v", err)
+	}
+	return r
+}
+
+// NewUser creates a user with role, member of teams, and returns its id and a token of it. It
+// writes through the store, not the API, so tests can set up users without an admin call.
+func (s *Server) NewUser(role auth.Role, teams ...uuid.UUID) (uuid.UUID, string) {
+	s.t.Helper()
+	ctx := context.Background()
+	if teams == nil {
+		teams = []uuid.UUID{}
+	}
+	u, err := store.UserCreate(ctx, s.DB, store.NewUser{Name: string(role) + " user", Email: uuid.NewString()[:8] + "@example.org", Role: role, Teams: teams})
+	if err != nil {
+		s.t.Fatalf("create user: %v", err)
+	}
+	tok := auth.NewToken()
+	if _, err := store.TokenCreate(ctx, s.DB, u.ID, "test", auth.HashToken(tok.Reveal())); err != nil {
+		s.t.Fatalf("create token: %v", err)
+	}
+	return u.ID, tok.Reveal()
+}
+
+// NewTeam creates a team through the store.
+func (s *Server) NewTeam(name string) uuid.UUID {
+	s.t.Helper()
+	team, err := store.TeamCreate(context.Background(), s.DB, name)
+	if err != nil {
+		s.t.Fatalf("create team: %v", err)
+	}
+	return team.ID
+}
+
+// Response is what a request got.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	t      testing.TB
+}
+
+// JSON decodes the body into v, failing the test if it does not decode.
+func (r *Response) JSON(v any) {
+	r.t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		r.t.Fatalf("decode response %d %s: %v", r.Status, r.Body, err)
+	}
+}
+
+// Map decodes the body as a JSON object.
+func (r *Response) Map() map[string]any {
+	r.t.Helper()
+	var m map[string]any
+	r.JSON(&m)
+	return m
+}
+
+// Problem is a decoded problem+json body.
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail"`
+	Instance  string `json:"instance"`
+	RequestID string `json:"request_id"`
+	Errors    []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// Problem decodes a problem body, failing the test unless the response is problem+json.
+func (r *Response) Problem() Problem {
+	r.t.Helper()
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+		r.t.Fatalf("got content type %q (%d %s), want application/problem+json", ct, r.Status, r.Body)
+	}
+	var p Problem
+	r.JSON(&p)
+	return p
+}
+
+// Fields returns the fields a problem names.
+func (p Problem) Fields() []string {
+	var fs []string
+	for _, e := range p.Errors {
+		fs = append(fs, e.Field)
+	}
+	return fs
+}
+
+// Req describes a request beyond method and path.
+type Req struct {
+	// Token is the bearer token; "" means the admin's, and NoToken sends none.
+	Token string
+	// Body is marshalled as JSON unless it is a []byte or string, which are sent as is.
+	Body    any
+	Headers map[string]string
+}
+
+// NoToken sends a request without Authorization.
+const NoToken = "-"
+
+// Do sends a request and checks the response against the OpenAPI document.
+func (s *Server) Do(method, path string, r Req) *Response {
+	s.t.Helper()
+	var body io.Reader
+	var raw []byte
+	switch b := r.Body.(type) {
+	case nil:
+	case []byte:
+		raw = b
+	case string:
+		raw = []byte(b)
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	if raw != nil {
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, s.URL+path, body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if raw != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	switch r.Token {
+	case "":
+		req.Header.Set("Authorization", "Bearer "+s.Admin)
+	case NoToken:
+	default:
+		req.Header.Set("Authorization", "Bearer "+r.Token)
+	}
+	for k, v := range r.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := s.client.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	got, err := io.ReadAll(res.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := &Response{Status: res.StatusCode, Header: res.Header, Body: got, t: s.t}
+	s.checkContract(req, raw, out)
+	return out
+}
+
+// checkContract fails the test when the response does not match openapi.yaml: an undocumented
+// route, status, header or body shape.
+func (s *Server) checkContract(req *http.Request, reqBody []byte, res *Response) {
+	s.t.Helper()
+	if req.Method == http.MethodOptions {
+		return // CORS preflights are answered by middleware and not part of the contract
+	}
+	// The router needs a request whose body can be read again.
+	vreq := req.Clone(context.Background())
+	vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
+	route, params, err := s.router.FindRoute(vreq)
+	if err != nil {
+		switch res.Status {
+		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnauthorized:
+			// An unknown route, answered as such (authentication comes before routing, so
+			// without a token it is a 401): still a problem, but nothing else to check.
+			if !strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json") {
+				s.t.Fatalf("%s %s answered %d without a problem body", req.Method, req.URL.Path, res.Status)
+			}
+			return
+		}
+		s.t.Fatalf("%s %s answered %d but is not in openapi.yaml: %v", req.Method, req.URL.Path, res.Status, err)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status:  res.Status,
+		Header:  res.Header,
+		Body:    io.NopCloser(bytes.NewReader(res.Body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		s.t.Fatalf("%s %s: response %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.Path, res.Status, err, res.Body)
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,74 @@
+// Package app builds Horizon's Fiber application: configuration of the server, the middleware
+// chain and every route. functions/main.go runs it; the API tests build the very same app.
+package app
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/cors"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"horizon/functions/api"
+	"horizon/functions/health"
+	"horizon/functions/middleware"
+	"horizon/shared/problem"
+)
+
+// BodyLimit is the largest request body accepted; larger ones are answered 413 before any
+// handler runs.
+const BodyLimit = 1 << 20
+
+// Options are the settings of the app beyond its dependencies.
+type Options struct {
+	RequestTimeout time.Duration
+	RateLimit      int
+	RateWindow     time.Duration
+	CORSOrigins    []string
+	// Registry receives the API's metrics and is what /metrics serves.
+	Registry *prometheus.Registry
+}
+
+// New returns the app with every route registered.
+func New(d api.Deps, o Options) *fiber.App {
+	app := fiber.New(fiber.Config{
+		AppName:               "horizon",
+		BodyLimit:             BodyLimit,
+		ErrorHandler:          problem.Handler(d.Log),
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          0, // event streams stay open; a write timeout would cut them
+		IdleTimeout:           2 * time.Minute,
+		DisableStartupMessage: true,
+		CaseSensitive:         true,
+		StrictRouting:         true,
+	})
+	metrics := middleware.NewMetrics(o.Registry)
+	app.Use(middleware.RequestID())
+	app.Use(middleware.Observe(d.Log, metrics))
+	app.Use(recover.New())
+	app.Use(middleware.Deadline(o.RequestTimeout))
+	// Without configured origins no CORS headers are sent at all, so browsers refuse
+	// cross-origin calls: the safe default.
+	if len(o.CORSOrigins) > 0 {
+		app.Use(cors.New(cors.Config{
+			AllowOrigins:  strings.Join(o.CORSOrigins, ","),
+			AllowMethods:  "GET,POST,PATCH,DELETE,OPTIONS",
+			AllowHeaders:  "Authorization,Content-Type,If-Match,Idempotency-Key,Last-Event-ID,X-Request-Id",
+			ExposeHeaders: "ETag,Location,Retry-After,X-Request-Id,Idempotent-Replayed,RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset",
+			MaxAge:        600,
+		}))
+	}
+
+	app.Get("/healthz", health.Healthz())
+	app.Get("/readyz", health.Readyz(d))
+	app.Get("/metrics", health.Metrics(o.Registry))
+	app.Get("/openapi.yaml", health.OpenAPI())
+
+	v1 := app.Group("/v1", middleware.Auth(d), middleware.RateLimit(d, o.RateLimit, o.RateWindow), middleware.Idempotency(d))
+	for _, r := range routes(d) {
+		v1.Add(r.method, r.path, r.handler)
+	}
+	return app
+}

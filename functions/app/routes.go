@@ -1,0 +1,64 @@
+package app
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"horizon/functions/api"
+	"horizon/functions/environments"
+	"horizon/functions/me"
+	"horizon/functions/nagiosservers"
+	"horizon/functions/networks"
+	"horizon/functions/sshkeys"
+	"horizon/functions/teams"
+	"horizon/functions/tokens"
+	"horizon/functions/users"
+)
+
+type route struct {
+	method, path string
+	handler      fiber.Handler
+}
+
+// routes lists every /v1 endpoint. openapi.yaml must describe exactly these (a test checks).
+func routes(d api.Deps) []route {
+	return []route{
+		{fiber.MethodGet, "/me", me.Get(d)},
+
+		{fiber.MethodPost, "/teams", teams.Create(d)},
+		{fiber.MethodGet, "/teams", teams.List(d)},
+		{fiber.MethodGet, "/teams/:id", teams.Get(d)},
+		{fiber.MethodPatch, "/teams/:id", teams.Update(d)},
+
+		{fiber.MethodPost, "/users", users.Create(d)},
+		{fiber.MethodGet, "/users", users.List(d)},
+		{fiber.MethodGet, "/users/:id", users.Get(d)},
+		{fiber.MethodPatch, "/users/:id", users.Update(d)},
+
+		{fiber.MethodPost, "/tokens", tokens.Create(d)},
+		{fiber.MethodGet, "/tokens", tokens.List(d)},
+		{fiber.MethodDelete, "/tokens/:id", tokens.Revoke(d)},
+
+		{fiber.MethodPost, "/environments", environments.Create(d)},
+		{fiber.MethodGet, "/environments", environments.List(d)},
+		{fiber.MethodGet, "/environments/:id", environments.Get(d)},
+		{fiber.MethodPatch, "/environments/:id", environments.Update(d)},
+
+		{fiber.MethodPost, "/networks", networks.Create(d)},
+		{fiber.MethodGet, "/networks", networks.List(d)},
+		{fiber.MethodGet, "/networks/:id", networks.Get(d)},
+		{fiber.MethodDelete, "/networks/:id", networks.Delete(d)},
+		{fiber.MethodPost, "/networks/:id/addresses", networks.CreateAddress(d)},
+		{fiber.MethodGet, "/networks/:id/addresses", networks.ListAddresses(d)},
+		{fiber.MethodGet, "/networks/:id/addresses/:address_id", networks.GetAddress(d)},
+		{fiber.MethodDelete, "/networks/:id/addresses/:address_id", networks.DeleteAddress(d)},
+
+		{fiber.MethodPost, "/ssh-keys", sshkeys.Create(d)},
+		{fiber.MethodGet, "/ssh-keys", sshkeys.List(d)},
+		{fiber.MethodGet, "/ssh-keys/:id", sshkeys.Get(d)},
+		{fiber.MethodDelete, "/ssh-keys/:id", sshkeys.Delete(d)},
+
+		{fiber.MethodPost, "/nagios-servers", nagiosservers.Create(d)},
+		{fiber.MethodGet, "/nagios-servers", nagiosservers.List(d)},
+		{fiber.MethodGet, "/nagios-servers/:id", nagiosservers.Get(d)},
+	}
+}

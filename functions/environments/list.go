@@ -1,0 +1,23 @@
+package environments
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"horizon/functions/api"
+	"horizon/shared/store"
+)
+
+// List returns environments.
+func List(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		page, err := api.ParsePage(c)
+		if err != nil {
+			return err
+		}
+		envs, next, err := store.EnvironmentList(c.UserContext(), d.DB, page)
+		if err != nil {
+			return err
+		}
+		return c.JSON(api.NewList(api.Map(envs, toEnvironment), next))
+	}
+}

@@ -1,0 +1,99 @@
+// Command functions serves Horizon's HTTP API. Every endpoint is a small stateless function:
+// authenticate, validate, read and write Postgres in one transaction, enqueue work for the
+// workers, answer. It never runs Terraform, SSH or anything slow itself.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"horizon/functions/api"
+	"horizon/functions/app"
+	"horizon/shared/auth"
+	"horizon/shared/config"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+)
+
+func main() {
+	cfg, err := config.Load(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	log := cfg.Logger(os.Stderr)
+	if err := run(cfg, log); err != nil {
+		log.Error("api stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg config.Config, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	pool, err := store.Open(ctx, store.Config{URL: cfg.DatabaseURL})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := store.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if tok := cfg.BootstrapAdminToken; tok != "" {
+		restored, err := store.WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+			return store.EnsureBootstrapAdmin(ctx, tx, auth.HashToken(tok.Reveal()))
+		})
+		if err != nil {
+			return fmt.Errorf("bootstrap admin: %w", err)
+		}
+		if restored {
+			log.Warn("bootstrap admin token was revoked and has been restored, because HORIZON_BOOTSTRAP_ADMIN_TOKEN names it")
+		}
+	}
+
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return fmt.Errorf("parse redis url: %w", err)
+	}
+	rdb := redis.NewClient(ropts)
+	defer rdb.Close()
+
+	box, err := secrets.NewBox(cfg.SecretKey)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Namespace: cfg.Namespace, Now: time.Now}
+	a := app.New(deps, app.Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
+		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})
+
+	errc := make(chan error, 1)
+	go func() { errc <- a.Listen(cfg.Listen) }()
+	log.Info("api listening", "url", "http://"+cfg.Listen)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("api shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := a.ShutdownWithContext(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package sshkeys
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+	"horizon/shared/sshkey"
+	"horizon/shared/store"
+)
+
+// CreateRequest is the body of POST /v1/ssh-keys. UserID defaults to the caller.
+type CreateRequest struct {
+	UserID    *uuid.UUID `json:"user_id"`
+	Name      string     `json:"name"`
+	PublicKey string     `json:"public_key"`
+}
+
+// Create registers a public key, answering its SHA256 fingerprint. Garbage, DSA and RSA keys
+// under 2048 bits are refused (422).
+func Create(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireWriter(c); err != nil {
+			return err
+		}
+		req, err := api.Decode[CreateRequest](c)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		owner := who.UserID
+		if req.UserID != nil {
+			owner = *req.UserID
+		}
+		if owner != who.UserID && !who.IsAdmin() {
+			return problem.Forbidden("Only admins may register keys for other users.")
+		}
+		var p horizon.Problems
+		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
+		key, kerr := sshkey.Parse(req.PublicKey)
+		if kerr != nil {
+			p.Add("public_key", "%s", kerr.Error())
+		}
+		if err := p.Err(); err != nil {
+			return err
+		}
+		k, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.SSHKey, error) {
+			if _, err := store.UserGet(ctx, tx, who, owner); err != nil {
+				return horizon.SSHKey{}, horizon.Invalid("user_id", "is not a user")
+			}
+			k, err := store.SSHKeyCreate(ctx, tx, horizon.SSHKey{UserID: owner, Name: req.Name, PublicKey: key.Line,
+				Type: key.Type, Bits: key.Bits, Fingerprint: key.Fingerprint})
+			if err != nil {
+				return k, err
+			}
+			return k, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "ssh_key.create",
+				ObjectType: "ssh_key", ObjectID: &k.ID, Details: map[string]any{"user_id": owner, "fingerprint": k.Fingerprint}})
+		})
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderLocation, "/v1/ssh-keys/"+k.ID.String())
+		return c.Status(fiber.StatusCreated).JSON(toSSHKey(k))
+	}
+}

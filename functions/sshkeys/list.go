@@ -1,0 +1,32 @@
+package sshkeys
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"horizon/functions/api"
+	"horizon/shared/problem"
+	"horizon/shared/store"
+)
+
+// List returns the caller's keys; admins see everyone's, or one user's with ?user_id=.
+func List(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		page, err := api.ParsePage(c)
+		if err != nil {
+			return err
+		}
+		forUser, err := api.QueryID(c, "user_id")
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		if forUser != nil && *forUser != who.UserID && !who.IsAdmin() {
+			return problem.Forbidden("Only admins may list other users' keys.")
+		}
+		keys, next, err := store.SSHKeyList(c.UserContext(), d.DB, who, forUser, page)
+		if err != nil {
+			return err
+		}
+		return c.JSON(api.NewList(api.Map(keys, toSSHKey), next))
+	}
+}

@@ -1,0 +1,67 @@
+package tokens
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+	"horizon/shared/store"
+)
+
+// CreateRequest is the body of POST /v1/tokens. UserID defaults to the caller.
+type CreateRequest struct {
+	UserID *uuid.UUID `json:"user_id"`
+	Name   string     `json:"name"`
+}
+
+// Created is the one answer that carries the token itself.
+type Created struct {
+	Token
+	Secret string `json:"token"`
+}
+
+// Create mints a token.
+func Create(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		req, err := api.Decode[CreateRequest](c)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		owner := who.UserID
+		if req.UserID != nil {
+			owner = *req.UserID
+		}
+		if owner != who.UserID && !who.IsAdmin() {
+			return problem.Forbidden("Only admins may mint tokens for other users.")
+		}
+		var p horizon.Problems
+		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
+		if err := p.Err(); err != nil {
+			return err
+		}
+		secret := auth.NewToken()
+		t, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Token, error) {
+			if _, err := store.UserGet(ctx, tx, who, owner); err != nil {
+				return horizon.Token{}, horizon.Invalid("user_id", "is not a user")
+			}
+			t, err := store.TokenCreate(ctx, tx, owner, req.Name, auth.HashToken(secret.Reveal()))
+			if err != nil {
+				return t, err
+			}
+			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "token.create",
+				ObjectType: "token", ObjectID: &t.ID, Details: map[string]any{"user_id": owner, "name": t.Name}})
+		})
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderLocation, "/v1/tokens/"+t.ID.String())
+		return c.Status(fiber.StatusCreated).JSON(Created{Token: toToken(t), Secret: secret.Reveal()})
+	}
+}

@@ -1,0 +1,76 @@
+package auth
+
+import (
+	"slices"
+
+	"github.com/google/uuid"
+)
+
+// Role is a user's role. Roles are global: an admin administers the whole installation; a
+// member acts on the objects of their teams; a viewer only reads them.
+type Role string
+
+const (
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+	RoleViewer Role = "viewer"
+)
+
+// Valid reports whether r is one of the three roles.
+func (r Role) Valid() bool { return r == RoleAdmin || r == RoleMember || r == RoleViewer }
+
+// Principal is who a request acts as: the token's user, their role and teams.
+type Principal struct {
+	UserID  uuid.UUID
+	TokenID uuid.UUID
+	Name    string
+	Role    Role
+	// Teams the user belongs to, sorted. Admins see every team regardless.
+	Teams []uuid.UUID
+}
+
+// IsAdmin reports whether the principal administers the installation.
+func (p Principal) IsAdmin() bool { return p.Role == RoleAdmin }
+
+// CanWrite reports whether the principal may change anything at all (viewers may not).
+func (p Principal) CanWrite() bool { return p.Role == RoleAdmin || p.Role == RoleMember }
+
+// InTeam reports whether the principal may see objects of team (admins see all teams).
+func (p Principal) InTeam(team uuid.UUID) bool {
+	if p.IsAdmin() {
+		return true
+	}
+	_, found := slices.BinarySearchFunc(p.Teams, team, func(a, b uuid.UUID) int {
+		return slices.Compare(a[:], b[:])
+	})
+	return found
+}
+
+// Scope is the set of teams whose objects a query may return. It is what store queries take,
+// so that team scoping is an argument and cannot be forgotten.
+type Scope struct {
+	// All is true for admins: every team.
+	All bool
+	// Teams is the allowed set when All is false.
+	Teams []uuid.UUID
+}
+
+// Scope returns the principal's read scope.
+func (p Principal) Scope() Scope {
+	if p.IsAdmin() {
+		return Scope{All: true}
+	}
+	return Scope{Teams: p.Teams}
+}
+
+// TeamIDs returns the scope's teams as a slice for SQL (`team_id = ANY($n)`), or nil when the
+// scope is all teams; queries test `$all OR team_id = ANY($teams)`.
+func (s Scope) TeamIDs() []uuid.UUID {
+	if s.All {
+		return nil
+	}
+	if s.Teams == nil {
+		return []uuid.UUID{}
+	}
+	return s.Teams
+}

@@ -1,0 +1,226 @@
+// Package config loads Horizon's one typed configuration from HORIZON_* environment variables.
+//
+// Load takes the lookup function instead of reading the process environment, so tests pass a
+// map. It reports every missing or malformed variable in one error, so an operator fixes them in
+// one go. Defaults live in Load and nowhere else; deploy/README.md lists every variable.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"horizon/shared/auth"
+	"horizon/shared/secrets"
+)
+
+// Config is everything the API and the workers are configured with.
+type Config struct {
+	// DatabaseURL (HORIZON_DATABASE_URL, required): Postgres connection URL.
+	DatabaseURL string
+	// RedisURL (HORIZON_REDIS_URL, required): redis:// or rediss:// URL.
+	RedisURL string
+	// Listen (HORIZON_LISTEN, default 127.0.0.1:8080): host:port the API serves on.
+	Listen string
+	// SecretKey (HORIZON_SECRET_KEY, required): base64 of 32 bytes; encrypts secrets at rest.
+	SecretKey []byte
+	// BootstrapAdminToken (HORIZON_BOOTSTRAP_ADMIN_TOKEN, optional): when set, an admin user
+	// with exactly this API token exists after start-up. Must look like a Horizon token.
+	BootstrapAdminToken secrets.Value
+	// CORSOrigins (HORIZON_CORS_ORIGINS, default none): comma-separated origins allowed to call
+	// the API from a browser, e.g. https://horizon.example.org.
+	CORSOrigins []string
+	// LogFormat (HORIZON_LOG_FORMAT, default json): json or text.
+	LogFormat string
+	// LogLevel (HORIZON_LOG_LEVEL, default info): debug, info, warn or error.
+	LogLevel string
+	// RequestTimeout (HORIZON_REQUEST_TIMEOUT, default 30s): deadline of every API request's
+	// context.
+	RequestTimeout time.Duration
+	// RateLimit and RateWindow (HORIZON_RATE_LIMIT, default 1200/1m): requests each API token
+	// may make per window, counted in Redis so that every API replica shares the budget.
+	RateLimit  int
+	RateWindow time.Duration
+	// Namespace (HORIZON_NAMESPACE, default horizon): prefix of every Redis key and Asynq queue
+	// name, so several installations (or tests) can share one Redis.
+	Namespace string
+	// WorkerConcurrency (HORIZON_WORKER_CONCURRENCY, default 10): tasks one worker process runs
+	// at once.
+	WorkerConcurrency int
+	// ReconcileInterval (HORIZON_RECONCILE_INTERVAL, default 30s): how often the workers'
+	// scheduler enqueues the reconcile task.
+	ReconcileInterval time.Duration
+}
+
+// Load reads the configuration through lookup (os.LookupEnv in production).
+func Load(lookup func(string) (string, bool)) (Config, error) {
+	l := loader{lookup: lookup}
+	c := Config{
+		DatabaseURL:       l.required("HORIZON_DATABASE_URL"),
+		RedisURL:          l.required("HORIZON_REDIS_URL"),
+		Listen:            l.str("HORIZON_LISTEN", "127.0.0.1:8080"),
+		LogFormat:         l.oneOf("HORIZON_LOG_FORMAT", "json", "json", "text"),
+		LogLevel:          l.oneOf("HORIZON_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		RequestTimeout:    l.duration("HORIZON_REQUEST_TIMEOUT", 30*time.Second),
+		Namespace:         l.str("HORIZON_NAMESPACE", "horizon"),
+		WorkerConcurrency: l.positiveInt("HORIZON_WORKER_CONCURRENCY", 10),
+		ReconcileInterval: l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
+	}
+	if c.DatabaseURL != "" {
+		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			l.fail("HORIZON_DATABASE_URL", "must be a postgres:// URL")
+		}
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			l.fail("HORIZON_REDIS_URL", "must be a redis:// or rediss:// URL")
+		}
+	}
+	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
+		l.fail("HORIZON_LISTEN", "must be host:port, e.g. 127.0.0.1:8080")
+	}
+	if v := l.required("HORIZON_SECRET_KEY"); v != "" {
+		key, err := secrets.ParseKey(v)
+		if err != nil {
+			l.fail("HORIZON_SECRET_KEY", "must be the base64 of 32 random bytes (%v); generate one with: openssl rand -base64 32", err)
+		}
+		c.SecretKey = key
+	}
+	if v, ok := lookup("HORIZON_BOOTSTRAP_ADMIN_TOKEN"); ok && v != "" {
+		if !auth.WellFormed(v) {
+			l.fail("HORIZON_BOOTSTRAP_ADMIN_TOKEN", "must look like a Horizon token: %s followed by 43 base64url characters", auth.TokenPrefix)
+		}
+		c.BootstrapAdminToken = secrets.Value(v)
+	}
+	if v, ok := lookup("HORIZON_CORS_ORIGINS"); ok && strings.TrimSpace(v) != "" {
+		for _, o := range strings.Split(v, ",") {
+			o = strings.TrimSpace(o)
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+				l.fail("HORIZON_CORS_ORIGINS", "%q is not an origin like https://horizon.example.org", o)
+				continue
+			}
+			c.CORSOrigins = append(c.CORSOrigins, strings.TrimSuffix(o, "/"))
+		}
+	}
+	c.RateLimit, c.RateWindow = l.rate("HORIZON_RATE_LIMIT", 1200, time.Minute)
+	if !validNamespace(c.Namespace) {
+		l.fail("HORIZON_NAMESPACE", "must be 1-32 characters of a-z, 0-9 and -")
+	}
+	return c, l.err()
+}
+
+type loader struct {
+	lookup   func(string) (string, bool)
+	problems []string
+}
+
+func (l *loader) fail(name, format string, args ...any) {
+	l.problems = append(l.problems, name+": "+fmt.Sprintf(format, args...))
+}
+
+func (l *loader) err() error {
+	if len(l.problems) == 0 {
+		return nil
+	}
+	return errors.New("configuration: " + strings.Join(l.problems, "; "))
+}
+
+func (l *loader) required(name string) string {
+	v, ok := l.lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		l.fail(name, "is required")
+		return ""
+	}
+	return strings.TrimSpace(v)
+}
+
+func (l *loader) str(name, def string) string {
+	if v, ok := l.lookup(name); ok && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v)
+	}
+	return def
+}
+
+func (l *loader) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(l.str(name, def))
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	l.fail(name, "must be one of %s", strings.Join(allowed, ", "))
+	return def
+}
+
+func (l *loader) duration(name string, def time.Duration) time.Duration {
+	v, ok := l.lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return def
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		l.fail(name, "must be a positive duration like 30s or 2m")
+		return def
+	}
+	return d
+}
+
+func (l *loader) positiveInt(name string, def int) int {
+	v, ok := l.lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		l.fail(name, "must be a positive integer")
+		return def
+	}
+	return n
+}
+
+// rate parses "N/duration", e.g. 1200/1m.
+func (l *loader) rate(name string, defN int, defWindow time.Duration) (int, time.Duration) {
+	v, ok := l.lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return defN, defWindow
+	}
+	n, w, found := strings.Cut(strings.TrimSpace(v), "/")
+	count, err1 := strconv.Atoi(n)
+	window, err2 := time.ParseDuration(w)
+	if !found || err1 != nil || err2 != nil || count <= 0 || window < time.Second {
+		l.fail(name, "must be requests/window, e.g. 1200/1m (window at least 1s)")
+		return defN, defWindow
+	}
+	return count, window
+}
+
+func validNamespace(s string) bool {
+	if len(s) == 0 || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Logger builds the process logger the configuration asks for: JSON (production) or text
+// (local), at LogLevel.
+func (c Config) Logger(w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.LogLevel)) // Load only accepts valid levels
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

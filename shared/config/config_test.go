@@ -1,0 +1,71 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"horizon/shared/auth"
+	"horizon/shared/config"
+)
+
+func lookup(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+const key = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(lookup(map[string]string{
+		"HORIZON_DATABASE_URL": "postgres://h@db/horizon", "HORIZON_REDIS_URL": "redis://cache:6379/0", "HORIZON_SECRET_KEY": key,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.LogFormat != "json" || c.LogLevel != "info" || c.RequestTimeout != 30*time.Second ||
+		c.RateLimit != 1200 || c.RateWindow != time.Minute || c.Namespace != "horizon" || len(c.SecretKey) != 32 {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
+	t.Parallel()
+	_, err := config.Load(lookup(map[string]string{
+		"HORIZON_REDIS_URL":             "http://cache",
+		"HORIZON_SECRET_KEY":            "c2hvcnQ=",
+		"HORIZON_LISTEN":                "8080",
+		"HORIZON_LOG_FORMAT":            "xml",
+		"HORIZON_BOOTSTRAP_ADMIN_TOKEN": "letmein",
+		"HORIZON_CORS_ORIGINS":          "https://ok.example.org,ftp://bad",
+		"HORIZON_RATE_LIMIT":            "lots",
+		"HORIZON_REQUEST_TIMEOUT":       "-1s",
+	}))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, name := range []string{"HORIZON_DATABASE_URL", "HORIZON_REDIS_URL", "HORIZON_SECRET_KEY", "HORIZON_LISTEN", "HORIZON_LOG_FORMAT",
+		"HORIZON_BOOTSTRAP_ADMIN_TOKEN", "HORIZON_CORS_ORIGINS", "HORIZON_RATE_LIMIT", "HORIZON_REQUEST_TIMEOUT"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("the error does not mention %s: %v", name, err)
+		}
+	}
+	if strings.Contains(err.Error(), "letmein") {
+		t.Error("the error echoes the bootstrap token")
+	}
+}
+
+func TestLoadBootstrapToken(t *testing.T) {
+	t.Parallel()
+	tok := auth.NewToken().Reveal()
+	c, err := config.Load(lookup(map[string]string{
+		"HORIZON_DATABASE_URL": "postgres://h@db/horizon", "HORIZON_REDIS_URL": "redis://cache:6379/0", "HORIZON_SECRET_KEY": key,
+		"HORIZON_BOOTSTRAP_ADMIN_TOKEN": tok, "HORIZON_CORS_ORIGINS": "https://ui.example.org/",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BootstrapAdminToken.Reveal() != tok || len(c.CORSOrigins) != 1 || c.CORSOrigins[0] != "https://ui.example.org" {
+		t.Fatalf("%+v", c)
+	}
+}

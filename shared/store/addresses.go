@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/shared/horizon"
+)
+
+const addressSelect = `SELECT a.id, a.network_id, a.name, a.ip, x.execution_id, x.attached_at, a.created_at
+	FROM addresses a LEFT JOIN address_attachments x ON x.address_id = a.id`
+
+func scanAddress(row pgx.Row) (horizon.Address, error) {
+	var a horizon.Address
+	err := row.Scan(&a.ID, &a.NetworkID, &a.Name, &a.IP, &a.ExecutionID, &a.AttachedAt, &a.CreatedAt)
+	return a, err
+}
+
+// AddressCreate inserts an address on a network. A taken name or ip on that network is a
+// *horizon.ConflictError naming the field.
+func AddressCreate(ctx context.Context, q Querier, a horizon.Address) (horizon.Address, error) {
+	out, err := scanAddress(q.QueryRow(ctx, `WITH a AS (
+		INSERT INTO addresses (network_id, name, ip) VALUES ($1, $2, $3)
+		RETURNING id, network_id, name, ip, NULL::uuid AS execution_id, NULL::timestamptz AS attached_at, created_at)
+		SELECT * FROM a`, a.NetworkID, a.Name, a.IP))
+	return out, translate(err)
+}
+
+// AddressGet returns an address of network.
+func AddressGet(ctx context.Context, q Querier, network, id uuid.UUID) (horizon.Address, error) {
+	a, err := scanAddress(q.QueryRow(ctx, addressSelect+` WHERE a.network_id = $1 AND a.id = $2`, network, id))
+	if err != nil {
+		return a, fmt.Errorf("address %s: %w", id, translate(err))
+	}
+	return a, nil
+}
+
+// AddressFilter narrows AddressList; a nil field does not filter.
+type AddressFilter struct {
+	// Attached selects attached (true) or free (false) addresses.
+	Attached *bool
+}
+
+// AddressList returns one page of a network's addresses.
+func AddressList(ctx context.Context, q Querier, network uuid.UUID, f AddressFilter, p Page) ([]horizon.Address, *uuid.UUID, error) {
+	rows, err := q.Query(ctx, addressSelect+` WHERE a.network_id = $1
+		AND ($2::bool IS NULL OR (x.address_id IS NOT NULL) = $2)
+		AND ($3::uuid IS NULL OR a.id > $3) ORDER BY a.id LIMIT $4`, network, f.Attached, p.After, p.limit())
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.Address, error) { return scanAddress(r) })
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	as, next := cut(as, p, func(a horizon.Address) uuid.UUID { return a.ID })
+	return as, next, nil
+}
+
+// AddressDelete deletes a free address; an attached one is a conflict.
+func AddressDelete(ctx context.Context, q Querier, network, id uuid.UUID) error {
+	tag, err := q.Exec(ctx, `DELETE FROM addresses WHERE network_id = $1 AND id = $2`, network, id)
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("address %s: %w", id, horizon.ErrNotFound)
+	}
+	return nil
+}
+
+// AddressAttach attaches an address to an execution. Exclusivity is the attachments table's
+// primary key: of two concurrent attaches of one address exactly one commits, the other gets a
+// *horizon.ConflictError — there is no read-then-write window.
+func AddressAttach(ctx context.Context, q Querier, address, execution uuid.UUID) error {
+	_, err := q.Exec(ctx, `INSERT INTO address_attachments (address_id, execution_id) VALUES ($1, $2)`, address, execution)
+	return translate(err)
+}
+
+// AddressDetach frees whatever address execution holds. Detaching a free address is a no-op.
+func AddressDetach(ctx context.Context, q Querier, execution uuid.UUID) error {
+	_, err := q.Exec(ctx, `DELETE FROM address_attachments WHERE execution_id = $1`, execution)
+	return translate(err)
+}
