@@ -113,4 +113,3 @@ func printableASCII(s string) bool {
 	}
 	return true
 }
-
