@@ -1,7 +1,6 @@
 package terraform
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -66,9 +65,9 @@ func FindBinary(ctx context.Context, override string) (Binary, error) {
 	return Binary{}, ErrNoBinary
 }
 
-// probe runs "path version" and parses its first line, "Terraform v1.11.4" or
-// "OpenTofu v1.12.6". The plain output is used rather than -json because only it names the
-// implementation.
+// probe runs "path version" and parses the line "Terraform v1.11.4" or "OpenTofu v1.12.6". The
+// plain output is used rather than -json because only it names the implementation. The line is
+// looked for rather than taken first: OpenTofu prints CLI configuration warnings before it.
 func probe(ctx context.Context, path string) (Binary, error) {
 	cmd := exec.CommandContext(ctx, path, "version")
 	// No update check over the network, which could hang without internet.
@@ -79,17 +78,22 @@ func probe(ctx context.Context, path string) (Binary, error) {
 	if err != nil {
 		return Binary{}, fmt.Errorf("run %s version: %w: %s", path, err, strings.TrimSpace(stderr.String()))
 	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	name, v, ok := strings.Cut(strings.TrimSpace(first), " v")
 	b := Binary{Path: path}
+	var name, v string
+	for line := range strings.Lines(string(out)) {
+		if n, rest, ok := strings.Cut(strings.TrimSpace(line), " v"); ok && (n == "Terraform" || n == "OpenTofu") {
+			name, v = n, rest
+			break
+		}
+	}
 	var min *version.Version
-	switch {
-	case ok && name == "Terraform":
+	switch name {
+	case "Terraform":
 		b.Kind, min = KindTerraform, minTerraform
-	case ok && name == "OpenTofu":
+	case "OpenTofu":
 		b.Kind, min = KindTofu, minTofu
 	default:
-		return Binary{}, fmt.Errorf("%s is neither Terraform nor OpenTofu: version says %q", path, firstLine(out))
+		return Binary{}, fmt.Errorf("%s is neither Terraform nor OpenTofu: version says %q", path, strings.TrimSpace(string(out)))
 	}
 	parsed, err := version.NewVersion(v)
 	if err != nil {
@@ -101,12 +105,4 @@ func probe(ctx context.Context, path string) (Binary, error) {
 		return Binary{}, fmt.Errorf("%s is %s %s; Horizon needs terraform >= %s or tofu >= %s", path, name, b.Version, minTerraform, minTofu)
 	}
 	return b, nil
-}
-
-func firstLine(b []byte) string {
-	s := bufio.NewScanner(bytes.NewReader(b))
-	if s.Scan() {
-		return s.Text()
-	}
-	return ""
 }

@@ -15,7 +15,7 @@ import (
 func fakeVersion(t *testing.T, dir, name, out string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	script := "#!/bin/sh\nprintf '%s\\n' '" + out + "'\n"
+	script := "#!/bin/sh\nprintf '" + strings.ReplaceAll(out, "\n", "\\n") + "\\n'\n"
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +38,8 @@ func TestFindBinaryReadsKindAndVersion(t *testing.T) {
 		{out: "Terraform v1.4.7", err: "needs terraform >= 1.5.0"},
 		{out: "OpenTofu v1.5.7", err: "needs terraform >= 1.5.0 or tofu >= 1.6.0"},
 		{out: "Pulumi v3.0.0", err: "neither Terraform nor OpenTofu"},
+		// OpenTofu prints CLI configuration warnings before its version.
+		{out: "\nWarning: Unable to open CLI configuration file\n\nOpenTofu v1.10.6\non linux_amd64", kind: terraform.KindTofu, version: "1.10.6"},
 	}
 	for i, tc := range tests {
 		path := fakeVersion(t, dir, "bin"+string(rune('a'+i)), tc.out)

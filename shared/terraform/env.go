@@ -3,6 +3,7 @@ package terraform
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -27,7 +28,8 @@ var reserved = []string{
 // buildEnv returns the complete environment of Terraform for one work dir (SetEnv replaces the
 // environment as a whole): the inherited part of base, every TF_* variable of base that
 // terraform-exec does not manage itself (TF_CLI_CONFIG_FILE, TF_TOKEN_*, …), then global and
-// extra (extra wins), then the variables Horizon owns. It returns an error when global or extra
+// extra (extra wins), then the variables Horizon owns. An inherited TF_CLI_CONFIG_FILE naming
+// a missing file is dropped. It returns an error when global or extra
 // set a variable terraform-exec refuses (TF_VAR_*, TF_LOG, TF_WORKSPACE, …) or one Horizon owns.
 func buildEnv(base []string, cfg Config, global, extra map[string]string) (map[string]string, error) {
 	env := map[string]string{}
@@ -41,6 +43,14 @@ func buildEnv(base []string, cfg Config, global, extra map[string]string) (map[s
 		}
 	}
 	tfexec.CleanEnv(env)
+	// A CLI configuration file that does not exist is only a warning to Terraform, but OpenTofu
+	// prints that warning on stdout ahead of `version -json`, which terraform-exec then cannot
+	// parse. Without the variable both fall back to their default file, silently.
+	if p, ok := env["TF_CLI_CONFIG_FILE"]; ok {
+		if _, err := os.Stat(p); err != nil {
+			delete(env, "TF_CLI_CONFIG_FILE")
+		}
+	}
 	for _, k := range reserved {
 		delete(env, k)
 	}

@@ -24,6 +24,10 @@ func fakeRunner(t *testing.T, mode string) (r *terraform.Runner, log, envFile, t
 		t.Fatal(err)
 	}
 	log, envFile = filepath.Join(tmp, "commands"), filepath.Join(tmp, "env")
+	cliConfig := filepath.Join(tmp, "terraformrc")
+	if err := os.WriteFile(cliConfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r, err = terraform.New(terraform.Config{
 		Binary:         terraform.Binary{Path: fake, Kind: terraform.KindTerraform, Version: "1.11.4"},
 		ConnString:     "postgres://horizon@db.example:5432/tfstate?sslmode=disable",
@@ -36,7 +40,7 @@ func fakeRunner(t *testing.T, mode string) (r *terraform.Runner, log, envFile, t
 			"PATH=/usr/bin:/bin", "HOME=/home/worker", "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
 			"HORIZON_SECRET_KEY=must-not-leak", "HORIZON_DATABASE_URL=postgres://secret@db/horizon",
 			"AWS_SECRET_ACCESS_KEY=must-not-leak",
-			"TF_CLI_CONFIG_FILE=/etc/horizon/terraformrc", "TF_TOKEN_registry_example=tok",
+			"TF_CLI_CONFIG_FILE=" + cliConfig, "TF_TOKEN_registry_example=tok",
 			"TF_LOG=TRACE", "TF_VAR_admin_password=must-not-leak", "TF_WORKSPACE=other",
 			"TF_DATA_DIR=/elsewhere", "PG_CONN_STR=postgres://wrong", "TF_PLUGIN_CACHE_DIR=/wrong",
 		},

@@ -204,7 +204,7 @@ func TestCancelApply(t *testing.T) {
 	if err := w2.Apply(context.Background()); err != nil {
 		t.Fatalf("apply after the cancelled one: %v\n%s", err, again.text())
 	}
-	if !strings.Contains(again.text(), "is tainted, so must be replaced") {
+	if !strings.Contains(again.text(), "terraform_data.vm is tainted") {
 		t.Errorf("the tainted resource was not replaced:\n%s", again.text())
 	}
 	if st, _ := stateOf(t, db, "s2-vm-0"); st.Resources[0].Instances[0].Status != "" {
