@@ -210,6 +210,9 @@ func TestPrepareRejects(t *testing.T) {
 		{"module outside source", func(o *terraform.PrepareOpts) { o.Module = "../../etc" }, "outside the source"},
 		{"missing module", func(o *terraform.PrepareOpts) { o.Module = "jobs/nope" }, "not found"},
 		{"tfexec-managed env", func(o *terraform.PrepareOpts) { o.Env = map[string]string{"TF_VAR_x": "1"} }, "TF_VAR_x"},
+		{"hidden secret", func(o *terraform.PrepareOpts) {
+			o.Vars["admin_password"] = []secrets.Value{"x"} // would be written as "[redacted]"
+		}, "secrets.Value"},
 		{"horizon-managed env", func(o *terraform.PrepareOpts) { o.Env = map[string]string{"PG_CONN_STR": "x"} }, "PG_CONN_STR"},
 	}
 	for _, tc := range tests {

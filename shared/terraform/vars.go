@@ -3,6 +3,7 @@ package terraform
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,8 +32,9 @@ terraform {
 
 // renderVars returns the contents of VarsFile: the candidates whose names module declares as
 // variables, and nothing else (Terraform warns about, and OpenTofu may reject, values for
-// undeclared variables). A secrets.Value anywhere in a candidate is written in clear — the
-// file is the way secrets reach Terraform. It returns an error naming every declared variable
+// undeclared variables). A secrets.Value given directly or inside map[string]any and []any is
+// written in clear — the file is the way secrets reach Terraform; one hidden elsewhere is an
+// error. It returns an error naming every declared variable
 // that has no default and no candidate.
 func renderVars(module *tfconfig.Module, candidates map[string]any) ([]byte, error) {
 	values := map[string]any{}
@@ -56,6 +58,11 @@ func renderVars(module *tfconfig.Module, candidates map[string]any) ([]byte, err
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(values); err != nil { // map keys are sorted: the file is deterministic
 		return nil, fmt.Errorf("encode variables: %w", err)
+	}
+	// A Value inside a container reveal does not walk ([]secrets.Value, a struct) was encoded
+	// as "[redacted]": refuse rather than hand Terraform a wrong password.
+	if bytes.Contains(buf.Bytes(), []byte(`"[redacted]"`)) {
+		return nil, errors.New("a secrets.Value inside a variable could not be written: pass it directly, or inside map[string]any or []any")
 	}
 	return buf.Bytes(), nil
 }
