@@ -15,10 +15,10 @@ import (
 // Masked replaces every secret a Masker finds.
 const Masked = "[masked]"
 
-// MinSecretLength is the shortest value, in bytes, that a Masker masks. Shorter values are
-// ignored by Add: masking "abc" or "1" everywhere would mangle every log line while protecting
-// almost nothing, since a value that short is guessable anyway. Each line of a multi-line secret
-// is held to the same limit.
+// MinSecretLength is the shortest value, in bytes, that a Masker masks, not counting
+// surrounding white space. Shorter values are ignored by Add: masking "abc" or "1" (or four
+// spaces) everywhere would mangle every log line while protecting almost nothing, since a value
+// that short is guessable anyway. Each line of a multi-line secret is held to the same limit.
 const MinSecretLength = 4
 
 // Masker replaces secret values in text with Masked. It matches each registered value and the
@@ -73,7 +73,7 @@ func (m *Masker) Add(values ...string) {
 	}
 	added := false
 	for _, v := range values {
-		if _, ok := next.secrets[v]; ok || len(v) < MinSecretLength {
+		if _, ok := next.secrets[v]; ok || len(strings.TrimSpace(v)) < MinSecretLength {
 			continue
 		}
 		next.secrets[v] = struct{}{}

@@ -117,7 +117,7 @@ func TestMaskerOverlappingSecrets(t *testing.T) {
 
 func TestMaskerDoesNotMaskOtherText(t *testing.T) {
 	t.Parallel()
-	m := newMasker("hunter2!", "abc", "") // the last two are too short to mask
+	m := newMasker("hunter2!", "abc", "", "      ", " ab \n") // all but the first are too short to mask
 	if m.Len() != 1 {
 		t.Fatalf("Len() = %d, want 1: values under MinSecretLength must be ignored", m.Len())
 	}
@@ -127,6 +127,7 @@ func TestMaskerDoesNotMaskOtherText(t *testing.T) {
 		"hunter2 is not the secret",
 		"HUNTER2! differs in case",
 		"abc def abc",
+		"indented        text",
 		"aHVudGVy is the base64 of a mere prefix",
 		strings.Repeat("plain log line ", 20),
 	} {
