@@ -24,8 +24,8 @@ const MinSecretLength = 4
 // Masker replaces secret values in text with Masked. It matches each registered value and the
 // forms in which programs commonly print it:
 //
-//   - the value itself, and each line of a multi-line value (trimmed of surrounding white space,
-//     so an indented copy still matches), as GitHub Actions does;
+//   - the value itself, the value trimmed of surrounding white space, and each line of a
+//     multi-line value (trimmed too, so an indented copy still matches), as GitHub Actions does;
 //   - base64, standard and URL alphabets, padded and unpadded, and the part of its encoding that
 //     does not depend on neighbouring bytes when the value sits inside a longer encoded string
 //     at any of the three alignments (a password inside "Authorization: Basic base64(user:pw)");
@@ -177,6 +177,9 @@ func (m *Masker) Mask(s string) string {
 // variants returns the strings to mask for one secret value.
 func variants(v string) []string {
 	out := encodings(v)
+	if t := strings.TrimSpace(v); t != v && len(t) >= MinSecretLength {
+		out = append(out, encodings(t)...)
+	}
 	if strings.ContainsAny(v, "\r\n") {
 		for line := range strings.Lines(v) {
 			line = strings.TrimSpace(line)

@@ -104,6 +104,7 @@ func TestMaskerOverlappingSecrets(t *testing.T) {
 		{"adjacent", []string{"aaaa1111", "bbbb2222"}, "aaaa1111bbbb2222", "[masked]"},
 		{"repeated", []string{"s3cr3t"}, "s3cr3t,s3cr3t;s3cr3t", "[masked],[masked];[masked]"},
 		{"at both ends", []string{"edge-secret"}, "edge-secret middle edge-secret", "[masked] middle [masked]"},
+		{"given with white space", []string{"  padded-secret\t"}, "token=padded-secret;", "token=[masked];"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
