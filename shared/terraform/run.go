@@ -26,13 +26,19 @@ type Output struct {
 	Sensitive bool
 }
 
-// contention lists the errors a backend returns when another run is creating a workspace or
-// its tables at the same moment. The pg backend's workspace creation takes one advisory lock
-// for the whole database without waiting (terraform#33217), and concurrent CREATE … IF NOT
-// EXISTS of the first runs race on Postgres's catalog. Both go away on a retry.
-var contention = []string{
-	"already locked for workspace creation",
-	"duplicate key value violates unique constraint",
+// isContention reports whether err is one a backend returns when another run is creating a
+// workspace or the state tables at the same moment. The pg backend creates a workspace under one
+// advisory lock for the whole database, taken without waiting (terraform#33217), and the
+// first runs on a database race each other's CREATE … IF NOT EXISTS in Postgres's catalogue
+// ("pq: type \"states\" already exists", "pq: duplicate key value violates unique
+// constraint"). Both go away on a retry.
+func isContention(err error) bool {
+	msg := strings.ToLower(err.Error())
+	if strings.Contains(msg, "already locked for workspace creation") {
+		return true
+	}
+	return strings.Contains(msg, "pq: ") &&
+		(strings.Contains(msg, "already exists") || strings.Contains(msg, "duplicate key value violates unique constraint"))
 }
 
 const contentionAttempts = 8
@@ -56,11 +62,6 @@ func (w *Workdir) retry(ctx context.Context, what string, op func() error) error
 		}
 		delay = min(2*delay, 3*time.Second)
 	}
-}
-
-func isContention(err error) bool {
-	msg := strings.ToLower(err.Error())
-	return slices.ContainsFunc(contention, func(s string) bool { return strings.Contains(msg, s) })
 }
 
 // Init runs terraform init and selects the work dir's workspace, creating it when it does not
