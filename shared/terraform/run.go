@@ -52,12 +52,12 @@ func (w *Workdir) retry(ctx context.Context, what string, op func() error) error
 		if err == nil || ctx.Err() != nil || attempt == contentionAttempts || !isContention(err) {
 			return err
 		}
-		w.note(fmt.Sprintf("%s: state backend busy creating a workspace, retrying (attempt %d of %d)", what, attempt+1, contentionAttempts))
+		w.note(fmt.Sprintf("%s: state backend busy creating a workspace or its tables, retrying (attempt %d of %d)", what, attempt+1, contentionAttempts))
 		t := time.NewTimer(delay/2 + rand.N(delay))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return errors.Join(err, ctx.Err()) // so that errors.Is(err, context.Canceled) holds
 		case <-t.C:
 		}
 		delay = min(2*delay, 3*time.Second)
