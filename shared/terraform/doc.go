@@ -1,0 +1,59 @@
+// Package terraform runs a job's Terraform module for one job execution, through
+// terraform-exec, with Terraform ≥ 1.5 or OpenTofu ≥ 1.6 (FindBinary).
+//
+// A Runner (one per worker, built from Config) prepares a Workdir per execution run:
+// Prepare copies the template checkout at the pinned commit into a fresh private directory,
+// adds BackendFile (the built-in pg backend) and VarsFile (the values of the variables the
+// module declares), and binds the directory to the execution's workspace. Init, Plan, Apply,
+// Destroy, Outputs and DeleteWorkspace then run Terraform there; Close removes the directory.
+//
+// Decisions, and the facts behind them (see shared/research/tech.md §2):
+//
+//   - State: one pg backend, one workspace per execution (e.g. "s42-master-0"), tables in
+//     Config.Schema ("terraform"). The connection string reaches Terraform only as PG_CONN_STR
+//     in its environment: a -backend-config value would be saved in .terraform in clear.
+//   - The whole checkout is copied, not only the module directory, so that local module
+//     sources such as "../modules/vm" resolve (HCP Terraform's "working directory" does the
+//     same). A module must not declare a backend of its own, nor ship files named BackendFile
+//     or VarsFile. Only declared variables are written (terraform-config-inspect reads them),
+//     and a declared variable without default and without a value fails Prepare, naming it.
+//   - Environment: terraform-exec's SetEnv replaces the whole environment, so Runner builds it
+//     complete: an allow-list of the worker's variables (PATH, HOME, locale, proxies, TLS
+//     roots, and the TF_* variables terraform-exec permits, e.g. TF_CLI_CONFIG_FILE), then
+//     Config.Env and PrepareOpts.Env (e.g. the Proxmox endpoint and token), then PG_CONN_STR,
+//     PG_SCHEMA_NAME, TF_PLUGIN_CACHE_DIR and CHECKPOINT_DISABLE. The worker's other variables
+//     (HORIZON_SECRET_KEY, database URLs) never reach a module's local-exec.
+//   - Output streaming: Init, Plan, Apply, Destroy and workspace commands stream into the
+//     caller's Sink line by line; Sink calls never overlap. Output, show and state push run on
+//     a second terraform-exec handle with no writer at all: terraform-exec copies a command's
+//     stdout into the handle's writer as well as its JSON parser, and that JSON holds sensitive
+//     values in clear. Lines are not masked here; the Sink masks them (secrets.Masker). Error
+//     strings carry Terraform's stderr and need masking too before they are stored.
+//   - Plugin cache: TF_PLUGIN_CACHE_DIR is shared by every work dir on the host, and concurrent
+//     inits corrupt it (terraform#31964), so Init holds an exclusive flock on
+//     <cache>/.horizon-init.lock. OpenTofu ≥ 1.10 locks the cache itself; the flock is harmless.
+//   - Locking: runs pass -lock-timeout=Config.LockTimeout, so a second run of one workspace
+//     waits for the first. The pg backend creates a workspace under one database-wide advisory
+//     lock taken without waiting (terraform#33217), and first runs race creating its schema;
+//     Init retries those errors a few times with jittered backoff. Locks are session advisory
+//     locks: a killed Terraform leaves none behind.
+//   - Cancellation, two stages as in Coder's provisioner: when the context of a run is done,
+//     terraform-exec (v0.26, Linux) sends SIGINT — Terraform stops, saves state (a resource
+//     whose provisioner was interrupted is saved tainted, so the next apply replaces it) and
+//     releases the lock — and if it has not exited Config.GracePeriod later, os/exec kills it
+//     (the handle's WaitDelay). terraform-exec gives a single context to a command, so the hard
+//     deadline is that grace period after the graceful cancel, not a second context. The error
+//     satisfies errors.Is(err, context.Canceled). terraform-exec also sets Pdeathsig=SIGKILL:
+//     a worker that exits before the grace period ends kills Terraform outright, so worker
+//     shutdown must wait longer than GracePeriod.
+//   - errored.tfstate: when Terraform cannot write state to the backend at the end of a run, it
+//     writes it to errored.tfstate in the module directory. Apply and Destroy look for it after
+//     every run and push it (terraform state push, with locking); if that fails they return an
+//     *ErroredStateError, PushErroredState can be retried later, and Close keeps a work dir that
+//     still holds the file.
+//   - One binary per state database: Terraform and OpenTofu use different workspace-creation
+//     locks, so they must not share one.
+//
+// The package runs on Linux (and other Unix systems): graceful cancellation relies on SIGINT
+// and the plugin cache lock on flock(2).
+package terraform

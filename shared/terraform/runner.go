@@ -1,0 +1,95 @@
+package terraform
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Defaults for Config.
+const (
+	DefaultSchema      = "terraform"
+	DefaultLockTimeout = 10 * time.Minute
+	DefaultGracePeriod = 60 * time.Second
+)
+
+// Config is what a Runner needs. The zero value of every optional field means its default.
+type Config struct {
+	// Binary is the executable to run, from FindBinary. Required.
+	Binary Binary
+	// ConnString is the Postgres URL of the state database, handed to the pg backend as
+	// PG_CONN_STR. Required.
+	ConnString string
+	// Schema is the Postgres schema of the state tables (PG_SCHEMA_NAME); DefaultSchema.
+	Schema string
+	// WorkRoot is the directory under which work dirs are created; os.TempDir().
+	WorkRoot string
+	// PluginCacheDir is the provider cache shared by every work dir on this host
+	// (TF_PLUGIN_CACHE_DIR); empty means no cache. Init holds an exclusive flock on a file in it.
+	PluginCacheDir string
+	// Env is added to the environment of every run, e.g. variables a provider reads.
+	Env map[string]string
+	// BaseEnv is the worker's environment, filtered before Terraform sees it (see buildEnv);
+	// os.Environ() when nil.
+	BaseEnv []string
+	// LockTimeout is how long a run waits for the state lock held by another run of the same
+	// workspace (-lock-timeout); DefaultLockTimeout.
+	LockTimeout time.Duration
+	// GracePeriod is how long Terraform has, after its context is done and it got SIGINT, to
+	// save state and exit before it is killed; DefaultGracePeriod. Keep it below the worker's
+	// shutdown timeout, or the worker exits first and Terraform dies of Pdeathsig.
+	GracePeriod time.Duration
+}
+
+// Runner prepares and runs Terraform work dirs. It is safe for concurrent use.
+type Runner struct {
+	cfg     Config
+	baseEnv []string
+}
+
+// New returns a Runner for cfg, after filling in defaults. It creates WorkRoot and
+// PluginCacheDir when they do not exist, and returns an error when a required field is empty.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Binary.Path == "" {
+		return nil, errors.New("terraform config: no binary")
+	}
+	if cfg.ConnString == "" {
+		return nil, errors.New("terraform config: no state database connection string")
+	}
+	if cfg.Schema == "" {
+		cfg.Schema = DefaultSchema
+	}
+	if cfg.WorkRoot == "" {
+		cfg.WorkRoot = os.TempDir()
+	}
+	if cfg.LockTimeout <= 0 {
+		cfg.LockTimeout = DefaultLockTimeout
+	}
+	if cfg.GracePeriod <= 0 {
+		cfg.GracePeriod = DefaultGracePeriod
+	}
+	for _, dir := range []string{cfg.WorkRoot, cfg.PluginCacheDir} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("terraform config: %w", err)
+		}
+	}
+	var err error
+	if cfg.WorkRoot, err = filepath.Abs(cfg.WorkRoot); err != nil {
+		return nil, fmt.Errorf("terraform config: %w", err)
+	}
+	if cfg.PluginCacheDir != "" {
+		if cfg.PluginCacheDir, err = filepath.Abs(cfg.PluginCacheDir); err != nil {
+			return nil, fmt.Errorf("terraform config: %w", err)
+		}
+	}
+	base := cfg.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	return &Runner{cfg: cfg, baseEnv: base}, nil
+}

@@ -1,0 +1,7 @@
+variable "name" {
+  type = string
+}
+
+output "value" {
+  value = "vm-${var.name}"
+}

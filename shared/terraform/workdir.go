@@ -1,0 +1,242 @@
+package terraform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+)
+
+// workspaceRE is what Horizon accepts as a workspace name: Terraform refuses names that need
+// URL escaping, and the name is also part of the work dir's name.
+var workspaceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,89}$`)
+
+// Stream tells where a line of output came from.
+type Stream string
+
+// Streams of a Sink.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+	// Horizon marks lines this package writes itself (retries, state recovery).
+	Horizon Stream = "horizon"
+)
+
+// Sink receives Terraform's output one line at a time, without the line ending. Calls for one
+// Workdir never overlap, although Terraform writes stdout and stderr concurrently, so a Sink
+// needs no locking of its own for one Workdir. Lines are not masked: mask them in the Sink
+// (secrets.Masker) before they leave the worker.
+type Sink func(stream Stream, line string)
+
+// PrepareOpts describes one job execution's work dir.
+type PrepareOpts struct {
+	// Source is the read-only checkout of the template repository at the pinned commit.
+	Source string
+	// Module is the module's directory inside Source ("" or "." for the root). The whole
+	// checkout is copied so that relative module sources ("../modules/vm") keep working.
+	Module string
+	// Workspace is the execution's Terraform workspace, e.g. "s42-master-0".
+	Workspace string
+	// Vars are candidate variable values (parameters, inputs, horizon_* values). Only the ones
+	// the module declares are written to VarsFile.
+	Vars map[string]any
+	// Env is added to the environment of this work dir's runs (after Config.Env).
+	Env map[string]string
+	// Sink receives the output of Init, Plan, Apply, Destroy and DeleteWorkspace; nil discards.
+	Sink Sink
+}
+
+// Workdir is one job execution's copy of its module, bound to its workspace. Its methods must
+// not be called concurrently: Terraform keeps per-directory state in .terraform. Close it when
+// done.
+type Workdir struct {
+	r         *Runner
+	root      string // created by Prepare; removed by Close
+	dir       string // the module inside root, where Terraform runs
+	workspace string
+
+	// logged streams to the sink; quiet has no writer at all, for the commands whose stdout is
+	// JSON with sensitive values in clear (output, show): terraform-exec copies a command's
+	// stdout into the handle's writer as well as into its parser.
+	logged, quiet  *tfexec.Terraform
+	stdout, stderr *lineWriter
+	sink           Sink
+}
+
+// Prepare creates a work dir for one execution: a fresh directory under Config.WorkRoot with a
+// copy of opts.Source, BackendFile and VarsFile added to the module. It returns an error when
+// the workspace name is invalid, the module does not exist or does not parse, the module
+// already has a file of either name, a declared variable without default has no candidate
+// value, or opts.Env sets a variable Horizon manages. Nothing is left on disk after an error.
+//
+// VarsFile holds secret values in clear; the directory is private to the worker's user.
+func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err error) {
+	if !workspaceRE.MatchString(opts.Workspace) {
+		return nil, fmt.Errorf("prepare: workspace name %q is not allowed", opts.Workspace)
+	}
+	env, err := buildEnv(r.baseEnv, r.cfg, r.cfg.Env, opts.Env)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	}
+	module := filepath.Clean(opts.Module)
+	if filepath.IsAbs(module) || module == ".." || strings.HasPrefix(module, "../") {
+		return nil, fmt.Errorf("prepare %s: module path %q is outside the source", opts.Workspace, opts.Module)
+	}
+	if fi, err := os.Stat(filepath.Join(opts.Source, module)); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("prepare %s: module %q not found in %s", opts.Workspace, opts.Module, opts.Source)
+	}
+
+	root, err := os.MkdirTemp(r.cfg.WorkRoot, opts.Workspace+"-")
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(root) // nothing ran in it yet: there is no state to keep
+		}
+	}()
+	src := filepath.Join(root, "src")
+	if err := copyTree(ctx, opts.Source, src); err != nil {
+		return nil, fmt.Errorf("prepare %s: copy source: %w", opts.Workspace, err)
+	}
+	dir := filepath.Join(src, module)
+	for _, name := range []string{BackendFile, VarsFile} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return nil, fmt.Errorf("prepare %s: the module has its own %s, which Horizon writes", opts.Workspace, name)
+		}
+	}
+	mod, err := inspectModule(dir)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	}
+	vars, err := renderVars(mod, opts.Vars)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, BackendFile), []byte(backendConfig), 0o600); err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, VarsFile), vars, 0o600); err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	}
+
+	w := &Workdir{r: r, root: root, dir: dir, workspace: opts.Workspace, sink: opts.Sink}
+	if w.sink == nil {
+		w.sink = func(Stream, string) {}
+	}
+	var mu sync.Mutex
+	w.stdout = &lineWriter{mu: &mu, sink: w.sink, stream: Stdout}
+	w.stderr = &lineWriter{mu: &mu, sink: w.sink, stream: Stderr}
+	if w.logged, err = r.handle(ctx, dir, env); err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	}
+	// Writers are attached after handle has cached the version: terraform-exec's version check
+	// prints its JSON to the handle's writer too.
+	w.logged.SetStdout(w.stdout)
+	w.logged.SetStderr(w.stderr)
+	if w.quiet, err = r.handle(ctx, dir, env); err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	}
+	return w, nil
+}
+
+// handle returns a terraform-exec handle for dir with the whole environment set, the grace
+// period as WaitDelay, and the binary's version cached.
+func (r *Runner) handle(ctx context.Context, dir string, env map[string]string) (*tfexec.Terraform, error) {
+	tf, err := tfexec.NewTerraform(dir, r.cfg.Binary.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := tf.SetEnv(env); err != nil {
+		return nil, err
+	}
+	tf.SetWaitDelay(r.cfg.GracePeriod)
+	if _, _, err := tf.Version(ctx, false); err != nil {
+		return nil, fmt.Errorf("terraform version: %w", err)
+	}
+	return tf, nil
+}
+
+// Dir returns the module directory inside the work dir, where Terraform runs.
+func (w *Workdir) Dir() string { return w.dir }
+
+// Workspace returns the workspace the work dir is bound to.
+func (w *Workdir) Workspace() string { return w.workspace }
+
+// Close removes the work dir. When it holds an errored.tfstate that was not pushed, the
+// directory is kept and Close returns an *ErroredStateError: that file may be the only record
+// of infrastructure that exists.
+func (w *Workdir) Close() error {
+	if _, err := os.Stat(w.erroredPath()); err == nil {
+		return &ErroredStateError{Path: w.erroredPath(), Err: errors.New("not pushed to the backend; work dir kept")}
+	}
+	if err := os.RemoveAll(w.root); err != nil {
+		return fmt.Errorf("remove work dir: %w", err)
+	}
+	return nil
+}
+
+// copyTree copies the regular files, directories and symbolic links of src into dst (which
+// must not exist), skipping .git and any .terraform directory a checkout might contain.
+// Copies are writable by the owner whatever the source's mode: the checkout is read-only.
+func copyTree(ctx context.Context, src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".terraform") && rel != "." {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.Mkdir(target, 0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			return copyFile(path, target, info.Mode().Perm()|0o600)
+		default:
+			return nil // sockets, devices: nothing a module can use
+		}
+	})
+}
+
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close() // read-only: a close error loses nothing
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close() // the copy error is the one to report
+		return err
+	}
+	return out.Close()
+}
