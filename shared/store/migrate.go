@@ -22,7 +22,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 func migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close() // closes only the database/sql wrapper, not the pool
-	locker, err := lock.NewPostgresSessionLocker()
+	// Retry the lock every second (goose's default is every 5 s) for up to five minutes: a
+	// replica that loses the race waits for the winner instead of failing.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return fmt.Errorf("migration locker: %w", err)
 	}

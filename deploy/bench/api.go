@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"horizon/functions/api"
+	"horizon/functions/app"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+)
+
+// benchAPI compares Horizon's endpoints with bare Fiber handlers doing the same database work
+// on the same pool (perf-reliability.md §A.7.3): /healthz vs hello, an authenticated network
+// read vs the same single-row read, an address insert vs the same insert.
+func benchAPI(ctx context.Context) error {
+	env, err := newBenchEnv(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+
+	box, _ := secrets.NewBox(make([]byte, secrets.KeySize))
+	deps := api.Deps{DB: env.DB, Redis: env.Redis, Box: box, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Namespace: env.NS, Now: time.Now}
+	horizonApp := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: 1 << 30, RateWindow: time.Minute, Registry: prometheus.NewRegistry()})
+	hAddr, err := serve(horizonApp)
+	if err != nil {
+		return err
+	}
+	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
+	bare.Get("/hello", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	bare.Get("/networks/:id", func(c *fiber.Ctx) error {
+		id, err := uuid.Parse(c.Params("id"))
+		if err != nil {
+			return fiber.ErrBadRequest
+		}
+		n, err := store.NetworkGet(c.Context(), env.DB, id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(n)
+	})
+	bare.Post("/networks/:id/addresses", func(c *fiber.Ctx) error {
+		id, err := uuid.Parse(c.Params("id"))
+		if err != nil {
+			return fiber.ErrBadRequest
+		}
+		var body struct{ Name, IP string }
+		if err := c.BodyParser(&body); err != nil {
+			return fiber.ErrBadRequest
+		}
+		a, err := store.AddressCreate(c.Context(), env.DB, horizon.Address{NetworkID: id, Name: body.Name, IP: netip.MustParseAddr(body.IP)})
+		if err != nil {
+			return err
+		}
+		return c.Status(201).JSON(a)
+	})
+	bAddr, err := serve(bare)
+	if err != nil {
+		return err
+	}
+
+	user, err := store.UserCreate(ctx, env.DB, store.NewUser{Name: "bench", Email: "bench@example.org", Role: auth.RoleAdmin, Teams: []uuid.UUID{}})
+	if err != nil {
+		return err
+	}
+	tok := auth.NewToken().Reveal()
+	if _, err := store.TokenCreate(ctx, env.DB, user.ID, "bench", auth.HashToken(tok)); err != nil {
+		return err
+	}
+	netw, err := store.NetworkCreate(ctx, env.DB, horizon.Network{Name: "bench", CIDR: netip.MustParsePrefix("10.0.0.0/8"),
+		Gateway: netip.MustParseAddr("10.0.0.1"), Bridge: "vmbr0"})
+	if err != nil {
+		return err
+	}
+	bearer := "Bearer " + tok
+	netPath := "/v1/networks/" + netw.ID.String()
+
+	const conns, dur = 32, 5 * time.Second
+	fmt.Printf("API benchmark: %d connections, %s per run, loopback, Postgres and Redis local\n\n", conns, dur)
+
+	get := func(path string, authd bool) request {
+		return func(_ int64, req *fasthttp.Request) {
+			req.SetRequestURI(path)
+			if authd {
+				req.Header.Set("Authorization", bearer)
+			}
+		}
+	}
+	// Addresses get unique names and IPs: the i-th request takes 10.0.0.0 + i + offset.
+	var offset int64 = 2
+	post := func(path string, authd bool) request {
+		return func(i int64, req *fasthttp.Request) {
+			var ip [4]byte
+			binary.BigEndian.PutUint32(ip[:], uint32(10<<24+offset+i))
+			req.Header.SetMethod("POST")
+			req.Header.SetContentType("application/json")
+			req.SetRequestURI(path)
+			if authd {
+				req.Header.Set("Authorization", bearer)
+			}
+			req.SetBodyString(fmt.Sprintf(`{"name":"a%d","ip":"%s"}`, offset+i, netip.AddrFrom4(ip)))
+		}
+	}
+
+	compare := func(title string, goal float64, bareReq, horizonReq request, resetOffset bool) {
+		closedLoop(bAddr, conns, time.Second, bareReq) // warm up both
+		closedLoop(hAddr, conns, time.Second, horizonReq)
+		b := closedLoop(bAddr, conns, dur, bareReq)
+		if resetOffset {
+			offset += 1 << 22
+		}
+		h := closedLoop(hAddr, conns, dur, horizonReq)
+		ratio := h.rps / b.rps
+		fmt.Printf("%s\n  bare     %s\n  horizon  %s\n  ratio    %.2f× (goal ≥ %.1f×)\n", title, b, h, ratio, goal)
+		half := openLoop(hAddr, h.rps/2, dur, horizonReq)
+		fmt.Printf("  horizon at half its max (%.0f req/s): %s\n\n", h.rps/2, half)
+		if resetOffset {
+			offset += 1 << 22
+		}
+	}
+	compare("GET /healthz vs bare Fiber hello", 0.9, get("/hello", false), get("/healthz", false), false)
+	compare("GET /v1/networks/{id} (bearer auth, rate limit) vs bare single-row read", 0.6, get("/networks/"+netw.ID.String(), false), get(netPath, true), false)
+	compare("POST /v1/networks/{id}/addresses vs bare insert", 0.5, post("/networks/"+netw.ID.String()+"/addresses", false), post(netPath+"/addresses", true), true)
+	return nil
+}
+
+func serve(a *fiber.App) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go func() { _ = a.Listener(ln) }() // runs until the process exits
+	return ln.Addr().String(), nil
+}
