@@ -118,7 +118,7 @@ var classes = []struct {
 }{
 	{regexp.MustCompile(`(?i)host key verification failed|remote host identification has changed|no \S+ host key is known`), ErrHostKey},
 	{regexp.MustCompile(`(?i)permission denied|authentication failed|could not read (username|password)|terminal prompts disabled|access denied|returned error: 40[13]|invalid credentials`), ErrAuth},
-	{regexp.MustCompile(`(?i)repository not found|does not appear to be a git repository|returned error: 404|not a git repository`), ErrRepoNotFound},
+	{regexp.MustCompile(`(?i)repository not found|repository '[^']*' not found|does not appear to be a git repository|returned error: 404|not a git repository`), ErrRepoNotFound},
 	{regexp.MustCompile(`(?i)not our ref|couldn't find remote ref|no such remote ref|unadvertised object`), ErrCommitNotFound},
 	{regexp.MustCompile(`(?i)could not resolve|connection refused|timed out|network is unreachable|no route to host|failed to connect|connection reset|connection closed|unable to access|ssl|certificate|early eof|could not read from remote repository`), ErrUnreachable},
 }
