@@ -57,7 +57,7 @@ func helperProcess(dir, repoURL, barrier string) int {
 func TestConcurrentProcessesFetchOnce(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
-	repo.commit(map[string]string{"main.tf": "# x\n"})
+	repo.Commit(map[string]string{"main.tf": "# x\n"})
 	dir := cacheDir(t)
 	barrier := t.TempDir()
 
@@ -99,7 +99,7 @@ func TestConcurrentGoroutinesShareFetchesAndTrees(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t)
-	commit := repo.commit(map[string]string{"main.tf": "# x\n", "scripts/a.sh": "echo a\n"})
+	commit := repo.Commit(map[string]string{"main.tf": "# x\n", "scripts/a.sh": "echo a\n"})
 	c := newCache(t)
 
 	const n = 8

@@ -63,7 +63,7 @@ func TestHTTPSToken(t *testing.T) {
 	t.Parallel()
 	const token = "hzn-test-token-5f1d2c"
 	repo := newRepo(t)
-	commit := repo.commit(map[string]string{"main.tf": "# over https\n"})
+	commit := repo.Commit(map[string]string{"main.tf": "# over https\n"})
 	base, caFile, seen := startHTTPSServer(t, filepath.Dir(repo.Dir), token)
 	repoURL := base + "/" + filepath.Base(repo.Dir)
 
@@ -112,7 +112,7 @@ func TestHTTPSToken(t *testing.T) {
 func TestHTTPSWithoutTheServersCAIsUnreachable(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
-	repo.commit(map[string]string{"a": "a\n"})
+	repo.Commit(map[string]string{"a": "a\n"})
 	base, _, _ := startHTTPSServer(t, filepath.Dir(repo.Dir), "tok")
 	_, err := newCache(t).Resolve(context.Background(), base+"/origin", "main", gitsource.Credentials{Token: secrets.Value("tok")})
 	if !errors.Is(err, gitsource.ErrUnreachable) {

@@ -113,23 +113,43 @@ func (c *Cache) ensureBare(ctx context.Context, key string) error {
 		return fmt.Errorf("create bare clone: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	env := c.baseEnv()
 	// An empty template: no sample hooks. No automatic gc: a pinned commit that a force-push
 	// made unreachable must stay, since stacks still build from it. Fetched objects always stay
 	// in a pack (unpackLimit 1), which appears at once with its index: a reader that does not
 	// hold the lock never sees a commit whose trees are still being written.
-	if _, err := c.git(ctx, env, noRedact, "init", "--quiet", "--bare", "--template=", tmp); err != nil {
+	if _, err := c.git(ctx, c.baseEnv(), noRedact, "init", "--quiet", "--bare", "--template=", tmp); err != nil {
 		return fmt.Errorf("init bare clone: %w", err)
 	}
-	for _, kv := range [][2]string{{"gc.auto", "0"}, {"maintenance.auto", "false"}, {"core.logAllRefUpdates", "false"}, {"fetch.unpackLimit", "1"}} {
-		if _, err := c.git(ctx, env, noRedact, "--git-dir="+tmp, "config", kv[0], kv[1]); err != nil {
-			return fmt.Errorf("configure bare clone: %w", err)
-		}
+	if err := appendFile(filepath.Join(tmp, "config"), bareConfig); err != nil {
+		return fmt.Errorf("configure bare clone: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("create bare clone: %w", err)
 	}
 	return nil
+}
+
+// bareConfig is appended to a new bare clone's config (see ensureBare).
+const bareConfig = `[gc]
+	auto = 0
+[maintenance]
+	auto = false
+[core]
+	logAllRefUpdates = false
+[fetch]
+	unpackLimit = 1
+`
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return err
+	}
+	return f.Close()
 }
 
 // removeStaleLocks deletes git's own *.lock files in the bare clone. Every writer of the clone

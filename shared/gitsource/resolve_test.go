@@ -13,7 +13,7 @@ func TestResolveFetchesOnlyNewCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t)
-	first := repo.commit(map[string]string{"main.tf": "# one\n"})
+	first := repo.Commit(map[string]string{"main.tf": "# one\n"})
 	c := newCache(t)
 
 	got, err := c.Resolve(ctx, repo.URL, "main", gitsource.Credentials{})
@@ -29,7 +29,7 @@ func TestResolveFetchesOnlyNewCommits(t *testing.T) {
 	if st := c.Stats(); st.Fetches != 1 || st.Listings != 2 {
 		t.Fatalf("warm resolve: got %+v, want 2 listings and still 1 fetch", st)
 	}
-	second := repo.commit(map[string]string{"main.tf": "# two\n"})
+	second := repo.Commit(map[string]string{"main.tf": "# two\n"})
 	if got, err = c.Resolve(ctx, repo.URL, "main", gitsource.Credentials{}); err != nil || got != second {
 		t.Fatalf("Resolve after a new commit = %q, %v; want %q", got, err, second)
 	}
@@ -41,12 +41,12 @@ func TestResolveFetchesOnlyNewCommits(t *testing.T) {
 func TestResolveBranchOtherThanMain(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
-	repo.commit(map[string]string{"a": "a\n"})
-	repo.git("checkout", "--quiet", "-b", "release/1.x")
-	rel := repo.commit(map[string]string{"b": "b\n"})
+	repo.Commit(map[string]string{"a": "a\n"})
+	repo.Git("checkout", "--quiet", "-b", "release/1.x")
+	rel := repo.Commit(map[string]string{"b": "b\n"})
 	// A branch whose name ends like the one asked for must not be taken for it.
-	repo.git("checkout", "--quiet", "-b", "x/release/1.x")
-	repo.commit(map[string]string{"c": "c\n"})
+	repo.Git("checkout", "--quiet", "-b", "x/release/1.x")
+	repo.Commit(map[string]string{"c": "c\n"})
 
 	got, err := newCache(t).Resolve(context.Background(), repo.URL, "release/1.x", gitsource.Credentials{})
 	if err != nil || got != rel {
@@ -57,7 +57,7 @@ func TestResolveBranchOtherThanMain(t *testing.T) {
 func TestResolveErrors(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
-	repo.commit(map[string]string{"a": "a\n"})
+	repo.Commit(map[string]string{"a": "a\n"})
 	missing := "file://" + filepath.Join(t.TempDir(), "nope")
 	for _, tc := range []struct {
 		name, url, branch string
@@ -85,7 +85,7 @@ func TestResolveErrors(t *testing.T) {
 func TestResolveHonoursContext(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
-	repo.commit(map[string]string{"a": "a\n"})
+	repo.Commit(map[string]string{"a": "a\n"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := newCache(t).Resolve(ctx, repo.URL, "main", gitsource.Credentials{}); !errors.Is(err, context.Canceled) {

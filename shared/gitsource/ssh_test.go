@@ -141,7 +141,7 @@ func TestSSH(t *testing.T) {
 	host, client, stranger := newSSHKey(t), newSSHKey(t), newSSHKey(t)
 	addr := startSSHServer(t, host, client)
 	repo := newRepo(t)
-	commit := repo.commit(map[string]string{"main.tf": "# over ssh\n"})
+	commit := repo.Commit(map[string]string{"main.tf": "# over ssh\n"})
 	repoURL := fmt.Sprintf("ssh://git@%s%s", addr, repo.Dir)
 
 	for _, tc := range []struct {

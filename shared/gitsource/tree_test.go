@@ -16,11 +16,11 @@ func TestTreeIsCompleteReadOnlyAndShared(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t)
-	commit := repo.commit(map[string]string{"jobs/web/main.tf": "# web\n", "jobs/web/scripts/boot.sh": "#!/bin/sh\n"})
+	commit := repo.Commit(map[string]string{"jobs/web/main.tf": "# web\n", "jobs/web/scripts/boot.sh": "#!/bin/sh\n"})
 	if err := os.Chmod(filepath.Join(repo.Dir, "jobs/web/scripts/boot.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	commit = repo.commit(map[string]string{"README": "x\n"})
+	commit = repo.Commit(map[string]string{"README": "x\n"})
 	c := newCache(t)
 	if _, err := c.Resolve(ctx, repo.URL, "main", gitsource.Credentials{}); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestTreeOfKnownCommitNeedsNoNetwork(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t)
-	commit := repo.commit(map[string]string{"a": "a\n"})
+	commit := repo.Commit(map[string]string{"a": "a\n"})
 	c := newCache(t)
 	if _, err := c.Resolve(ctx, repo.URL, "main", gitsource.Credentials{}); err != nil {
 		t.Fatal(err)
@@ -80,8 +80,8 @@ func TestTreeOfKnownCommitNeedsNoNetwork(t *testing.T) {
 func TestTreeFetchesAnUnresolvedCommitByID(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
-	old := repo.commit(map[string]string{"v": "1\n"})
-	repo.commit(map[string]string{"v": "2\n"})
+	old := repo.Commit(map[string]string{"v": "1\n"})
+	repo.Commit(map[string]string{"v": "2\n"})
 	dir, err := newCache(t).Tree(context.Background(), repo.URL, old, gitsource.Credentials{})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestTreeFetchesAnUnresolvedCommitByID(t *testing.T) {
 func TestTreeErrors(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)
-	commit := repo.commit(map[string]string{"a": "a\n"})
+	commit := repo.Commit(map[string]string{"a": "a\n"})
 	for _, tc := range []struct {
 		name, url, commit string
 		want              error
@@ -129,11 +129,11 @@ func TestTreeRefusesLinksLeavingIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			repo := newRepo(t)
-			repo.commit(map[string]string{"a": "a\n", "d/keep": "k\n"})
+			repo.Commit(map[string]string{"a": "a\n", "d/keep": "k\n"})
 			if err := os.Symlink(tc.target, filepath.Join(repo.Dir, "d", "link")); err != nil {
 				t.Fatal(err)
 			}
-			commit := repo.commit(nil)
+			commit := repo.Commit(nil)
 			_, err := newCache(t).Tree(context.Background(), repo.URL, commit, gitsource.Credentials{})
 			if tc.ok && err != nil || !tc.ok && !errors.Is(err, gitsource.ErrUnsafeTree) {
 				t.Fatalf("link to %s: got %v, want ok=%v (else ErrUnsafeTree)", tc.target, err, tc.ok)
@@ -148,13 +148,13 @@ func TestTreeRecoversFromACrashedCheckout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t)
-	repo.commit(map[string]string{"a": "a\n"})
+	repo.Commit(map[string]string{"a": "a\n"})
 	dir := cacheDir(t)
 	c := newCacheAt(t, dir)
 	if _, err := c.Resolve(ctx, repo.URL, "main", gitsource.Credentials{}); err != nil {
 		t.Fatal(err)
 	}
-	second := repo.commit(map[string]string{"b": "b\n"})
+	second := repo.Commit(map[string]string{"b": "b\n"})
 
 	bare, _ := filepath.Glob(filepath.Join(dir, "repos", "*.git"))
 	if len(bare) != 1 {

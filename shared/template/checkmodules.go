@@ -55,14 +55,14 @@ func HorizonVariables() []string {
 //     source directory.
 //
 // mods holds the module of every job and terraform action; trees holds, for each job, its source
-// directory (source.path) at its commit.
+// directory (source.path) at its commit. A job or action whose module (or tree) is missing is
+// not checked against it: the caller knows why it is missing, and reports that (Inspect does).
 func CheckModules(d *Definition, mods Modules, trees map[string]fs.FS) error {
 	var p horizon.Problems
 	for _, l := range d.located() {
 		j, at := l.job, l.path
 		mod := mods.Jobs[j.Name]
 		if mod == nil {
-			p.Add(at+".source", "the job's module was not inspected")
 			continue
 		}
 		need := anyJob
@@ -84,7 +84,9 @@ func CheckModules(d *Definition, mods Modules, trees map[string]fs.FS) error {
 			scripts []Script
 		}{{"scripts", j.Scripts}, {"cleanup", j.Cleanup}} {
 			for i, s := range list.scripts {
-				checkFile(&p, fmt.Sprintf("%s.%s[%d].path", at, list.key, i), trees[j.Name], j, s.Path)
+				if tree := trees[j.Name]; tree != nil {
+					checkFile(&p, fmt.Sprintf("%s.%s[%d].path", at, list.key, i), tree, j, s.Path)
+				}
 			}
 		}
 	}
@@ -92,14 +94,11 @@ func CheckModules(d *Definition, mods Modules, trees map[string]fs.FS) error {
 		at := fmt.Sprintf("actions[%d]", i)
 		switch a.Kind {
 		case ActionTerraform:
-			mod := mods.Actions[a.Name]
-			if mod == nil {
-				p.Add(at+".source", "the action's module was not inspected")
-				continue
+			if mod := mods.Actions[a.Name]; mod != nil {
+				checkVariables(&p, at, mod, a.Parameters, a.Inputs, anyJob)
 			}
-			checkVariables(&p, at, mod, a.Parameters, a.Inputs, anyJob)
 		case ActionScript:
-			if j := d.Job(a.Job); j != nil {
+			if j := d.Job(a.Job); j != nil && trees[j.Name] != nil {
 				checkFile(&p, at+".path", trees[j.Name], j, a.Path)
 			}
 		}
@@ -179,10 +178,6 @@ func checkOutputsOf(p *horizon.Problems, at string, inputs map[string]string, d 
 }
 
 func checkFile(p *horizon.Problems, at string, tree fs.FS, j *Job, name string) {
-	if tree == nil {
-		p.Add(at, "the source of job %q was not inspected", j.Name)
-		return
-	}
 	info, err := fs.Stat(tree, name)
 	where := j.Source.Path
 	if where == "" {
