@@ -59,6 +59,7 @@ func HorizonVariables() []string {
 // not checked against it: the caller knows why it is missing, and reports that (Inspect does).
 func CheckModules(d *Definition, mods Modules, trees map[string]fs.FS) error {
 	var p horizon.Problems
+	jobs := d.jobsByName()
 	for _, l := range d.located() {
 		j, at := l.job, l.path
 		mod := mods.Jobs[j.Name]
@@ -73,7 +74,7 @@ func CheckModules(d *Definition, mods Modules, trees map[string]fs.FS) error {
 			}
 		}
 		checkVariables(&p, at, mod, j.Parameters, j.Inputs, need)
-		checkOutputsOf(&p, at+".inputs", j.Inputs, d, mods)
+		checkOutputsOf(&p, at+".inputs", j.Inputs, jobs, mods)
 		for i, o := range j.Outputs {
 			if mod.Output(o.Name) != nil {
 				p.Add(fmt.Sprintf("%s.outputs[%d].name", at, i), "the module already has an output %q; a script output needs a name of its own", o.Name)
@@ -98,11 +99,11 @@ func CheckModules(d *Definition, mods Modules, trees map[string]fs.FS) error {
 				checkVariables(&p, at, mod, a.Parameters, a.Inputs, anyJob)
 			}
 		case ActionScript:
-			if j := d.Job(a.Job); j != nil && trees[j.Name] != nil {
+			if j := jobs[a.Job]; j != nil && trees[j.Name] != nil {
 				checkFile(&p, at+".path", trees[j.Name], j, a.Path)
 			}
 		}
-		checkOutputsOf(&p, at+".inputs", a.Inputs, d, mods)
+		checkOutputsOf(&p, at+".inputs", a.Inputs, jobs, mods)
 	}
 	return p.Err()
 }
@@ -159,13 +160,13 @@ func incompatible(t Type, tc string) string {
 }
 
 // checkOutputsOf checks that each input references an output its job has.
-func checkOutputsOf(p *horizon.Problems, at string, inputs map[string]string, d *Definition, mods Modules) {
+func checkOutputsOf(p *horizon.Problems, at string, inputs map[string]string, jobs map[string]*Job, mods Modules) {
 	for _, name := range sortedKeys(inputs) {
 		r, err := ParseReference(inputs[name])
 		if err != nil {
 			continue // Validate reports it
 		}
-		src := d.Job(r.Job)
+		src := jobs[r.Job]
 		mod := mods.Jobs[r.Job]
 		if src == nil || mod == nil {
 			continue // an unknown job (Validate) or an uninspected module (reported at that job)

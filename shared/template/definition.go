@@ -156,6 +156,18 @@ func (d *Definition) Job(name string) *Job {
 	return nil
 }
 
+// jobsByName indexes the jobs by name (the first, when a name is defined twice), so that
+// checks stay linear in the size of the document.
+func (d *Definition) jobsByName() map[string]*Job {
+	m := map[string]*Job{}
+	for _, j := range d.Jobs() {
+		if _, dup := m[j.Name]; !dup {
+			m[j.Name] = j
+		}
+	}
+	return m
+}
+
 // Repos returns the distinct repository URLs of the jobs and terraform actions, in template
 // order: the repositories whose credentials Inspect needs.
 func (d *Definition) Repos() []string {

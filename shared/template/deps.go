@@ -1,5 +1,7 @@
 package template
 
+import "sort"
+
 // Dependencies returns, for every job, the jobs its inputs reference, each list in template
 // order and without repeats. Every job is a key, with an empty list when it depends on nothing.
 // References to unknown jobs are left out (Validate reports them).
@@ -15,7 +17,7 @@ func (d *Definition) Dependencies() map[string][]string {
 				}
 			}
 		}
-		deps[j.Name] = inOrder(refs, d)
+		deps[j.Name] = inOrder(refs, order)
 	}
 	return deps
 }
@@ -40,7 +42,7 @@ func (d *Definition) Dependents(jobs ...string) []string {
 			}
 		}
 	}
-	return inOrder(out, d)
+	return inOrder(out, d.order())
 }
 
 // order maps each job name to its position in template order.
@@ -54,13 +56,12 @@ func (d *Definition) order() map[string]int {
 	return order
 }
 
-func inOrder(set map[string]bool, d *Definition) []string {
-	out := []string{}
-	for _, j := range d.Jobs() {
-		if set[j.Name] {
-			out = append(out, j.Name)
-			delete(set, j.Name) // a duplicated name is listed once
-		}
+// inOrder returns the names in set sorted by their position in template order.
+func inOrder(set map[string]bool, order map[string]int) []string {
+	out := make([]string, 0, len(set))
+	for name := range set {
+		out = append(out, name)
 	}
+	sort.Slice(out, func(i, j int) bool { return order[out[i]] < order[out[j]] })
 	return out
 }

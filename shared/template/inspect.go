@@ -74,9 +74,11 @@ func Inspect(ctx context.Context, d *Definition, git *gitsource.Cache, creds map
 		if dir == "" {
 			dir = "."
 		}
+		// fs.Sub refuses a path that leaves the tree, even if Validate was skipped.
 		src, err := fs.Sub(root.FS(), dir)
 		if err != nil {
-			return Modules{}, fmt.Errorf("inspect %s: %w", s.path, err)
+			p.Add(s.path+".path", "not a directory of the repository: %q", s.src.Path)
+			continue
 		}
 		mod, err := LoadModule(src)
 		if err != nil {

@@ -127,6 +127,17 @@ func TestInspectReportsSourceProblemsAsFields(t *testing.T) {
 	}
 }
 
+// Inspect never reads outside a tree, even for a definition that skipped Validate.
+func TestInspectStaysInTheRepository(t *testing.T) {
+	t.Parallel()
+	d, _, _ := exampleOnDisk(t)
+	d.Phases[1].Jobs[0].Source.Path = "../../../../etc"
+	_, err := template.Inspect(context.Background(), d, newGitCache(t), nil)
+	if problems := fields(t, err); !hasProblem(problems, "phases[1].jobs[0].source.path", "not a directory of the repository") {
+		t.Fatalf("got %q, want the escaping path refused", problems)
+	}
+}
+
 func TestInspectPassesOnOtherErrors(t *testing.T) {
 	t.Parallel()
 	d, _, _ := exampleOnDisk(t)

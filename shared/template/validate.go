@@ -62,6 +62,7 @@ func (d *Definition) Validate() error {
 	for _, l := range d.located() {
 		d.validateJob(&p, l, jobPhase)
 	}
+	jobs := d.jobsByName()
 	actionNames := map[string]bool{}
 	for i := range d.Actions {
 		a := &d.Actions[i]
@@ -70,7 +71,7 @@ func (d *Definition) Validate() error {
 			p.Add(at+".name", "action %q is defined twice", a.Name)
 		}
 		actionNames[a.Name] = true
-		d.validateAction(&p, a, at)
+		validateAction(&p, a, at, jobs)
 	}
 	return p.Err()
 }
@@ -139,7 +140,7 @@ func (d *Definition) validateJob(p *horizon.Problems, l located, jobPhase map[st
 	}
 }
 
-func (d *Definition) validateAction(p *horizon.Problems, a *Action, at string) {
+func validateAction(p *horizon.Problems, a *Action, at string, jobs map[string]*Job) {
 	checkSlug(p, at+".name", a.Name, maxName)
 	checkDescription(p, at+".description", a.Description)
 	switch a.Kind {
@@ -159,7 +160,7 @@ func (d *Definition) validateAction(p *horizon.Problems, a *Action, at string) {
 		if a.Source != nil {
 			p.Add(at+".source", "a script action runs a script of its job's source; it has no source of its own")
 		}
-		switch job := d.Job(a.Job); {
+		switch job := jobs[a.Job]; {
 		case a.Job == "":
 			p.Add(at+".job", "a script action needs the job whose machines run it")
 		case job == nil:
@@ -175,7 +176,7 @@ func (d *Definition) validateAction(p *horizon.Problems, a *Action, at string) {
 	}
 	p.Merge(at+".parameters", a.Parameters.Validate())
 	checkInputs(p, at+".inputs", a.Inputs, a.Parameters, func(field string, r Reference) {
-		if d.Job(r.Job) == nil {
+		if jobs[r.Job] == nil {
 			p.Add(field, "no job is called %q", r.Job)
 		}
 	})
