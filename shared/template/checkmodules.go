@@ -34,10 +34,7 @@ var horizonVariables = map[string]need{
 }
 
 // HorizonVariables returns the names of the variables Horizon provides, sorted.
-func HorizonVariables() []string {
-	names := sortedKeys(horizonVariables)
-	return names
-}
+func HorizonVariables() []string { return sortedKeys(horizonVariables) }
 
 // CheckModules checks a definition (already valid) against its modules and source trees, and
 // reports every mismatch at once as a *horizon.ValidationError with document paths:

@@ -72,9 +72,15 @@ func parseNode(data []byte) (*yaml.Node, error) {
 		}
 		return nil, horizon.Invalid("", "not valid YAML or JSON: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, horizon.Invalid("", "want a single YAML document, got more than one")
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || !emptyDocument(&extra) { // a stray "---" at the end is no document
+			return nil, horizon.Invalid("", "want a single YAML document, got more than one")
+		}
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
@@ -84,6 +90,13 @@ func parseNode(data []byte) (*yaml.Node, error) {
 		return nil, horizon.Invalid("", "want a template object, got %s", describe(root))
 	}
 	return root, nil
+}
+
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n.Kind == 0 || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" && n.Value == ""
 }
 
 // under reports whether field is one of the fields or below one of them.

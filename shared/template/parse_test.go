@@ -139,6 +139,7 @@ func TestParseRejects(t *testing.T) {
 		{"invalid YAML", "name: [\n", "", "not valid YAML or JSON"},
 		{"invalid JSON", `{"name": "x"`, "", "not valid YAML or JSON"},
 		{"two documents", "name: a\n---\nname: b\n", "", "single YAML document"},
+		{"a document after an empty one", "name: a\n---\n---\nname: b\n", "", "single YAML document"},
 		{"duplicate key", "name: a\nname: b\n", "name", "key given twice"},
 		{"duplicate JSON key", `{"name": "a", "name": "b"}`, "name", "key given twice"},
 		{"non-string key", "1: a\n", "", "keys must be strings"},
@@ -160,6 +161,16 @@ func TestParseRejects(t *testing.T) {
 				t.Fatalf("got %q, want a problem at %q containing %q", problems, tc.field, tc.msg)
 			}
 		})
+	}
+}
+
+func TestParseAcceptsDocumentMarkers(t *testing.T) {
+	t.Parallel()
+	body := strings.TrimPrefix(string(readExample(t)), "# A small Kubernetes cluster: one control plane, many workers, and a database for an app.\n")
+	for _, doc := range []string{"---\n" + body, body + "---\n", body + "...\n"} {
+		if _, err := template.Parse([]byte(doc)); err != nil {
+			t.Errorf("Parse(%q…) = %v, want nil", doc[:20], err)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ type Reference struct {
 	Output string
 }
 
+// String returns the reference as it is written in a template.
 func (r Reference) String() string { return "${jobs." + r.Job + ".outputs." + r.Output + "}" }
 
 // referenceRE accepts any Terraform identifier as the output name (modules name their outputs
