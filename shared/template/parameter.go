@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -236,41 +237,25 @@ func (ps Parameters) Check(answers map[string]any) error {
 	return p.SortedErr()
 }
 
-// toFloat accepts every Go number and json.Number.
+// toFloat accepts every Go number (any int, uint or float kind) and json.Number.
 func toFloat(v any) (float64, bool) {
 	var f float64
-	switch n := v.(type) {
-	case float64:
-		f = n
-	case float32:
-		f = float64(n)
-	case int:
-		f = float64(n)
-	case int8:
-		f = float64(n)
-	case int16:
-		f = float64(n)
-	case int32:
-		f = float64(n)
-	case int64:
-		f = float64(n)
-	case uint:
-		f = float64(n)
-	case uint8:
-		f = float64(n)
-	case uint16:
-		f = float64(n)
-	case uint32:
-		f = float64(n)
-	case uint64:
-		f = float64(n)
-	case json.Number:
+	if n, ok := v.(json.Number); ok {
 		var err error
 		if f, err = n.Float64(); err != nil {
 			return 0, false
 		}
-	default:
-		return 0, false
+	} else {
+		switch rv := reflect.ValueOf(v); {
+		case rv.CanInt():
+			f = float64(rv.Int())
+		case rv.CanUint():
+			f = float64(rv.Uint())
+		case rv.CanFloat():
+			f = rv.Float()
+		default:
+			return 0, false
+		}
 	}
 	return f, !math.IsNaN(f) && !math.IsInf(f, 0)
 }
