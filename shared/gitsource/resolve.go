@@ -1,0 +1,174 @@
+package gitsource
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Resolve returns the commit branch of repoURL points to now. It always asks the server (one
+// cheap ref listing, like git ls-remote) so that new commits are seen, and fetches into the
+// bare clone only when that commit is not there yet; a fetch is shared with any goroutine or
+// process resolving the same repository at the same time.
+//
+// Errors wrap ErrInvalidURL, ErrRepoNotFound, ErrUnreachable, ErrAuth, ErrHostKey or
+// ErrBranchNotFound when the repository, the network or the user is at fault.
+func (c *Cache) Resolve(ctx context.Context, repoURL, branch string, creds Credentials) (string, error) {
+	if err := CheckURL(repoURL); err != nil {
+		return "", err
+	}
+	if err := CheckBranch(branch); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBranchNotFound, err)
+	}
+	rem, err := c.remote(repoURL, creds)
+	if err != nil {
+		return "", err
+	}
+	defer rem.cleanup()
+	ref := "refs/heads/" + branch
+
+	c.listings.Add(1)
+	out, err := c.git(ctx, rem.env, rem.redact, "ls-remote", "--", repoURL, ref)
+	if err != nil {
+		return "", fmt.Errorf("list branches of %s: %w", repoURL, classify(err))
+	}
+	commit := findRef(out, ref)
+	if commit == "" {
+		return "", fmt.Errorf("%w: %s has no branch %q", ErrBranchNotFound, repoURL, branch)
+	}
+	key := repoKey(repoURL)
+	if c.has(ctx, key, commit) {
+		return commit, nil
+	}
+
+	release, err := c.lock(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	if err := c.ensureBare(ctx, key); err != nil {
+		return "", err
+	}
+	if c.has(ctx, key, commit) {
+		return commit, nil // fetched by another goroutine or process while we waited
+	}
+	if err := c.fetch(ctx, key, repoURL, rem, "+"+ref+":"+ref); err != nil {
+		return "", err
+	}
+	// The branch may have moved since the listing; what was fetched is at least as new.
+	out, err = c.git(ctx, c.baseEnv(), noRedact, "--git-dir="+c.bareDir(key), "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("read fetched branch %q of %s: %w", branch, repoURL, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// findRef returns the object id of ref in ls-remote output, or "". ls-remote matches patterns
+// by their tail, so the name must be compared whole.
+func findRef(out []byte, ref string) string {
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		id, name, ok := strings.Cut(sc.Text(), "\t")
+		if ok && name == ref && commitRE.MatchString(id) {
+			return id
+		}
+	}
+	return ""
+}
+
+// has reports whether the bare clone holds commit. It reads only local files.
+func (c *Cache) has(ctx context.Context, key, commit string) bool {
+	if _, err := os.Stat(c.bareDir(key)); err != nil {
+		return false
+	}
+	_, err := c.git(ctx, c.baseEnv(), noRedact, "--git-dir="+c.bareDir(key), "cat-file", "-e", commit+"^{commit}")
+	return err == nil
+}
+
+// fetch runs one fetch into the bare clone. The caller holds the repository's lock.
+func (c *Cache) fetch(ctx context.Context, key, repoURL string, rem *remote, refspec string) error {
+	c.removeStaleLocks(key)
+	c.fetches.Add(1)
+	_, err := c.git(ctx, rem.env, rem.redact, "--git-dir="+c.bareDir(key),
+		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--", repoURL, refspec)
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", repoURL, classify(err))
+	}
+	return nil
+}
+
+// ensureBare creates the repository's bare clone if it does not exist, atomically: it is
+// initialised under a temporary name and renamed. The caller holds the repository's lock.
+func (c *Cache) ensureBare(ctx context.Context, key string) error {
+	dir := c.bareDir(key)
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tmp-"+key+"-")
+	if err != nil {
+		return fmt.Errorf("create bare clone: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	// An empty template: no sample hooks. No automatic gc: a pinned commit that a force-push
+	// made unreachable must stay, since stacks still build from it. Fetched objects always stay
+	// in a pack (unpackLimit 1), which appears at once with its index: a reader that does not
+	// hold the lock never sees a commit whose trees are still being written.
+	if _, err := c.git(ctx, c.baseEnv(), noRedact, "init", "--quiet", "--bare", "--template=", tmp); err != nil {
+		return fmt.Errorf("init bare clone: %w", err)
+	}
+	if err := appendFile(filepath.Join(tmp, "config"), bareConfig); err != nil {
+		return fmt.Errorf("configure bare clone: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("create bare clone: %w", err)
+	}
+	return nil
+}
+
+// bareConfig is appended to a new bare clone's config (see ensureBare).
+const bareConfig = `[gc]
+	auto = 0
+[maintenance]
+	auto = false
+[core]
+	logAllRefUpdates = false
+[fetch]
+	unpackLimit = 1
+`
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return err
+	}
+	return f.Close()
+}
+
+// removeStaleLocks deletes git's own *.lock files in the bare clone. Every writer of the clone
+// holds our lock, which the caller now holds, so any such file was left by a process that died
+// mid-fetch and would make every later fetch fail.
+func (c *Cache) removeStaleLocks(key string) {
+	root := c.bareDir(key)
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable parts are git's to report
+		}
+		if d.IsDir() && path == filepath.Join(root, "objects") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".lock") {
+			_ = os.Remove(path) // best effort; a failure shows up as git's own error
+		}
+		return nil
+	})
+}
+
+func noRedact(s string) string { return s }

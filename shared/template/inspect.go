@@ -1,0 +1,120 @@
+package template
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"horizon/shared/gitsource"
+	"horizon/shared/horizon"
+)
+
+// Inspect reads, for every job and terraform action of a valid definition, the module its
+// branch holds now: it resolves the branch to a commit, materialises the tree, loads the module
+// at the source path, and then checks everything with CheckModules. It returns the modules
+// (each with its Commit) by job and action name: what a template version or a new stack pins.
+//
+// A repository and branch used by several sources is resolved once per call, and a repository
+// and commit read once, so the network cost is one ref listing per distinct branch, plus a fetch
+// for each commit the cache does not have yet. creds maps a repository URL to its credentials;
+// a repository missing from it is accessed anonymously.
+//
+// Whatever the template's author can fix is a *horizon.ValidationError with document paths
+// (the repository not found or unreachable, credentials or host key refused: source.repo; a
+// missing branch: source.branch; no or a broken module: source.path; and every CheckModules
+// problem). Anything else — the context ended, the cache is broken — is returned as it is, with
+// nil modules.
+func Inspect(ctx context.Context, d *Definition, git *gitsource.Cache, creds map[string]gitsource.Credentials) (Modules, error) {
+	type branchKey struct{ repo, branch string }
+	type resolved struct {
+		dir, commit string
+		err         error
+	}
+	byBranch := map[branchKey]resolved{}
+	roots := map[string]*os.Root{} // by tree directory
+	defer func() {
+		for _, r := range roots {
+			_ = r.Close() // read-only use; nothing to flush
+		}
+	}()
+
+	mods := Modules{Jobs: map[string]*Module{}, Actions: map[string]*Module{}}
+	trees := map[string]fs.FS{}
+	var p horizon.Problems
+	for _, s := range d.sources() {
+		k := branchKey{s.src.Repo, s.src.Branch}
+		r, seen := byBranch[k]
+		if !seen {
+			r.commit, r.err = git.Resolve(ctx, k.repo, k.branch, creds[k.repo])
+			if r.err == nil {
+				r.dir, r.err = git.Tree(ctx, k.repo, r.commit, creds[k.repo])
+			}
+			byBranch[k] = r
+		}
+		if r.err != nil {
+			field, ok := sourceField(r.err)
+			if !ok {
+				return Modules{}, fmt.Errorf("inspect %s: %w", s.path, r.err)
+			}
+			p.Add(horizon.JoinPath(s.path, field), "%v", r.err)
+			continue
+		}
+		root, ok := roots[r.dir]
+		if !ok {
+			var err error
+			// os.Root keeps every read inside the tree, whatever its links say.
+			if root, err = os.OpenRoot(r.dir); err != nil {
+				return Modules{}, fmt.Errorf("open tree %s: %w", r.dir, err)
+			}
+			roots[r.dir] = root
+		}
+		dir := s.src.Path
+		if dir == "" {
+			dir = "."
+		}
+		// fs.Sub refuses a path that leaves the tree, even if Validate was skipped.
+		src, err := fs.Sub(root.FS(), dir)
+		if err != nil {
+			p.Add(s.path+".path", "not a directory of the repository: %q", s.src.Path)
+			continue
+		}
+		mod, err := LoadModule(src)
+		if err != nil {
+			p.Add(s.path+".path", "%s at commit %s: %v", describePath(s.src.Path), r.commit, err)
+			continue
+		}
+		mod.Commit = r.commit
+		if s.job != "" {
+			mods.Jobs[s.job] = mod
+			trees[s.job] = src
+		} else {
+			mods.Actions[s.action] = mod
+		}
+	}
+	p.Merge("", CheckModules(d, mods, trees))
+	return mods, p.Err()
+}
+
+// sourceField names the source field a gitsource error is about, or reports that the error is
+// not the template author's to fix.
+func sourceField(err error) (string, bool) {
+	switch {
+	case errors.Is(err, gitsource.ErrBranchNotFound), errors.Is(err, gitsource.ErrCommitNotFound):
+		return "branch", true
+	case errors.Is(err, gitsource.ErrUnsafeTree):
+		return "", true
+	case errors.Is(err, gitsource.ErrInvalidURL), errors.Is(err, gitsource.ErrRepoNotFound),
+		errors.Is(err, gitsource.ErrUnreachable), errors.Is(err, gitsource.ErrAuth), errors.Is(err, gitsource.ErrHostKey):
+		return "repo", true
+	}
+	return "", false
+}
+
+func describePath(p string) string {
+	if p == "" {
+		return "the repository root"
+	}
+	return p
+}
