@@ -20,6 +20,7 @@ import (
 
 	"horizon/functions/api"
 	"horizon/functions/app"
+	"horizon/functions/authcache"
 	"horizon/shared/auth"
 	"horizon/shared/config"
 	"horizon/shared/secrets"
@@ -77,7 +78,9 @@ func run(cfg config.Config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Namespace: cfg.Namespace, Now: time.Now}
+	cache := authcache.New(rdb, cfg.Namespace, cfg.AuthCacheTTL)
+	go cache.Run(ctx, log)
+	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Namespace: cfg.Namespace, Now: time.Now}
 	a := app.New(deps, app.Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
 		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})
 

@@ -17,6 +17,7 @@ import (
 
 	"horizon/functions/api"
 	"horizon/functions/app"
+	"horizon/functions/authcache"
 	"horizon/shared/auth"
 	"horizon/shared/horizon"
 	"horizon/shared/secrets"
@@ -34,7 +35,10 @@ func benchAPI(ctx context.Context) error {
 	defer env.Close()
 
 	box, _ := secrets.NewBox(make([]byte, secrets.KeySize))
-	deps := api.Deps{DB: env.DB, Redis: env.Redis, Box: box, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Namespace: env.NS, Now: time.Now}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cache := authcache.New(env.Redis, env.NS, 5*time.Second)
+	go cache.Run(ctx, log)
+	deps := api.Deps{DB: env.DB, Redis: env.Redis, Box: box, Log: log, Auth: cache, Namespace: env.NS, Now: time.Now}
 	horizonApp := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: 1 << 30, RateWindow: time.Minute, Registry: prometheus.NewRegistry()})
 	hAddr, err := serve(horizonApp)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"horizon/functions/authcache"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -16,6 +18,8 @@ type Deps struct {
 	Redis redis.UniversalClient
 	Box   *secrets.Box
 	Log   *slog.Logger
+	// Auth caches authenticated tokens; handlers that revoke or weaken one call Auth.Forget.
+	Auth *authcache.Cache
 	// Namespace prefixes Redis keys (HORIZON_NAMESPACE).
 	Namespace string
 	// Now is the clock for values computed in Go (most times come from Postgres' now()).

@@ -4,6 +4,7 @@
 package apitest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -28,6 +29,7 @@ import (
 
 	"horizon/functions/api"
 	"horizon/functions/app"
+	"horizon/functions/authcache"
 	"horizon/openapi"
 	"horizon/shared/auth"
 	"horizon/shared/secrets"
@@ -78,6 +80,31 @@ func New(t testing.TB, opts *Options) *Server {
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Namespace: ns, Now: time.Now}
+	s := start(t, deps, opts)
+	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
+	return s
+}
+
+// Replica starts a second API process on the same database, Redis namespace and secret key,
+// as another replica behind a load balancer would be.
+func (s *Server) Replica(opts *Options) *Server {
+	s.t.Helper()
+	if opts == nil {
+		opts = &Options{RateLimit: 100000, RateWindow: time.Minute}
+	}
+	r := start(s.t, s.Deps, opts)
+	r.Admin, r.AdminID = s.Admin, s.AdminID
+	return r
+}
+
+func start(t testing.TB, deps api.Deps, opts *Options) *Server {
+	t.Helper()
+	// Each replica has its own auth cache, kept coherent through Redis.
+	deps.Auth = authcache.New(deps.Redis, deps.Namespace, 5*time.Second)
+	cacheCtx, stopCache := context.WithCancel(context.Background())
+	t.Cleanup(stopCache)
+	go deps.Auth.Run(cacheCtx, deps.Log)
+	testkit.Eventually(t, 5*time.Second, "the auth cache did not subscribe to evictions", deps.Auth.Live)
 	a := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: opts.RateLimit, RateWindow: opts.RateWindow,
 		CORSOrigins: opts.CORSOrigins, Registry: prometheus.NewRegistry()})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -90,10 +117,8 @@ func New(t testing.TB, opts *Options) *Server {
 		defer cancel()
 		_ = a.ShutdownWithContext(ctx) // best effort: the test is over
 	})
-	s := &Server{URL: "http://" + ln.Addr().String(), App: a, DB: db, Redis: rdb, Deps: deps, t: t,
+	return &Server{URL: "http://" + ln.Addr().String(), App: a, DB: deps.DB, Redis: deps.Redis.(*redis.Client), Deps: deps, t: t,
 		router: Router(t), client: &http.Client{Timeout: 30 * time.Second}}
-	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
-	return s
 }
 
 // Router returns a router over the OpenAPI document, failing the test if it does not load or
@@ -305,4 +330,37 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// DoLarge sends a request whose body the server may refuse before reading it (413): the body
+// is written concurrently with reading the answer, over a raw connection, so that the server
+// closing the connection early does not hide its response. It checks the contract like Do.
+func (s *Server) DoLarge(method, path string, body []byte) *Response {
+	s.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer conn.Close()
+	req, err := http.NewRequest(method, s.URL+path, bytes.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.Admin)
+	go func() { _ = req.Write(conn) }() // the server may stop reading: a write error is expected
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		s.t.Fatalf("%s %s: read response: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	got, err := io.ReadAll(res.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := &Response{Status: res.StatusCode, Header: res.Header, Body: got, t: s.t}
+	creq, _ := http.NewRequest(method, s.URL+path, nil)
+	creq.Header = req.Header
+	s.checkContract(creq, nil, out)
+	return out
 }

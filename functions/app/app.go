@@ -48,7 +48,6 @@ func New(d api.Deps, o Options) *fiber.App {
 	app.Use(middleware.RequestID())
 	app.Use(middleware.Observe(d.Log, metrics))
 	app.Use(recover.New())
-	app.Use(middleware.Deadline(o.RequestTimeout))
 	// Without configured origins no CORS headers are sent at all, so browsers refuse
 	// cross-origin calls: the safe default.
 	if len(o.CORSOrigins) > 0 {
@@ -66,7 +65,7 @@ func New(d api.Deps, o Options) *fiber.App {
 	app.Get("/metrics", health.Metrics(o.Registry))
 	app.Get("/openapi.yaml", health.OpenAPI())
 
-	v1 := app.Group("/v1", middleware.Auth(d), middleware.RateLimit(d, o.RateLimit, o.RateWindow), middleware.Idempotency(d))
+	v1 := app.Group("/v1", middleware.Deadline(o.RequestTimeout), middleware.Auth(d), middleware.RateLimit(d, o.RateLimit, o.RateWindow), middleware.Idempotency(d))
 	for _, r := range routes(d) {
 		v1.Add(r.method, r.path, r.handler)
 	}

@@ -39,7 +39,12 @@ func Auth(d api.Deps) fiber.Handler {
 			return problem.Unauthenticated("The bearer token is not a Horizon API token.")
 		}
 		ctx := c.UserContext()
-		a, err := store.TokenAuthenticate(ctx, d.DB, auth.HashToken(token))
+		hash := auth.HashToken(token)
+		if p, ok := d.Auth.Get(hash); ok {
+			c.Locals(api.PrincipalLocal, p)
+			return c.Next()
+		}
+		a, err := store.TokenAuthenticate(ctx, d.DB, hash)
 		if errors.Is(err, horizon.ErrNotFound) {
 			return problem.Unauthenticated("The API token is unknown or revoked.")
 		}
@@ -51,6 +56,7 @@ func Auth(d api.Deps) fiber.Handler {
 				d.Log.WarnContext(ctx, "record token use", "token_id", a.Principal.TokenID, "error", err)
 			}
 		}
+		d.Auth.Put(hash, a.Principal)
 		c.Locals(api.PrincipalLocal, a.Principal)
 		return c.Next()
 	}

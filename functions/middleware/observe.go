@@ -47,6 +47,9 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 			route = "unmatched"
 		}
 		m.duration.WithLabelValues(route, c.Method(), strconv.Itoa(status)).Observe(elapsed.Seconds())
+		if !log.Enabled(c.UserContext(), slog.LevelDebug) {
+			return nil // errors were logged by the error handler; successes only at debug
+		}
 		attrs := []any{"method", c.Method(), "route", route, "status", status,
 			"duration_ms", float64(elapsed.Microseconds()) / 1000, "request_id", c.Locals(problem.RequestIDLocal)}
 		if p := api.Principal(c); p.UserID != [16]byte{} {

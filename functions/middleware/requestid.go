@@ -1,6 +1,9 @@
 package middleware
 
 import (
+	"strconv"
+	"sync/atomic"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -12,11 +15,16 @@ const HeaderRequestID = "X-Request-Id"
 
 // RequestID takes the client's X-Request-Id when it is a sane token, or makes one, stores it for
 // the error handler and the logs, and echoes it on the response.
+//
+// Generated ids are a random per-process prefix and a counter: unique across replicas with
+// overwhelming probability, and far cheaper than a random UUID per request.
 func RequestID() fiber.Handler {
+	prefix := uuid.NewString()[:8]
+	var n atomic.Uint64
 	return func(c *fiber.Ctx) error {
 		id := c.Get(HeaderRequestID)
 		if !saneRequestID(id) {
-			id = uuid.NewString()
+			id = prefix + "-" + strconv.FormatUint(n.Add(1), 36)
 		} else {
 			id = string([]byte(id)) // copy: fasthttp reuses the header buffer
 		}

@@ -29,6 +29,7 @@ func Revoke(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		d.Auth.Forget(c.UserContext(), d.Log, &id, nil)
 		return c.SendStatus(fiber.StatusNoContent)
 	}
 }

@@ -76,6 +76,8 @@ func Update(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		// Role and teams live in cached principals: drop them everywhere.
+		d.Auth.Forget(c.UserContext(), d.Log, nil, &u.ID)
 		c.Set(fiber.HeaderETag, api.ETag(u.Version))
 		return c.JSON(ToUser(u))
 	}

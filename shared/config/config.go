@@ -53,6 +53,10 @@ type Config struct {
 	// WorkerConcurrency (HORIZON_WORKER_CONCURRENCY, default 10): tasks one worker process runs
 	// at once.
 	WorkerConcurrency int
+	// AuthCacheTTL (HORIZON_AUTH_CACHE_TTL, default 5s; 0 disables): how long an API replica
+	// may reuse a token's authentication. Revocations evict at once on every replica through
+	// Redis; the TTL bounds the staleness if that message is lost.
+	AuthCacheTTL time.Duration
 	// ReconcileInterval (HORIZON_RECONCILE_INTERVAL, default 30s): how often the workers'
 	// scheduler enqueues the reconcile task.
 	ReconcileInterval time.Duration
@@ -71,6 +75,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		Namespace:         l.str("HORIZON_NAMESPACE", "horizon"),
 		WorkerConcurrency: l.positiveInt("HORIZON_WORKER_CONCURRENCY", 10),
 		ReconcileInterval: l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
+		AuthCacheTTL:      l.durationOrZero("HORIZON_AUTH_CACHE_TTL", 5*time.Second),
 	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -170,6 +175,13 @@ func (l *loader) duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+func (l *loader) durationOrZero(name string, def time.Duration) time.Duration {
+	if v, ok := l.lookup(name); ok && strings.TrimSpace(v) == "0" {
+		return 0
+	}
+	return l.duration(name, def)
 }
 
 func (l *loader) positiveInt(name string, def int) int {
