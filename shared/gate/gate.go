@@ -256,14 +256,13 @@ func (g *Gate) signal(ctx context.Context, node, next string) {
 		return
 	}
 	wake := g.key(node, "wake:"+next)
-	_, err := g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	// A lost signal costs next only time (its Acquire re-checks every 500 ms, its task retries on
+	// its own), so the error is dropped. The list expires in case nobody pops it.
+	_, _ = g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.RPush(ctx, wake, "1")
 		p.PExpire(ctx, wake, g.cfg.StaleAfter)
 		return nil
 	})
-	// A lost signal costs next only time: its Acquire re-checks every 500 ms and its task
-	// retries on its own.
-	_ = err
 	g.bringForward(node, next)
 }
 
@@ -347,7 +346,7 @@ func integer(v any) int64 {
 	if n, ok := v.(int64); ok {
 		return n
 	}
-	// Scores come back as doubles ("1.7e15" never, but "1763000000000000" may carry a fraction).
+	// Strings may be sorted-set scores, which Redis prints as doubles.
 	f, _ := strconv.ParseFloat(str(v), 64)
 	return int64(f)
 }
