@@ -53,14 +53,25 @@ func readParams(r *http.Request) (*params, error) {
 	if ct == "application/json" {
 		return p, p.addJSON(body)
 	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return nil, &apiError{status: http.StatusBadRequest, message: "unable to parse form data\n"}
+	return p, p.addForm(string(body))
+}
+
+// addForm parses a form body. It splits at '&' only, so that an unencoded ';' (tags=a;b
+// from a hand-written curl call) stays part of its value.
+func (p *params) addForm(body string) error {
+	for _, pair := range strings.Split(body, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		key, err1 := url.QueryUnescape(k)
+		val, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			return &apiError{status: http.StatusBadRequest, message: "unable to parse form data\n"}
+		}
+		p.values[key] = val
 	}
-	for k, vs := range form {
-		p.values[k] = vs[len(vs)-1]
-	}
-	return p, nil
+	return nil
 }
 
 func (p *params) addJSON(body []byte) error {
