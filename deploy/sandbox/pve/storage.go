@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -75,7 +76,10 @@ func (c *Cluster) fileVolumePath(f fileVolume, node string) string {
 	return filepath.Join(c.storageDir(f.storage, node), contentDirs[f.content], f.name)
 }
 
-var fileNameRE = regexp.MustCompile(`^[^/\x00]+$`)
+var (
+	fileNameRE   = regexp.MustCompile(`^[^/\x00]+$`)
+	backupNameRE = regexp.MustCompile(`^vzdump-(?:qemu|lxc)-(\d+)-`)
+)
 
 // parseFileVolume parses "local:iso/x.iso" (or "iso/x.iso" with the storage given).
 func (c *Cluster) parseFileVolume(volid, defaultStorage string) (fileVolume, bool) {
@@ -128,13 +132,17 @@ func (c *Cluster) listFiles(s *StorageConfig, node, content string) []map[string
 			continue
 		}
 		f := fileVolume{storage: s, content: content, name: e.Name()}
-		out = append(out, map[string]any{
+		item := map[string]any{
 			"volid":   f.volid(),
 			"content": content,
 			"format":  fileFormat(content, e.Name()),
 			"size":    info.Size(),
 			"ctime":   info.ModTime().Unix(),
-		})
+		}
+		if m := backupNameRE.FindStringSubmatch(e.Name()); content == "backup" && m != nil {
+			item["vmid"], _ = strconv.Atoi(m[1]) // the pattern guarantees digits
+		}
+		out = append(out, item)
 	}
 	return out
 }
@@ -195,9 +203,7 @@ func (c *Cluster) storageConfig(s *StorageConfig) map[string]any {
 	if s.Path != "" {
 		item["path"] = s.Path
 	}
-	if s.Shared {
-		item["shared"] = 1
-	}
+	item["shared"] = boolInt(s.Shared)
 	if len(s.Nodes) > 0 {
 		item["nodes"] = strings.Join(s.Nodes, ",")
 	}
@@ -285,7 +291,9 @@ func (c *Cluster) getNodeStorageStatus(k *call) (any, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.storageStatus(s, k.vars["node"]), nil
+	st := c.storageStatus(s, k.vars["node"])
+	delete(st, "used_fraction") // only the list reports it
+	return st, nil
 }
 
 func (c *Cluster) listContent(k *call) (any, error) {
@@ -343,6 +351,7 @@ func (c *Cluster) getVolume(k *call) (any, error) {
 			"size":   info.Size(),
 			"used":   info.Size(),
 			"format": fileFormat(f.content, f.name),
+			"ctime":  info.ModTime().Unix(),
 		}, nil
 	}
 	if !strings.Contains(volid, ":") {
@@ -352,7 +361,7 @@ func (c *Cluster) getVolume(k *call) (any, error) {
 	if v == nil || v.storage() != s.Name {
 		return nil, failf("volume '%s' does not exist", volid)
 	}
-	return map[string]any{"path": v.path(s), "size": v.Size, "used": v.Size, "format": v.Format}, nil
+	return map[string]any{"path": v.path(s), "size": v.Size, "used": v.Size, "format": v.Format, "ctime": v.CTime}, nil
 }
 
 func (c *Cluster) deleteVolume(k *call) (any, error) {
