@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -159,7 +160,10 @@ func (c *Cluster) cloneVM(k *call) (any, error) {
 // planClone works out the clone's config and volumes.
 func (c *Cluster) planClone(src, dst *vm, full bool, targetStorage, format string) (*configChange, error) {
 	ch := &configChange{conf: map[string]string{}}
-	for key, val := range src.Conf {
+	keys := sortedKeys(src.Conf)
+	slices.SortFunc(keys, cmpDriveOrder) // volumes are numbered in PVE's drive order
+	for _, key := range keys {
+		val := src.Conf[key]
 		switch {
 		case key == "name", key == "description", key == "template", key == "lock", key == "meta", key == "vmgenid", key == "smbios1",
 			strings.HasPrefix(key, "unused"):

@@ -240,7 +240,7 @@ func (e *testEnv) seedFixtureTwins(t *testing.T) {
 	local := e.c.storage("local")
 	dir := e.c.storageDir(local, "pve1")
 	for name, body := range map[string]string{
-		"template/iso/debian-12.iso":                            "iso",
+		"template/iso/debian-12.iso":                             "iso",
 		"template/cache/debian-12-standard_12.0-1_amd64.tar.zst": "tmpl",
 		"dump/vzdump-qemu-100-2023_08_28-12_00_00.vma.zst":       "backup",
 	} {

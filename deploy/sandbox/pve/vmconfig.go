@@ -41,7 +41,9 @@ func (c *Cluster) planConfig(v *vm, p *params, creating bool) (*configChange, er
 			keys = append(keys, key)
 		}
 	}
-	slices.Sort(keys)
+	// Drives are allocated in PVE's order (ide, sata, scsi, virtio, efidisk, tpmstate), which
+	// decides who gets disk-0, disk-1, …
+	slices.SortFunc(keys, cmpDriveOrder)
 	values := map[string]string{}
 	for _, key := range keys {
 		spec, _, _ := lookupKey(key)
@@ -159,4 +161,27 @@ func withMACValue(val, mac string) string {
 		return name + "=" + mac
 	}
 	return name + "=" + mac + "," + rest
+}
+
+var driveOrder = []string{"ide", "sata", "scsi", "virtio", "efidisk", "tpmstate"}
+
+// cmpDriveOrder orders config keys: drives in PVE's allocation order first, then the rest
+// by name.
+func cmpDriveOrder(a, b string) int {
+	rank := func(k string) (int, int) {
+		prefix, idx, ok := splitIndexed(k)
+		if i := slices.Index(driveOrder, prefix); ok && i >= 0 {
+			return i, idx
+		}
+		return len(driveOrder), 0
+	}
+	ra, ia := rank(a)
+	rb, ib := rank(b)
+	switch {
+	case ra != rb:
+		return ra - rb
+	case ia != ib:
+		return ia - ib
+	}
+	return strings.Compare(a, b)
 }
