@@ -125,11 +125,20 @@ func (c *Cluster) stop() error {
 func (c *Cluster) makeDirs() error {
 	dirs := []string{filepath.Join(c.dir, "vms")}
 	for _, n := range c.nodes {
-		dirs = append(dirs, n.rootDir())
+		for _, d := range []string{"/tmp", "/root", "/var/tmp"} {
+			dirs = append(dirs, filepath.Join(n.rootDir(), d))
+		}
 		for _, s := range c.cfg.Storages {
-			if s.Path != "" {
-				// The mount point exists in the node's root so that SFTP clients can walk to it.
-				dirs = append(dirs, filepath.Join(n.rootDir(), s.Path), c.storageDir(&s, n.cfg.Name))
+			if s.Path == "" {
+				continue
+			}
+			// The mount point exists in the node's root so that SFTP clients can walk to it,
+			// and, as PVE's dir plugin does on activation, each content type has its directory.
+			dirs = append(dirs, filepath.Join(n.rootDir(), s.Path))
+			for _, ct := range s.Content {
+				if sub, ok := contentDirs[ct]; ok {
+					dirs = append(dirs, filepath.Join(c.storageDir(&s, n.cfg.Name), sub))
+				}
 			}
 		}
 	}

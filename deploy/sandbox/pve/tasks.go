@@ -36,10 +36,13 @@ func formatUPID(node string, pid, pstart int, start time.Time, typ, id, user str
 	return fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", node, pid, pstart, start.Unix(), typ, id, user)
 }
 
+// taskPrepare is a task's slow part (a download): it runs before the task's delay, without
+// the cluster lock, and logs through logf, which takes the lock.
+type taskPrepare func(ctx context.Context, logf func(format string, args ...any)) error
+
 // startTask registers a task and runs it in the background; it returns the UPID. The caller
-// holds c.mu. prepare, when not nil, runs in the background before the task's delay, without
-// the lock (slow I/O such as a download), and its error fails the task.
-func (c *Cluster) startTask(node, typ, id, user string, prepare func(ctx context.Context, t *task) error, work taskWork) string {
+// holds c.mu. prepare, when not nil, runs first; its error fails the task.
+func (c *Cluster) startTask(node, typ, id, user string, prepare taskPrepare, work taskWork) string {
 	c.nextPID++
 	now := time.Now()
 	t := &task{
@@ -59,12 +62,16 @@ func (c *Cluster) startTask(node, typ, id, user string, prepare func(ctx context
 	return t.upid
 }
 
-func (c *Cluster) runTask(t *task, prepare func(ctx context.Context, t *task) error, work taskWork) {
+func (c *Cluster) runTask(t *task, prepare taskPrepare, work taskWork) {
 	defer c.sb.wg.Done()
 	ctx := c.sb.ctx
 	var err error
 	if prepare != nil {
-		err = prepare(ctx, t)
+		err = prepare(ctx, func(format string, args ...any) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			t.logf(format, args...)
+		})
 	}
 	if !sleepCtx(ctx, c.sb.cfg.TaskDuration) {
 		return

@@ -83,7 +83,7 @@ func (c *Cluster) checkTarget(p *params, s *StorageConfig) (fileVolume, error) {
 }
 
 // verifyChecksum compares the file's digest with the expected one, with PVE's message.
-func verifyChecksum(path, algo, want string, t *task) error {
+func verifyChecksum(path, algo, want string, logf func(string, ...any)) error {
 	if algo == "" {
 		return nil
 	}
@@ -100,7 +100,7 @@ func verifyChecksum(path, algo, want string, t *task) error {
 	if !strings.EqualFold(got, want) {
 		return fmt.Errorf("checksum mismatch: got '%s' != expect '%s'", got, strings.ToLower(want))
 	}
-	t.logf("calculating checksum...OK, checksum verified")
+	logf("calculating checksum...OK, checksum verified")
 	return nil
 }
 
@@ -180,7 +180,7 @@ func (c *Cluster) upload(k *call) (any, error) {
 	defer c.mu.Unlock()
 	return c.startTask(node, "imgcopy", "", k.user, nil, func(t *task) error {
 		defer os.Remove(src) // gone after the rename; removed here when the task fails
-		if err := verifyChecksum(src, algo, want, t); err != nil {
+		if err := verifyChecksum(src, algo, want, t.logf); err != nil {
 			return err
 		}
 		dst := c.fileVolumePath(target, node)
@@ -217,13 +217,13 @@ func (c *Cluster) downloadURL(k *call) (any, error) {
 	dst := c.fileVolumePath(target, node)
 	shown := filepath.Join(s.Path, contentDirs[target.content], target.name)
 	var tmp string
-	fetch := func(ctx context.Context, t *task) error {
-		t.logf("downloading %s to %s", url, shown)
+	fetch := func(ctx context.Context, logf func(string, ...any)) error {
+		logf("downloading %s to %s", url, shown)
 		if _, err := os.Stat(dst); err == nil {
 			return fmt.Errorf("refusing to override existing file '%s'", shown)
 		}
 		if c.sb.knobs.takeDownloadFailure() {
-			t.logf("sandbox: injected transient download failure")
+			logf("sandbox: injected transient download failure")
 			return fmt.Errorf("download failed: 503 Service Unavailable")
 		}
 		var err error
@@ -231,7 +231,7 @@ func (c *Cluster) downloadURL(k *call) (any, error) {
 		if err != nil {
 			return err
 		}
-		if err := verifyChecksum(tmp, algo, want, t); err != nil {
+		if err := verifyChecksum(tmp, algo, want, logf); err != nil {
 			os.Remove(tmp) // a failed download leaves nothing behind
 			return err
 		}
