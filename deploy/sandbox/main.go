@@ -23,13 +23,16 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, out io.Writer) error {
+// run starts the sandbox the flags describe and serves until ctx ends.
+func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
 	configPath := fs.String("config", "", "YAML config file (default: the built-in demo config)")
 	statePath := fs.String("state", "", "write the endpoints, token and fingerprints as JSON to this file")
@@ -83,8 +86,6 @@ func run(args []string, out io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	sb, err := pve.StartWithLogger(startCtx, cfg, log)
 	cancel()
