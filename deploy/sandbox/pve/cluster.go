@@ -35,9 +35,10 @@ type Cluster struct {
 	volumes map[string]*volume // image volumes (disks), by volume ID
 	tasks   []*task            // oldest first
 	nextPID int
+	loaded  bool // the inventory was loaded, so saving it loses nothing
 }
 
-func newCluster(sb *Sandbox, cfg ClusterConfig) (*Cluster, error) {
+func newCluster(sb *Sandbox, cfg ClusterConfig) *Cluster {
 	c := &Cluster{
 		sb:      sb,
 		cfg:     cfg,
@@ -54,7 +55,7 @@ func newCluster(sb *Sandbox, cfg ClusterConfig) (*Cluster, error) {
 		c.pools[pc.ID] = &pool{ID: pc.ID, Comment: pc.Comment}
 	}
 	c.routes = c.apiRoutes()
-	return c, nil
+	return c
 }
 
 // start prepares directories, loads persisted state and opens every listener.
@@ -65,6 +66,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.load(); err != nil {
 		return err
 	}
+	c.loaded = true
 	var err error
 	if c.certs, err = loadOrCreateCerts(c.persistDir(), c.nodeNames()); err != nil {
 		return err
@@ -110,6 +112,8 @@ func (c *Cluster) stop() error {
 	var errs []error
 	if c.srv != nil {
 		errs = append(errs, c.srv.Close())
+	} else if c.ln != nil {
+		errs = append(errs, c.ln.Close())
 	}
 	for _, n := range c.nodes {
 		n.stop()

@@ -49,15 +49,12 @@ func StartWithLogger(ctx context.Context, cfg Config, log *slog.Logger) (*Sandbo
 	}
 	sb.ctx, sb.cancel = context.WithCancel(context.Background())
 	for _, cc := range cfg.Clusters {
-		c, err := newCluster(sb, cc)
-		if err == nil {
-			err = c.start(ctx)
-		}
-		if err != nil {
+		c := newCluster(sb, cc)
+		sb.clusters = append(sb.clusters, c) // so that Close stops what start opened
+		if err := c.start(ctx); err != nil {
 			sb.Close()
 			return nil, fmt.Errorf("cluster %s: %w", cc.Name, err)
 		}
-		sb.clusters = append(sb.clusters, c)
 	}
 	return sb, nil
 }
@@ -73,7 +70,10 @@ func (sb *Sandbox) Close() error {
 	}
 	sb.wg.Wait()
 	for _, c := range sb.clusters {
-		errs = append(errs, c.save())
+		if c.loaded {
+			// A cluster whose inventory did not load must not overwrite it with nothing.
+			errs = append(errs, c.save())
+		}
 	}
 	if sb.tempData {
 		errs = append(errs, os.RemoveAll(sb.dataDir))

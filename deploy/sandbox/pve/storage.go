@@ -261,13 +261,12 @@ func (c *Cluster) getStorageConfig(k *call) (any, error) {
 func (c *Cluster) listNodeStorage(k *call) (any, error) {
 	node := k.vars["node"]
 	want := splitList(k.p.str("content"))
-	enabledOnly := k.p.bool("enabled", false)
+	k.p.bool("enabled", false) // every sandbox storage is enabled
 	k.p.bool("format", false)
 	only := k.p.str("storage")
 	if err := k.p.err(); err != nil {
 		return nil, err
 	}
-	_ = enabledOnly // every sandbox storage is enabled
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := []map[string]any{}
@@ -381,7 +380,8 @@ func (c *Cluster) deleteVolume(k *call) (any, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, failf("volume '%s' does not exist", f.volid())
 		}
-		return c.startTask(node, "imgdel", f.volid(), k.user, nil, func(t *task) error {
+		// PVE forks imgdel without an ID.
+		return c.startTask(node, "imgdel", "", k.user, nil, func(t *task) error {
 			t.logf("Removed volume '%s'", f.volid())
 			return os.Remove(path)
 		}), nil
@@ -396,7 +396,7 @@ func (c *Cluster) deleteVolume(k *call) (any, error) {
 	if owner := c.vms[v.VMID]; owner != nil && owner.usesVolume(volid) {
 		return nil, failf("unable to delete volume '%s' - volume is still in use by VM %d", volid, v.VMID)
 	}
-	return c.startTask(node, "imgdel", volid, k.user, nil, func(t *task) error {
+	return c.startTask(node, "imgdel", "", k.user, nil, func(t *task) error {
 		delete(c.volumes, volid)
 		t.logf("Removed volume '%s'", volid)
 		return nil

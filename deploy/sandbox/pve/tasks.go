@@ -33,6 +33,8 @@ type taskWork func(t *task) error
 // upid formats PVE's task ID: UPID:node:pid:pstart:starttime:type:id:user: — eight
 // colon-separated fields ending with a colon (go-proxmox indexes the eighth).
 func formatUPID(node string, pid, pstart int, start time.Time, typ, id, user string) string {
+	// A colon inside a field would shift every later one; none of ours should hold one.
+	id = strings.ReplaceAll(id, ":", "_")
 	return fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", node, pid, pstart, start.Unix(), typ, id, user)
 }
 
