@@ -167,6 +167,12 @@ func TestGoProxmoxDrivesTheSandbox(t *testing.T) {
 	if err != nil || len(pool.Members) != 2 {
 		t.Fatalf("Pool: %+v, %v", pool, err)
 	}
+	if err := pool.Update(ctx, &proxmox.PoolUpdateOption{VirtualMachines: "100", Delete: true}); err != nil {
+		t.Fatalf("Pool.Update: %v", err)
+	}
+	if pool, err = client.Pool(ctx, "web"); err != nil || len(pool.Members) != 1 || pool.Members[0].VMID != 101 {
+		t.Fatalf("Pool after removing 100: %+v, %v", pool, err)
+	}
 
 	// Storages and content.
 	storages, err := node.Storages(ctx)

@@ -69,6 +69,12 @@ func (s *sshServer) accept(ctx context.Context, ln net.Listener) {
 			return // closed by stop
 		}
 		s.mu.Lock()
+		if s.ln != ln {
+			// stop ran between Accept and here: it can no longer see this connection.
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
 		s.conns[nc] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)

@@ -207,7 +207,9 @@ func (s *vmSSH) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Re
 			return
 		}
 		if req == nil {
-			if proc != nil {
+			if proc != nil && ctx.Err() != nil {
+				proc.kill(syscall.SIGKILL) // the VM is stopping
+			} else if proc != nil {
 				proc.kill(syscall.SIGHUP) // the client went away, as sshd hangs up
 			}
 			return

@@ -59,6 +59,12 @@ func (c *Cluster) startTask(node, typ, id, user string, prepare taskPrepare, wor
 	}
 	t.upid = formatUPID(node, t.pid, t.pstart, now, typ, id, user)
 	c.tasks = append(c.tasks, t)
+	// Close cancels the context before it takes c.mu (held here) and waits for the tasks
+	// after, so checking under the lock keeps a late call from starting a task Close would
+	// not wait for.
+	if c.sb.ctx.Err() != nil {
+		return t.upid
+	}
 	c.sb.wg.Add(1)
 	go c.runTask(t, prepare, work)
 	return t.upid
