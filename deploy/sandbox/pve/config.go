@@ -63,7 +63,9 @@ type ClusterConfig struct {
 
 // TokenConfig is an API token: ID "user@realm!name" and its secret.
 type TokenConfig struct {
-	ID     string `yaml:"id"`
+	// ID is the full token ID, e.g. "horizon@pve!ci"; UPIDs of its tasks name it as user.
+	ID string `yaml:"id"`
+	// Secret is the token's secret (PVE shows a UUID once, at creation).
 	Secret string `yaml:"secret"`
 }
 
@@ -100,6 +102,7 @@ type StorageConfig struct {
 
 // PoolConfig is a resource pool that exists at start.
 type PoolConfig struct {
+	// ID is the pool ID (pve-poolid; "a/b" for a nested pool).
 	ID      string `yaml:"id"`
 	Comment string `yaml:"comment"`
 }

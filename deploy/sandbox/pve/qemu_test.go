@@ -206,3 +206,29 @@ func (e *testEnv) putConfig(t *testing.T, v url.Values) error {
 	}
 	return nil
 }
+
+func TestPowerCycle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.mustTaskOK(t, "POST", "/nodes/pve3/qemu", url.Values{"vmid": {"100"}, "memory": {"1024"}, "cores": {"2"}, "sockets": {"2"}})
+	e.mustTaskOK(t, "POST", "/nodes/pve3/qemu/100/status/start", nil)
+	st := mustOK(t, e.call(t, "GET", "/nodes/pve3/qemu/100/status/current", nil)).(map[string]any)
+	if st["status"] != "running" || st["qmpstatus"] != "running" || st["cpus"] != 4.0 || st["maxmem"] != float64(1<<30) {
+		t.Fatalf("status/current: %v", st)
+	}
+	r := e.call(t, "DELETE", "/nodes/pve3/qemu/100", nil)
+	if r.status != 500 || r.reason != "VM 100 is running - destroy failed" {
+		t.Fatalf("destroy a running VM: %d %q", r.status, r.reason)
+	}
+	e.mustTaskOK(t, "POST", "/nodes/pve3/qemu/100/status/reboot", nil)
+	e.mustTaskOK(t, "POST", "/nodes/pve3/qemu/100/status/shutdown", url.Values{"timeout": {"30"}, "forceStop": {"1"}})
+	tk := e.waitTask(t, mustOK(t, e.call(t, "POST", "/nodes/pve3/qemu/100/status/shutdown", nil)).(string))
+	if tk.ExitStatus != "VM 100 not running" {
+		t.Fatalf("shutdown of a stopped VM: %q", tk.ExitStatus)
+	}
+	e.mustTaskOK(t, "POST", "/nodes/pve3/qemu/100/status/stop", nil) // stopping a stopped VM is fine
+	e.mustTaskOK(t, "DELETE", "/nodes/pve3/qemu/100", url.Values{"purge": {"1"}})
+	if len(e.c.VMs()) != 0 {
+		t.Fatalf("VMs after destroy: %v", e.c.VMs())
+	}
+}

@@ -190,3 +190,23 @@ func TestStorageEndpoints(t *testing.T) {
 		t.Fatalf("unknown storage: %d %q", r.status, r.reason)
 	}
 }
+
+func TestDeleteContent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	if err := writeRemote(e.sftp(t, "pve1"), "/var/lib/vz/template/iso/old.iso", "iso"); err != nil {
+		t.Fatal(err)
+	}
+	e.mustTaskOK(t, "DELETE", "/nodes/pve1/storage/local/content/local:iso/old.iso", nil)
+	if got := mustOK(t, e.call(t, "GET", "/nodes/pve1/storage/local/content", nil)).([]any); len(got) != 0 {
+		t.Fatalf("content after delete: %v", got)
+	}
+	if r := e.call(t, "DELETE", "/nodes/pve1/storage/local/content/local:iso/old.iso", nil); r.status != 500 {
+		t.Fatalf("delete a missing volume: %d %q", r.status, r.reason)
+	}
+	e.mustTaskOK(t, "POST", "/nodes/pve1/qemu", url.Values{"vmid": {"100"}, "scsi0": {"local-lvm:1"}})
+	r := e.call(t, "DELETE", "/nodes/pve1/storage/local-lvm/content/local-lvm:vm-100-disk-0", nil)
+	if r.status != 500 || !strings.Contains(r.reason, "still in use by VM 100") {
+		t.Fatalf("delete a disk in use: %d %q", r.status, r.reason)
+	}
+}
