@@ -2,7 +2,6 @@ package pve
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -65,8 +64,7 @@ func (c *Cluster) convertToTemplate(k *call) (any, error) {
 
 var sizeRE = regexp.MustCompile(`^(\+)?(\d+(?:\.\d+)?)([KMGT])?$`)
 
-// cloneVM copies a VM or template. The new VM exists at once, locked "clone", so its ID is
-// taken for the whole task, as in PVE. Linked clones (the default for templates) share the
+// cloneVM copies a VM or template; the new VM exists at once (see addVM). Linked clones (the default for templates) share the
 // template's base images; full clones get new volumes of the same size.
 func (c *Cluster) cloneVM(k *call) (any, error) {
 	p := k.p
@@ -133,18 +131,9 @@ func (c *Cluster) cloneVM(k *call) (any, error) {
 	if description != "" {
 		ch.conf["description"] = description
 	}
-	ch.conf["lock"] = "clone"
-	if err := c.commit(dst, ch); err != nil {
-		return nil, failf("%s", err.Error())
+	if err := c.addVM(dst, ch, "clone", poolID); err != nil {
+		return nil, err
 	}
-	c.vms[newid] = dst
-	if poolID != "" {
-		c.pools[poolID].VMs = append(c.pools[poolID].VMs, newid)
-	}
-	if err := os.MkdirAll(c.VMDir(newid), 0o755); err != nil {
-		return nil, failf("create VM directory: %s", err.Error())
-	}
-	c.saveLocked()
 	return c.startTask(src.Node, "qmclone", vmidString(src.VMID), k.user, nil, func(t *task) error {
 		if c.vms[newid] != dst {
 			return fmt.Errorf("VM %d vanished during clone", newid)

@@ -32,7 +32,7 @@ func newNode(c *Cluster, cfg NodeConfig) *Node {
 	n := &Node{c: c, cfg: cfg, boot: time.Now(), online: true}
 	n.uploads.node = cfg.Name
 	n.uploads.minDuration = c.sb.cfg.UploadMinDuration
-	n.ssh = &sshServer{log: c.sb.log, config: n.sshConfig, serve: n.serveSSH}
+	n.ssh = &sshServer{log: c.sb.log, config: n.sshConfig, session: n.serveSession}
 	return n
 }
 

@@ -93,19 +93,9 @@ func (c *Cluster) createVM(k *call) (any, error) {
 		return nil, err
 	}
 	creationDefaults(ch.conf)
-	// Like qm create, the config exists at once, locked until the task ends.
-	ch.conf["lock"] = "create"
-	if err := c.commit(v, ch); err != nil {
-		return nil, failf("%s", err.Error())
+	if err := c.addVM(v, ch, "create", poolID); err != nil {
+		return nil, err
 	}
-	c.vms[vmid] = v
-	if poolID != "" {
-		c.pools[poolID].VMs = append(c.pools[poolID].VMs, vmid)
-	}
-	if err := os.MkdirAll(c.VMDir(vmid), 0o755); err != nil {
-		return nil, failf("create VM directory: %s", err.Error())
-	}
-	c.saveLocked()
 	return c.startTask(node, "qmcreate", vmidString(vmid), k.user, nil, func(t *task) error {
 		if c.vms[vmid] != v {
 			return fmt.Errorf("VM %d vanished during creation", vmid)
@@ -119,6 +109,25 @@ func (c *Cluster) createVM(k *call) (any, error) {
 		}
 		return nil
 	}), nil
+}
+
+// addVM registers a new VM with its planned config and its directory. Like qm create and
+// qm clone, the config exists at once, locked until the task ends, so the VMID is taken from
+// the first moment. The caller holds c.mu.
+func (c *Cluster) addVM(v *vm, ch *configChange, lock, poolID string) error {
+	if err := os.MkdirAll(c.VMDir(v.VMID), 0o755); err != nil {
+		return failf("create VM directory: %s", err.Error())
+	}
+	ch.conf["lock"] = lock
+	if err := c.commit(v, ch); err != nil {
+		return failf("%s", err.Error())
+	}
+	c.vms[v.VMID] = v
+	if poolID != "" {
+		c.pools[poolID].VMs = append(c.pools[poolID].VMs, v.VMID)
+	}
+	c.saveLocked()
+	return nil
 }
 
 func (c *Cluster) getConfig(k *call) (any, error) {
@@ -138,15 +147,21 @@ func (c *Cluster) getConfig(k *call) (any, error) {
 	return renderConfig(v), nil
 }
 
+// planUpdate plans the config update a call asks for. The caller holds c.mu.
+func (c *Cluster) planUpdate(k *call) (*vm, *configChange, error) {
+	v, err := c.lookupVM(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := c.planConfig(v, k.p, false)
+	return v, ch, err
+}
+
 // postConfig is the asynchronous config update: checked now, applied when its task ends.
 func (c *Cluster) postConfig(k *call) (any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, err := c.lookupVM(k)
-	if err != nil {
-		return nil, err
-	}
-	ch, err := c.planConfig(v, k.p, false)
+	v, ch, err := c.planUpdate(k)
 	if err != nil {
 		return nil, err
 	}
@@ -167,11 +182,7 @@ func (c *Cluster) postConfig(k *call) (any, error) {
 func (c *Cluster) putConfig(k *call) (any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, err := c.lookupVM(k)
-	if err != nil {
-		return nil, err
-	}
-	ch, err := c.planConfig(v, k.p, false)
+	v, ch, err := c.planUpdate(k)
 	if err != nil {
 		return nil, err
 	}

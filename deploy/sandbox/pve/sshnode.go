@@ -35,23 +35,9 @@ func (n *Node) sshConfig() (*ssh.ServerConfig, error) {
 	return cfg, nil
 }
 
-// serveSSH serves a node session: only the sftp subsystem (Horizon places snippets over
+// serveSession serves a node session: only the sftp subsystem (Horizon places snippets over
 // SFTP; the sandbox runs no commands on nodes).
-func (n *Node) serveSSH(ctx context.Context, conn *ssh.ServerConn, chans <-chan ssh.NewChannel) {
-	for nc := range chans {
-		if nc.ChannelType() != "session" {
-			_ = nc.Reject(ssh.UnknownChannelType, "only session channels")
-			continue
-		}
-		ch, reqs, err := nc.Accept()
-		if err != nil {
-			continue
-		}
-		go n.serveSession(ch, reqs)
-	}
-}
-
-func (n *Node) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
+func (n *Node) serveSession(_ context.Context, ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
 	for req := range reqs {
 		switch {

@@ -23,8 +23,8 @@ type sshServer struct {
 	log *slog.Logger
 	// config builds the server config for one new connection.
 	config func() (*ssh.ServerConfig, error)
-	// serve handles an established connection's channels until it ends.
-	serve func(ctx context.Context, conn *ssh.ServerConn, chans <-chan ssh.NewChannel)
+	// session serves one session channel until it ends; ctx ends when the server stops.
+	session func(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Request)
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -107,7 +107,23 @@ func (s *sshServer) handle(ctx context.Context, nc net.Conn) {
 	_ = nc.SetDeadline(time.Time{})
 	defer conn.Close()
 	go ssh.DiscardRequests(reqs)
-	s.serve(ctx, conn, chans)
+	var sessions sync.WaitGroup
+	defer sessions.Wait() // they end with the connection, which ends chans
+	for newCh := range chans {
+		if newCh.ChannelType() != "session" {
+			_ = newCh.Reject(ssh.UnknownChannelType, "only session channels")
+			continue
+		}
+		ch, chReqs, err := newCh.Accept()
+		if err != nil {
+			continue
+		}
+		sessions.Add(1)
+		go func() {
+			defer sessions.Done()
+			s.session(ctx, ch, chReqs)
+		}()
+	}
 }
 
 // stop closes the listener and every live connection, and waits for their goroutines.

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -64,7 +63,7 @@ func (c *Cluster) startVMSSH(v *vm) error {
 		hostKeys = []ssh.Signer{v.hostKey}
 	}
 	s := &vmSSH{dir: c.VMDir(v.VMID), keys: keys, hostKeys: hostKeys}
-	s.srv = &sshServer{log: c.sb.log, config: s.config, serve: s.serve}
+	s.srv = &sshServer{log: c.sb.log, config: s.config, session: s.session}
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return err
 	}
@@ -168,26 +167,6 @@ func (s *vmSSH) config() (*ssh.ServerConfig, error) {
 		cfg.AddHostKey(k)
 	}
 	return cfg, nil
-}
-
-func (s *vmSSH) serve(ctx context.Context, conn *ssh.ServerConn, chans <-chan ssh.NewChannel) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for nc := range chans {
-		if nc.ChannelType() != "session" {
-			_ = nc.Reject(ssh.UnknownChannelType, "only session channels")
-			continue
-		}
-		ch, reqs, err := nc.Accept()
-		if err != nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.session(ctx, ch, reqs)
-		}()
-	}
 }
 
 // session serves one session channel: env, then exec or the sftp subsystem; signals go to
