@@ -1,0 +1,170 @@
+package pve
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The official PVE API schema (pve-docs api-viewer/apidata.js as JSON), which the team keeps
+// beside the repository: <repo root>/../shared/pve-api/apidata.json. CI has it there too; a
+// missing schema fails the tests rather than skipping them.
+
+type schemaNode struct {
+	Path     string                  `json:"path"`
+	Info     map[string]schemaMethod `json:"info"`
+	Children []schemaNode            `json:"children"`
+}
+
+type schemaMethod struct {
+	Parameters struct {
+		Properties map[string]schemaProp `json:"properties"`
+	} `json:"parameters"`
+	Returns schemaProp `json:"returns"`
+}
+
+type schemaProp struct {
+	Type                 string                `json:"type"`
+	Description          string                `json:"description"`
+	Properties           map[string]schemaProp `json:"properties"`
+	Items                *schemaProp           `json:"items"`
+	AdditionalProperties any                   `json:"additionalProperties"`
+}
+
+var (
+	schemaOnce  sync.Once
+	schemaPaths map[string]map[string]schemaMethod
+	schemaErr   error
+)
+
+// loadSchema returns path template → method → definition.
+func loadSchema(t testing.TB) map[string]map[string]schemaMethod {
+	t.Helper()
+	schemaOnce.Do(func() {
+		var path string
+		if path, schemaErr = schemaPath(); schemaErr != nil {
+			return
+		}
+		var data []byte
+		if data, schemaErr = os.ReadFile(path); schemaErr != nil {
+			return
+		}
+		var roots []schemaNode
+		if schemaErr = json.Unmarshal(data, &roots); schemaErr != nil {
+			return
+		}
+		schemaPaths = map[string]map[string]schemaMethod{}
+		var walk func(n schemaNode)
+		walk = func(n schemaNode) {
+			schemaPaths[n.Path] = n.Info
+			for _, c := range n.Children {
+				walk(c)
+			}
+		}
+		for _, r := range roots {
+			walk(r)
+		}
+	})
+	if schemaErr != nil {
+		t.Fatalf("PVE API schema: %v (it must be at <repo root>/../shared/pve-api/apidata.json)", schemaErr)
+	}
+	return schemaPaths
+}
+
+func schemaPath() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared", "pve-api", "apidata.json"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", os.ErrNotExist
+		}
+		dir = parent
+	}
+}
+
+// schemaPattern turns a route pattern into the schema's path template.
+func schemaPattern(pattern string) string { return strings.ReplaceAll(pattern, "...}", "}") }
+
+var indexRangeRE = regexp.MustCompile(`n is 0 to (\d+)`)
+
+// TestRoutesExistInSchema checks that every route the sandbox serves is PVE's, with the same
+// method, and that every parameter it accepts (path variables included) is one PVE declares
+// for that route — so the sandbox never invents API.
+func TestRoutesExistInSchema(t *testing.T) {
+	t.Parallel()
+	schema := loadSchema(t)
+	e := newEnv(t, nil)
+	if len(e.c.routes) < 30 {
+		t.Fatalf("only %d routes: the route table did not load", len(e.c.routes))
+	}
+	for _, rt := range e.c.routes {
+		path := schemaPattern(rt.pattern)
+		methods, ok := schema[path]
+		if !ok {
+			t.Errorf("%s: path not in the PVE schema", rt.key())
+			continue
+		}
+		def, ok := methods[rt.method]
+		if !ok {
+			t.Errorf("%s: PVE has no %s on this path", rt.key(), rt.method)
+			continue
+		}
+		props := def.Parameters.Properties
+		names := append([]string(nil), rt.params...)
+		for _, seg := range strings.Split(path, "/") {
+			if v, ok := strings.CutPrefix(seg, "{"); ok {
+				names = append(names, strings.TrimSuffix(v, "}"))
+			}
+		}
+		for _, name := range names {
+			prop, ok := props[name]
+			if !ok {
+				t.Errorf("%s: parameter %q is not in the PVE schema", rt.key(), name)
+				continue
+			}
+			prefix, indexed := strings.CutSuffix(name, "[n]")
+			if !indexed {
+				continue
+			}
+			if m := indexRangeRE.FindStringSubmatch(prop.Description); m != nil {
+				limit, _ := strconv.Atoi(m[1])
+				if indexedMax[prefix] > limit {
+					t.Errorf("%s: %s accepts up to index %d, PVE up to %d", rt.key(), name, indexedMax[prefix], limit)
+				}
+			} else if _, ok := indexedMax[prefix]; !ok {
+				t.Errorf("%s: %s has no index limit", rt.key(), name)
+			}
+		}
+	}
+}
+
+// TestVMKeysExistInSchema checks the VM config key table against qemu create and config.
+func TestVMKeysExistInSchema(t *testing.T) {
+	t.Parallel()
+	schema := loadSchema(t)
+	for _, path := range []string{"/nodes/{node}/qemu", "/nodes/{node}/qemu/{vmid}/config"} {
+		props := schema[path]["POST"].Parameters.Properties
+		for name := range vmKeys {
+			if _, ok := props[name]; !ok {
+				t.Errorf("VM key %q is not a parameter of POST %s", name, path)
+			}
+		}
+	}
+	returned := schema["/nodes/{node}/qemu/{vmid}/config"]["GET"].Returns.Properties
+	for name := range vmKeys {
+		if _, ok := returned[name]; !ok {
+			t.Errorf("VM key %q is not returned by GET config", name)
+		}
+	}
+}
