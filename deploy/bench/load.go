@@ -60,42 +60,46 @@ func closedLoop(addr string, conns int, d time.Duration, build request) result {
 	return summarize(lat, time.Since(start), errs.Load())
 }
 
-// openLoop sends rate requests per second for d (independently of answers, so queueing shows
-// in the latency) and measures latency.
+// openLoop sends rate requests per second for d, on a schedule that does not wait for answers
+// (so queueing shows in the latency), from a fixed pool of senders, and measures latency from
+// each request's scheduled time.
 func openLoop(addr string, rate float64, d time.Duration, build request) result {
-	client := &fasthttp.HostClient{Addr: addr, MaxConns: 512}
+	client := &fasthttp.HostClient{Addr: addr, MaxConns: 1024, MaxConnWaitTimeout: 5 * time.Second}
+	const senders = 256
+	due := make(chan time.Time, senders)
 	var errs atomic.Int64
-	var mu sync.Mutex
-	var lat []time.Duration
+	lat := make([][]time.Duration, senders)
+	var n atomic.Int64
 	var wg sync.WaitGroup
-	interval := time.Duration(float64(time.Second) / rate)
-	start := time.Now()
-	var i int64
-	for next := start; time.Since(start) < d; next = next.Add(interval) {
-		if wait := time.Until(next); wait > 0 {
-			time.Sleep(wait)
-		}
-		i++
+	for w := 0; w < senders; w++ {
 		wg.Add(1)
-		go func(i int64) {
+		go func(w int) {
 			defer wg.Done()
 			req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(res)
-			build(i, req)
-			req.SetHost(addr)
-			t0 := time.Now()
-			if err := client.Do(req, res); err != nil || res.StatusCode() >= 300 {
-				errs.Add(1)
+			for at := range due {
+				req.Reset()
+				build(n.Add(1), req)
+				req.SetHost(addr)
+				if err := client.Do(req, res); err != nil || res.StatusCode() >= 300 {
+					errs.Add(1)
+				}
+				lat[w] = append(lat[w], time.Since(at))
 			}
-			el := time.Since(t0)
-			mu.Lock()
-			lat = append(lat, el)
-			mu.Unlock()
-		}(i)
+		}(w)
 	}
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	for next := start; next.Sub(start) < d; next = next.Add(interval) {
+		if wait := time.Until(next); wait > 0 {
+			time.Sleep(wait)
+		}
+		due <- next
+	}
+	close(due)
 	wg.Wait()
-	return summarize([][]time.Duration{lat}, time.Since(start), errs.Load())
+	return summarize(lat, time.Since(start), errs.Load())
 }
 
 func summarize(per [][]time.Duration, elapsed time.Duration, errs int64) result {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 )
 
 func main() {
@@ -24,8 +25,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "unknown benchmark %q\n", which)
 		os.Exit(2)
 	}
+	// HORIZON_BENCH_CPUPROFILE=file writes a CPU profile of the whole run (servers and load).
+	if path := os.Getenv("HORIZON_BENCH_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

@@ -167,6 +167,33 @@ func TestRateLimitPerToken(t *testing.T) {
 	}
 }
 
+// TestRateLimitIsSharedAcrossReplicas: two replicas together admit no more than the token's
+// budget, though each reserves it in chunks.
+func TestRateLimitIsSharedAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	opts := &apitest.Options{RateLimit: 200, RateWindow: time.Minute}
+	a := apitest.New(t, opts)
+	b := a.Replica(opts)
+	accepted := 0
+	for i := 0; i < 300; i++ {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		switch r := s.Do("GET", "/v1/me", apitest.Req{}); r.Status {
+		case 200:
+			accepted++
+		case 429:
+		default:
+			t.Fatalf("status %d", r.Status)
+		}
+	}
+	// Each replica may strand at most one unspent chunk (200/50 = 4 requests).
+	if accepted > 200 || accepted < 200-2*4 {
+		t.Fatalf("accepted %d of 300 across two replicas, want at most 200 and at least 192", accepted)
+	}
+}
+
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	s := apitest.New(t, nil)

@@ -35,30 +35,28 @@ func CreateAddress(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		ctx := c.UserContext()
+		// The network is read outside a transaction: its CIDR and gateway never change, and a
+		// network deleted meanwhile makes the insert fail on its foreign key (409).
+		n, err := store.NetworkGet(ctx, d.DB, netID)
+		if err != nil {
+			return err
+		}
+		var p horizon.Problems
+		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
+		ip, perr := netip.ParseAddr(req.IP)
+		if perr != nil || ip.Zone() != "" {
+			p.Add("ip", "must be an IP address")
+		} else if msg := ipam.CheckAddress(ipam.Network{CIDR: n.CIDR, Gateway: n.Gateway}, ip); msg != "" {
+			p.Add("ip", "%s", msg)
+		}
+		if err := p.Err(); err != nil {
+			return err
+		}
 		who := api.Principal(c)
-		a, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Address, error) {
-			n, err := store.NetworkGet(ctx, tx, netID)
-			if err != nil {
-				return horizon.Address{}, err
-			}
-			var p horizon.Problems
-			horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
-			ip, perr := netip.ParseAddr(req.IP)
-			if perr != nil || ip.Zone() != "" {
-				p.Add("ip", "must be an IP address")
-			} else if msg := ipam.CheckAddress(ipam.Network{CIDR: n.CIDR, Gateway: n.Gateway}, ip); msg != "" {
-				p.Add("ip", "%s", msg)
-			}
-			if err := p.Err(); err != nil {
-				return horizon.Address{}, err
-			}
-			a, err := store.AddressCreate(ctx, tx, horizon.Address{NetworkID: netID, Name: req.Name, IP: ip})
-			if err != nil {
-				return a, err
-			}
-			return a, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "address.create",
-				ObjectType: "address", ObjectID: &a.ID, Details: map[string]any{"network_id": netID, "name": a.Name, "ip": a.IP.String()}})
-		})
+		a, err := store.AddressCreate(ctx, d.DB, horizon.Address{NetworkID: netID, Name: req.Name, IP: ip}, store.Activity{
+			ActorID: &who.UserID, Action: "address.create", ObjectType: "address",
+			Details: map[string]any{"network_id": netID, "name": req.Name, "ip": ip.String()}})
 		if err != nil {
 			return err
 		}

@@ -19,13 +19,22 @@ func scanAddress(row pgx.Row) (horizon.Address, error) {
 	return a, err
 }
 
-// AddressCreate inserts an address on a network. A taken name or ip on that network is a
+// AddressCreate inserts an address on a network and, in the same statement (so atomically and
+// in one round trip: this is the catalogue's hottest write), its activity record; act.ObjectID
+// is filled with the new address. A taken name or ip on that network is a
 // *horizon.ConflictError naming the field.
-func AddressCreate(ctx context.Context, q Querier, a horizon.Address) (horizon.Address, error) {
+func AddressCreate(ctx context.Context, q Querier, a horizon.Address, act Activity) (horizon.Address, error) {
+	details := act.Details
+	if details == nil {
+		details = map[string]any{}
+	}
 	out, err := scanAddress(q.QueryRow(ctx, `WITH a AS (
 		INSERT INTO addresses (network_id, name, ip) VALUES ($1, $2, $3)
-		RETURNING id, network_id, name, ip, NULL::uuid AS execution_id, NULL::timestamptz AS attached_at, created_at)
-		SELECT * FROM a`, a.NetworkID, a.Name, a.IP))
+		RETURNING id, network_id, name, ip, NULL::uuid AS execution_id, NULL::timestamptz AS attached_at, created_at),
+	  audit AS (
+		INSERT INTO activity (actor_id, action, object_type, object_id, details)
+		SELECT $4, $5, $6, a.id, $7 FROM a)
+		SELECT * FROM a`, a.NetworkID, a.Name, a.IP, act.ActorID, act.Action, act.ObjectType, details))
 	return out, translate(err)
 }
 
