@@ -23,6 +23,7 @@ import (
 	"horizon/functions/authcache"
 	"horizon/shared/auth"
 	"horizon/shared/config"
+	"horizon/shared/gitsource"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 )
@@ -75,12 +76,16 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	git, err := gitsource.New(gitsource.Config{Dir: cfg.GitCacheDir})
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	cache := authcache.New(rdb, cfg.Namespace, cfg.AuthCacheTTL)
 	go cache.Run(ctx, log)
-	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Namespace: cfg.Namespace, Now: time.Now}
+	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Namespace: cfg.Namespace, Now: time.Now}
 	a := app.New(deps, app.Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
 		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})
 

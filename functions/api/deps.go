@@ -4,11 +4,11 @@ import (
 	"log/slog"
 	"time"
 
-	"horizon/functions/authcache"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"horizon/functions/authcache"
+	"horizon/shared/gitsource"
 	"horizon/shared/secrets"
 )
 
@@ -20,6 +20,9 @@ type Deps struct {
 	Log   *slog.Logger
 	// Auth caches authenticated tokens; handlers that revoke or weaken one call Auth.Forget.
 	Auth *authcache.Cache
+	// Git is the local cache of git sources (HORIZON_GIT_CACHE_DIR) through which template
+	// uploads resolve branches and inspect modules.
+	Git *gitsource.Cache
 	// Namespace prefixes Redis keys (HORIZON_NAMESPACE).
 	Namespace string
 	// Now is the clock for values computed in Go (most times come from Postgres' now()).

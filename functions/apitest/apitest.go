@@ -79,7 +79,7 @@ func New(t testing.TB, opts *Options) *Server {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Namespace: ns, Now: time.Now}
+	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: testkit.GitCache(t), Namespace: ns, Now: time.Now}
 	s := start(t, deps, opts)
 	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
 	return s

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,11 @@ type Config struct {
 	// ReconcileInterval (HORIZON_RECONCILE_INTERVAL, default 30s): how often the workers'
 	// scheduler enqueues the reconcile task.
 	ReconcileInterval time.Duration
+	// GitCacheDir (HORIZON_GIT_CACHE_DIR, default .data/git, relative to the working directory):
+	// the local cache of git sources (bare clones and read-only trees, see shared/gitsource).
+	// The API reads template sources through it when a template version is uploaded; processes
+	// of one host may share it.
+	GitCacheDir string
 }
 
 // Load reads the configuration through lookup (os.LookupEnv in production).
@@ -76,6 +82,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		WorkerConcurrency: l.positiveInt("HORIZON_WORKER_CONCURRENCY", 10),
 		ReconcileInterval: l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
 		AuthCacheTTL:      l.durationOrZero("HORIZON_AUTH_CACHE_TTL", 5*time.Second),
+		GitCacheDir:       l.str("HORIZON_GIT_CACHE_DIR", filepath.Join(".data", "git")),
 	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

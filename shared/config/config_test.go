@@ -24,7 +24,8 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:8080" || c.LogFormat != "json" || c.LogLevel != "info" || c.RequestTimeout != 30*time.Second ||
-		c.RateLimit != 1200 || c.RateWindow != time.Minute || c.Namespace != "horizon" || len(c.SecretKey) != 32 {
+		c.RateLimit != 1200 || c.RateWindow != time.Minute || c.Namespace != "horizon" || len(c.SecretKey) != 32 ||
+		c.GitCacheDir != ".data/git" {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -67,5 +68,19 @@ func TestLoadBootstrapToken(t *testing.T) {
 	}
 	if c.BootstrapAdminToken.Reveal() != tok || len(c.CORSOrigins) != 1 || c.CORSOrigins[0] != "https://ui.example.org" {
 		t.Fatalf("%+v", c)
+	}
+}
+
+func TestLoadGitCacheDir(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(lookup(map[string]string{
+		"HORIZON_DATABASE_URL": "postgres://h@db/horizon", "HORIZON_REDIS_URL": "redis://cache:6379/0", "HORIZON_SECRET_KEY": key,
+		"HORIZON_GIT_CACHE_DIR": " /var/cache/horizon/git ",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GitCacheDir != "/var/cache/horizon/git" {
+		t.Fatalf("GitCacheDir = %q, want /var/cache/horizon/git", c.GitCacheDir)
 	}
 }

@@ -1,0 +1,31 @@
+package testkit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"horizon/shared/gitsource"
+)
+
+// GitCache returns a git source cache in a temporary directory of the test. Its trees are
+// read-only, which t.TempDir's removal cannot delete, so cleanup first makes them writable.
+func GitCache(t testing.TB) *gitsource.Cache {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "git")
+	t.Cleanup(func() { makeWritable(dir) }) // runs before TempDir's own cleanup
+	c, err := gitsource.New(gitsource.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func makeWritable(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			_ = os.Chmod(p, 0o755) // best effort: TempDir's removal reports what is left
+		}
+		return nil
+	})
+}
