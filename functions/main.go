@@ -76,7 +76,7 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	git, err := gitsource.New(gitsource.Config{Dir: cfg.GitCacheDir})
+	git, err := gitsource.New(gitsource.Config{Dir: cfg.GitCacheDir, CAFile: cfg.GitCAFile})
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ import (
 	"horizon/functions/authcache"
 	"horizon/openapi"
 	"horizon/shared/auth"
+	"horizon/shared/gitsource"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 	"horizon/shared/testkit"
@@ -59,6 +60,9 @@ type Options struct {
 	RateWindow time.Duration
 	// CORSOrigins are the allowed browser origins.
 	CORSOrigins []string
+	// Git replaces the server's git source cache (by default one in a temporary directory),
+	// e.g. with one that trusts a test server's CA.
+	Git *gitsource.Cache
 }
 
 // New starts the API. opts may be nil.
@@ -79,7 +83,11 @@ func New(t testing.TB, opts *Options) *Server {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: testkit.GitCache(t), Namespace: ns, Now: time.Now}
+	git := opts.Git
+	if git == nil {
+		git = testkit.GitCache(t)
+	}
+	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Namespace: ns, Now: time.Now}
 	s := start(t, deps, opts)
 	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
 	return s

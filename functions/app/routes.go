@@ -5,11 +5,13 @@ import (
 
 	"horizon/functions/api"
 	"horizon/functions/environments"
+	"horizon/functions/gitcredentials"
 	"horizon/functions/me"
 	"horizon/functions/nagiosservers"
 	"horizon/functions/networks"
 	"horizon/functions/sshkeys"
 	"horizon/functions/teams"
+	"horizon/functions/templates"
 	"horizon/functions/tokens"
 	"horizon/functions/users"
 )
@@ -60,5 +62,19 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/nagios-servers", nagiosservers.Create(d)},
 		{fiber.MethodGet, "/nagios-servers", nagiosservers.List(d)},
 		{fiber.MethodGet, "/nagios-servers/:id", nagiosservers.Get(d)},
+
+		{fiber.MethodPost, "/git-credentials", gitcredentials.Create(d)},
+		{fiber.MethodGet, "/git-credentials", gitcredentials.List(d)},
+		{fiber.MethodGet, "/git-credentials/:id", gitcredentials.Get(d)},
+		{fiber.MethodDelete, "/git-credentials/:id", gitcredentials.Delete(d)},
+
+		{fiber.MethodPost, "/templates", templates.Create(d)},
+		{fiber.MethodGet, "/templates", templates.List(d)},
+		{fiber.MethodGet, "/templates/:id", templates.Get(d)},
+		{fiber.MethodPatch, "/templates/:id", templates.Update(d)},
+		{fiber.MethodPost, "/templates/:id/versions", templates.CreateVersion(d)},
+		{fiber.MethodGet, "/templates/:id/versions/:v", templates.GetVersion(d)},
+		{fiber.MethodGet, "/templates/:id/versions/:v/form", templates.Form(d)},
+		{fiber.MethodGet, "/templates/:id/versions/:v/changes", templates.Changes(d)},
 	}
 }

@@ -66,6 +66,9 @@ type Config struct {
 	// The API reads template sources through it when a template version is uploaded; processes
 	// of one host may share it.
 	GitCacheDir string
+	// GitCAFile (HORIZON_GIT_CA_FILE, default none: the system's roots): a PEM bundle of the
+	// certificate authorities https:// git servers are verified against.
+	GitCAFile string
 }
 
 // Load reads the configuration through lookup (os.LookupEnv in production).
@@ -83,6 +86,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ReconcileInterval: l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
 		AuthCacheTTL:      l.durationOrZero("HORIZON_AUTH_CACHE_TTL", 5*time.Second),
 		GitCacheDir:       l.str("HORIZON_GIT_CACHE_DIR", filepath.Join(".data", "git")),
+		GitCAFile:         l.str("HORIZON_GIT_CA_FILE", ""),
 	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

@@ -25,7 +25,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.Listen != "127.0.0.1:8080" || c.LogFormat != "json" || c.LogLevel != "info" || c.RequestTimeout != 30*time.Second ||
 		c.RateLimit != 1200 || c.RateWindow != time.Minute || c.Namespace != "horizon" || len(c.SecretKey) != 32 ||
-		c.GitCacheDir != ".data/git" {
+		c.GitCacheDir != ".data/git" || c.GitCAFile != "" {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -75,12 +75,12 @@ func TestLoadGitCacheDir(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(lookup(map[string]string{
 		"HORIZON_DATABASE_URL": "postgres://h@db/horizon", "HORIZON_REDIS_URL": "redis://cache:6379/0", "HORIZON_SECRET_KEY": key,
-		"HORIZON_GIT_CACHE_DIR": " /var/cache/horizon/git ",
+		"HORIZON_GIT_CACHE_DIR": " /var/cache/horizon/git ", "HORIZON_GIT_CA_FILE": "/etc/horizon/git-ca.pem",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GitCacheDir != "/var/cache/horizon/git" {
-		t.Fatalf("GitCacheDir = %q, want /var/cache/horizon/git", c.GitCacheDir)
+	if c.GitCacheDir != "/var/cache/horizon/git" || c.GitCAFile != "/etc/horizon/git-ca.pem" {
+		t.Fatalf("GitCacheDir = %q, GitCAFile = %q; want the values set", c.GitCacheDir, c.GitCAFile)
 	}
 }

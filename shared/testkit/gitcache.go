@@ -8,13 +8,23 @@ import (
 	"horizon/shared/gitsource"
 )
 
-// GitCache returns a git source cache in a temporary directory of the test. Its trees are
-// read-only, which t.TempDir's removal cannot delete, so cleanup first makes them writable.
+// GitCache returns a git source cache in a temporary directory of the test.
 func GitCache(t testing.TB) *gitsource.Cache {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "git")
+	return NewGitCache(t, gitsource.Config{})
+}
+
+// NewGitCache returns a git source cache configured by cfg, its Dir (unless set) a temporary
+// directory of the test. Trees are read-only, which t.TempDir's removal cannot delete, so
+// cleanup first makes them writable.
+func NewGitCache(t testing.TB, cfg gitsource.Config) *gitsource.Cache {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = filepath.Join(t.TempDir(), "git")
+	}
+	dir := cfg.Dir
 	t.Cleanup(func() { makeWritable(dir) }) // runs before TempDir's own cleanup
-	c, err := gitsource.New(gitsource.Config{Dir: dir})
+	c, err := gitsource.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
