@@ -263,3 +263,19 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// A new version of sources already in the API's git cache lists the branches and fetches
+// nothing.
+func TestNewVersionFromAWarmCacheDoesNotFetch(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	repo := newSources(t)
+	tmpl := createTemplate(t, s, map[string]any{"definition": definition(repo.URL)})
+	before := s.Deps.Git.Stats()
+	if r := s.Do("POST", "/v1/templates/"+tmpl["id"].(string)+"/versions", apitest.Req{Body: map[string]any{"definition": definition(repo.URL)}}); r.Status != 201 {
+		t.Fatalf("new version: %d %s", r.Status, r.Body)
+	}
+	if after := s.Deps.Git.Stats(); after.Fetches != before.Fetches || after.Listings != before.Listings+1 {
+		t.Fatalf("git operations %+v after %+v, want one listing (one branch) and no fetch", after, before)
+	}
+}
