@@ -32,8 +32,9 @@
 //     upgrade) compares the version's definition hash with the latest version's, and the commit
 //     pinned for each source with what its branch points to now: one ref listing per distinct
 //     branch, no tree read.
-//   - A definition larger than template.MaxSize is 413; the API's body limit (1 MiB, the same
-//     size) usually answers first.
+//   - A definition larger than template.MaxSize is 413. Through this API the body limit (1 MiB,
+//     the same size, and a body is larger than the definition it carries) answers 413 first; the
+//     definition's own check stays as the safeguard should either limit change.
 package templates
 
 import (

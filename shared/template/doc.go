@@ -48,7 +48,7 @@
 //     parameter, an input or a horizon_* variable Horizon gives that kind of job; any other
 //     horizon_* variable is an error, as a typo would otherwise silently get nothing.
 //   - Hash is sha256 over the definition's canonical JSON. "The template changed since a stack
-//     pinned it" is for the caller to combine from two facts: the current version's hash differs
-//     from the pinned version's, or a job's branch now resolves (gitsource.Cache.Resolve) to
-//     another commit than the one pinned.
+//     pinned it" (Compare) combines two facts: the current version's hash differs from the
+//     pinned version's, or a job's branch now resolves (gitsource.Cache.Resolve) to another
+//     commit than the one pinned.
 package template

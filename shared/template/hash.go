@@ -12,9 +12,9 @@ import (
 // Numbers are float64 and integers stay within ±2^53 (Validate), so a definition stored as JSON
 // and read back hashes the same.
 //
-// Whether a stack's template "changed since it was pinned" is the caller's combination of two
-// facts: the hash of the template's current version differs from the pinned version's hash, or
-// some job's branch now resolves to a commit other than the one the stack pinned.
+// Whether a stack's template "changed since it was pinned" (Compare) combines two facts: the
+// hash of the template's current version differs from the pinned version's hash, or some job's
+// branch now resolves to a commit other than the one the stack pinned.
 func (d *Definition) Hash() string {
 	b, err := json.Marshal(d)
 	if err != nil {
