@@ -130,7 +130,7 @@ func connect(ctx context.Context, box *secrets.Box, s settings) (horizon.Proxmox
 		TokenSecret: box.SealString(TokenSecretPurpose, s.TokenSecret.Reveal()), TLSFingerprint: s.TLSFingerprint, CACert: s.CACert,
 		SSHUser: s.SSHUser, SSHPrivateKey: box.SealString(SSHPrivateKeyPurpose, s.SSHPrivateKey.Reveal()),
 		SSHPublicKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))),
-		PVEVersion: inv.Version, ClusterName: inv.Cluster}
+		PVEVersion:   inv.Version, ClusterName: inv.Cluster}
 	fromInventory(&srv, inv, s.Known)
 
 	var names []string
