@@ -3,7 +3,8 @@
 // It makes sure Postgres and Redis answer — using the ones already running on their default
 // ports, else starting throwaway instances from local binaries under .data/, else `docker compose`
 // when a Docker engine answers, else saying exactly what is missing — then builds and starts the
-// API and the workers with readable, prefixed logs, and prints the URL and an admin token. Keys
+// API, the workers and the Proxmox VE sandbox (registered as the server "sandbox") with
+// readable, prefixed logs, and prints the URL and an admin token. Keys
 // and the token are generated once into .data/ and reused, so restarts keep working. Ctrl-C stops
 // everything it started.
 package main
@@ -66,6 +67,11 @@ func run() error {
 		"HORIZON_LOG_FORMAT="+envOr("HORIZON_LOG_FORMAT", "text"),
 	)
 
+	sandbox, nodeKey, err := startSandbox(ctx, root, data, &procs)
+	if err != nil {
+		return err
+	}
+
 	bin := filepath.Join(data, "bin")
 	for _, cmd := range []string{"functions", "workers"} {
 		if err := build(ctx, root, cmd, filepath.Join(bin, cmd)); err != nil {
@@ -82,14 +88,18 @@ func run() error {
 	if err := waitReady(ctx, url+"/readyz", 60*time.Second); err != nil {
 		return err
 	}
+	if err := registerSandbox(ctx, url, adminToken, sandbox, nodeKey); err != nil {
+		return fmt.Errorf("register the sandbox: %w", err)
+	}
 	fmt.Printf(`
 Horizon is running.
   API:          %s   (contract: %s/openapi.yaml)
   Admin token:  %s
+  Proxmox:      the sandbox at %s is registered as the server "sandbox", in environment "sandbox"
   Try:          curl -H "Authorization: Bearer %s" %s/v1/me
 Ctrl-C stops everything started here; state is kept in .data/.
 
-`, url, url, adminToken, adminToken, url)
+`, url, url, adminToken, sandbox.Clusters[0].URL, adminToken, url)
 	select {
 	case <-ctx.Done():
 		return nil

@@ -44,7 +44,9 @@ func (p *processes) start(ctx context.Context, name string, env []string, bin st
 	p.mu.Unlock()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group (a terminal Ctrl-C reaches only dev, which stops children in order), and
+	// SIGTERM if dev dies without doing so.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

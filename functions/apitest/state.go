@@ -9,7 +9,8 @@ import (
 // domainTables are the tables a rejected request must leave untouched. idempotency_keys is not
 // among them: a rejected request with a key stores its rejection, to replay it.
 var domainTables = []string{"teams", "users", "memberships", "api_tokens", "networks", "addresses",
-	"address_attachments", "environments", "environment_networks", "ssh_keys", "nagios_servers", "activity",
+	"address_attachments", "environments", "environment_networks", "environment_proxmox_servers", "ssh_keys", "nagios_servers",
+	"proxmox_servers", "proxmox_nodes", "proxmox_storages", "proxmox_pools", "proxmox_iso_files", "activity",
 	"templates", "template_versions", "git_credentials"}
 
 // State returns a digest of every domain table's rows (api_tokens without last_used_at, which

@@ -9,6 +9,7 @@ import (
 	"horizon/functions/me"
 	"horizon/functions/nagiosservers"
 	"horizon/functions/networks"
+	"horizon/functions/proxmoxservers"
 	"horizon/functions/sshkeys"
 	"horizon/functions/teams"
 	"horizon/functions/templates"
@@ -58,6 +59,13 @@ func routes(d api.Deps) []route {
 		{fiber.MethodGet, "/ssh-keys", sshkeys.List(d)},
 		{fiber.MethodGet, "/ssh-keys/:id", sshkeys.Get(d)},
 		{fiber.MethodDelete, "/ssh-keys/:id", sshkeys.Delete(d)},
+
+		{fiber.MethodPost, "/proxmox-servers", proxmoxservers.Create(d)},
+		{fiber.MethodGet, "/proxmox-servers", proxmoxservers.List(d)},
+		{fiber.MethodGet, "/proxmox-servers/:id", proxmoxservers.Get(d)},
+		{fiber.MethodPatch, "/proxmox-servers/:id", proxmoxservers.Update(d)},
+		{fiber.MethodDelete, "/proxmox-servers/:id", proxmoxservers.Delete(d)},
+		{fiber.MethodPost, "/proxmox-servers/:id/refresh", proxmoxservers.Refresh(d)},
 
 		{fiber.MethodPost, "/nagios-servers", nagiosservers.Create(d)},
 		{fiber.MethodGet, "/nagios-servers", nagiosservers.List(d)},

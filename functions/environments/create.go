@@ -14,9 +14,11 @@ import (
 
 // CreateRequest is the body of POST /v1/environments.
 type CreateRequest struct {
-	Name        string      `json:"name"`
-	Description string      `json:"description"`
-	NetworkIDs  []uuid.UUID `json:"network_ids"`
+	Name             string      `json:"name"`
+	Description      string      `json:"description"`
+	NetworkIDs       []uuid.UUID `json:"network_ids"`
+	ProxmoxServerIDs []uuid.UUID `json:"proxmox_server_ids"`
+	NagiosServerID   *uuid.UUID  `json:"nagios_server_id"`
 }
 
 // Create adds an environment (admin). A taken name is 409.
@@ -34,13 +36,14 @@ func Create(d api.Deps) fiber.Handler {
 			var p horizon.Problems
 			horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
 			horizon.CheckText(&p, "description", req.Description, maxDescription)
-			if err := checkNetworks(ctx, tx, &p, req.NetworkIDs); err != nil {
+			if err := checkRefs(ctx, tx, &p, refs{networks: &req.NetworkIDs, servers: &req.ProxmoxServerIDs, nagios: req.NagiosServerID}); err != nil {
 				return horizon.Environment{}, err
 			}
 			if err := p.Err(); err != nil {
 				return horizon.Environment{}, err
 			}
-			e, err := store.EnvironmentCreate(ctx, tx, horizon.Environment{Name: req.Name, Description: req.Description, NetworkIDs: req.NetworkIDs})
+			e, err := store.EnvironmentCreate(ctx, tx, horizon.Environment{Name: req.Name, Description: req.Description,
+				NetworkIDs: req.NetworkIDs, ProxmoxServerIDs: req.ProxmoxServerIDs, NagiosServerID: req.NagiosServerID})
 			if err != nil {
 				return e, err
 			}

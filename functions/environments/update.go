@@ -14,9 +14,11 @@ import (
 
 // UpdateRequest is the body of PATCH /v1/environments/{id}; absent fields are left as they are.
 type UpdateRequest struct {
-	Name        *string      `json:"name"`
-	Description *string      `json:"description"`
-	NetworkIDs  *[]uuid.UUID `json:"network_ids"`
+	Name             *string                 `json:"name"`
+	Description      *string                 `json:"description"`
+	NetworkIDs       *[]uuid.UUID            `json:"network_ids"`
+	ProxmoxServerIDs *[]uuid.UUID            `json:"proxmox_server_ids"`
+	NagiosServerID   api.Nullable[uuid.UUID] `json:"nagios_server_id"`
 }
 
 // Update changes an environment (admin), honouring If-Match.
@@ -46,15 +48,17 @@ func Update(d api.Deps) fiber.Handler {
 			if req.Description != nil {
 				horizon.CheckText(&p, "description", *req.Description, maxDescription)
 			}
-			if req.NetworkIDs != nil {
-				if err := checkNetworks(ctx, tx, &p, *req.NetworkIDs); err != nil {
-					return horizon.Environment{}, err
-				}
+			if err := checkRefs(ctx, tx, &p, refs{networks: req.NetworkIDs, servers: req.ProxmoxServerIDs, nagios: req.NagiosServerID.Value}); err != nil {
+				return horizon.Environment{}, err
 			}
 			if err := p.Err(); err != nil {
 				return horizon.Environment{}, err
 			}
-			e, err := store.EnvironmentUpdate(ctx, tx, id, store.EnvironmentPatch{Name: req.Name, Description: req.Description, NetworkIDs: req.NetworkIDs}, ifVersion)
+			patch := store.EnvironmentPatch{Name: req.Name, Description: req.Description, NetworkIDs: req.NetworkIDs, ProxmoxServerIDs: req.ProxmoxServerIDs}
+			if req.NagiosServerID.Set {
+				patch.NagiosServerID = &req.NagiosServerID.Value
+			}
+			e, err := store.EnvironmentUpdate(ctx, tx, id, patch, ifVersion)
 			if err != nil {
 				return e, err
 			}

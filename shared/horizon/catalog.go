@@ -72,14 +72,18 @@ func (a Address) State() string {
 	return "free"
 }
 
-// Environment is where a stack may run: which networks (and, later, Proxmox servers and Nagios
-// server) it may use.
+// Environment is where a stack may run: which networks, Proxmox servers and Nagios server it may
+// use.
 type Environment struct {
 	ID          uuid.UUID
 	Name        string
 	Description string
 	NetworkIDs  []uuid.UUID
-	Version     int64
+	// ProxmoxServerIDs are the clusters stacks of this environment may be built on.
+	ProxmoxServerIDs []uuid.UUID
+	// NagiosServerID is where machines are published for monitoring, if anywhere.
+	NagiosServerID *uuid.UUID
+	Version        int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }

@@ -12,11 +12,12 @@ import (
 
 const environmentSelect = `SELECT e.id, e.name, e.description,
 	ARRAY(SELECT n.network_id FROM environment_networks n WHERE n.environment_id = e.id ORDER BY n.network_id),
-	e.version, e.created_at, e.updated_at FROM environments e`
+	ARRAY(SELECT p.server_id FROM environment_proxmox_servers p WHERE p.environment_id = e.id ORDER BY p.server_id),
+	e.nagios_server_id, e.version, e.created_at, e.updated_at FROM environments e`
 
 func scanEnvironment(row pgx.Row) (horizon.Environment, error) {
 	var e horizon.Environment
-	err := row.Scan(&e.ID, &e.Name, &e.Description, &e.NetworkIDs, &e.Version, &e.CreatedAt, &e.UpdatedAt)
+	err := row.Scan(&e.ID, &e.Name, &e.Description, &e.NetworkIDs, &e.ProxmoxServerIDs, &e.NagiosServerID, &e.Version, &e.CreatedAt, &e.UpdatedAt)
 	return e, err
 }
 
@@ -24,25 +25,30 @@ func scanEnvironment(row pgx.Row) (horizon.Environment, error) {
 // conflict (the caller validates them first to report the field).
 func EnvironmentCreate(ctx context.Context, q Querier, e horizon.Environment) (horizon.Environment, error) {
 	var id uuid.UUID
-	if err := q.QueryRow(ctx, `INSERT INTO environments (name, description) VALUES ($1, $2) RETURNING id`,
-		e.Name, e.Description).Scan(&id); err != nil {
+	if err := q.QueryRow(ctx, `INSERT INTO environments (name, description, nagios_server_id) VALUES ($1, $2, $3) RETURNING id`,
+		e.Name, e.Description, e.NagiosServerID).Scan(&id); err != nil {
 		return horizon.Environment{}, translate(err)
 	}
-	if err := setEnvironmentNetworks(ctx, q, id, e.NetworkIDs); err != nil {
+	if err := setEnvironmentLinks(ctx, q, id, "environment_networks", "network_id", e.NetworkIDs); err != nil {
+		return horizon.Environment{}, err
+	}
+	if err := setEnvironmentLinks(ctx, q, id, "environment_proxmox_servers", "server_id", e.ProxmoxServerIDs); err != nil {
 		return horizon.Environment{}, err
 	}
 	return EnvironmentGet(ctx, q, id)
 }
 
-func setEnvironmentNetworks(ctx context.Context, q Querier, env uuid.UUID, networks []uuid.UUID) error {
-	if networks == nil {
-		networks = []uuid.UUID{}
+// setEnvironmentLinks makes ids the environment's rows of a link table (a constant of this
+// package) and column.
+func setEnvironmentLinks(ctx context.Context, q Querier, env uuid.UUID, table, column string, ids []uuid.UUID) error {
+	if ids == nil {
+		ids = []uuid.UUID{}
 	}
-	if _, err := q.Exec(ctx, `DELETE FROM environment_networks WHERE environment_id = $1 AND NOT network_id = ANY($2)`, env, networks); err != nil {
+	if _, err := q.Exec(ctx, `DELETE FROM `+table+` WHERE environment_id = $1 AND NOT `+column+` = ANY($2)`, env, ids); err != nil {
 		return translate(err)
 	}
-	_, err := q.Exec(ctx, `INSERT INTO environment_networks (environment_id, network_id)
-		SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`, env, networks)
+	_, err := q.Exec(ctx, `INSERT INTO `+table+` (environment_id, `+column+`)
+		SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING`, env, ids)
 	return translate(err)
 }
 
@@ -73,19 +79,32 @@ func EnvironmentList(ctx context.Context, q Querier, p Page) ([]horizon.Environm
 type EnvironmentPatch struct {
 	Name, Description *string
 	NetworkIDs        *[]uuid.UUID
+	ProxmoxServerIDs  *[]uuid.UUID
+	// NagiosServerID: nil leaves it; a pointer to nil clears it.
+	NagiosServerID **uuid.UUID
 }
 
 // EnvironmentUpdate applies a patch if the version is still ifVersion (0 skips the check).
 func EnvironmentUpdate(ctx context.Context, q Querier, id uuid.UUID, p EnvironmentPatch, ifVersion int64) (horizon.Environment, error) {
 	var got uuid.UUID
+	setNagios, nagios := p.NagiosServerID != nil, (*uuid.UUID)(nil)
+	if setNagios {
+		nagios = *p.NagiosServerID
+	}
 	err := q.QueryRow(ctx, `UPDATE environments SET name = COALESCE($2, name), description = COALESCE($3, description),
+		nagios_server_id = CASE WHEN $5 THEN $6 ELSE nagios_server_id END,
 		version = version + 1, updated_at = now() WHERE id = $1 AND ($4 = 0 OR version = $4) RETURNING id`,
-		id, p.Name, p.Description, ifVersion).Scan(&got)
+		id, p.Name, p.Description, ifVersion, setNagios, nagios).Scan(&got)
 	if err != nil {
 		return horizon.Environment{}, staleOrMissing(ctx, q, err, "environments", id)
 	}
 	if p.NetworkIDs != nil {
-		if err := setEnvironmentNetworks(ctx, q, id, *p.NetworkIDs); err != nil {
+		if err := setEnvironmentLinks(ctx, q, id, "environment_networks", "network_id", *p.NetworkIDs); err != nil {
+			return horizon.Environment{}, err
+		}
+	}
+	if p.ProxmoxServerIDs != nil {
+		if err := setEnvironmentLinks(ctx, q, id, "environment_proxmox_servers", "server_id", *p.ProxmoxServerIDs); err != nil {
 			return horizon.Environment{}, err
 		}
 	}
@@ -95,4 +114,9 @@ func EnvironmentUpdate(ctx context.Context, q Querier, id uuid.UUID, p Environme
 // NetworksMissing returns those of ids that name no network.
 func NetworksMissing(ctx context.Context, q Querier, ids []uuid.UUID) ([]uuid.UUID, error) {
 	return missingIDs(ctx, q, "networks", ids)
+}
+
+// NagiosServersMissing returns those of ids that name no Nagios server.
+func NagiosServersMissing(ctx context.Context, q Querier, ids []uuid.UUID) ([]uuid.UUID, error) {
+	return missingIDs(ctx, q, "nagios_servers", ids)
 }

@@ -25,6 +25,7 @@ var conflictFields = map[string]string{
 	"ssh_keys_fingerprint_key":          "public_key",
 	"nagios_servers_name_key":           "name",
 	"api_tokens_hash_key":               "token",
+	"proxmox_servers_name_key":          "name",
 	"templates_name_key":                "name",
 	"git_credentials_name_key":          "name",
 	"git_credentials_url_prefix_key":    "url_prefix",

@@ -1,0 +1,115 @@
+package proxmoxservers
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+)
+
+// UpdateRequest is the body of PATCH /v1/proxmox-servers/{id}; absent fields are left as they
+// are. Nodes lists the nodes whose SSH settings change (e.g. a re-pinned host key).
+type UpdateRequest struct {
+	Name           *string        `json:"name"`
+	APIURL         *string        `json:"api_url"`
+	TokenID        *string        `json:"token_id"`
+	TokenSecret    *secrets.Value `json:"token_secret"`
+	TLSFingerprint *string        `json:"tls_fingerprint"`
+	CACert         *string        `json:"ca_cert"`
+	SSHUser        *string        `json:"ssh_user"`
+	SSHPrivateKey  *secrets.Value `json:"ssh_private_key"`
+	Nodes          []NodeRequest  `json:"nodes"`
+}
+
+// Update changes a server (admin) and checks the result end to end like Create, honouring
+// If-Match. The network checks run outside any transaction; the write then applies only if the
+// server did not change meanwhile.
+func Update(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireAdmin(c); err != nil {
+			return err
+		}
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		ifVersion, err := api.IfMatch(c)
+		if err != nil {
+			return err
+		}
+		req, err := api.Decode[UpdateRequest](c)
+		if err != nil {
+			return err
+		}
+		ctx := c.UserContext()
+		cur, err := store.ProxmoxServerGet(ctx, d.DB, id)
+		if err != nil {
+			return err
+		}
+		if ifVersion == 0 {
+			ifVersion = cur.Version
+		}
+		s, err := stored(d, cur)
+		if err != nil {
+			return err
+		}
+		apply(&s.Name, req.Name)
+		apply(&s.APIURL, req.APIURL)
+		apply(&s.TokenID, req.TokenID)
+		apply(&s.TokenSecret, req.TokenSecret)
+		apply(&s.TLSFingerprint, req.TLSFingerprint)
+		apply(&s.CACert, req.CACert)
+		apply(&s.SSHUser, req.SSHUser)
+		apply(&s.SSHPrivateKey, req.SSHPrivateKey)
+		s.Nodes = req.Nodes
+		return save(c, d, cur, s, ifVersion, "proxmox_server.update")
+	}
+}
+
+func apply[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// stored returns a stored server's settings with its secrets opened.
+func stored(d api.Deps, cur horizon.ProxmoxServer) (settings, error) {
+	token, err := d.Box.OpenString(TokenSecretPurpose, cur.TokenSecret)
+	if err != nil {
+		return settings{}, err
+	}
+	key, err := d.Box.OpenString(SSHPrivateKeyPurpose, cur.SSHPrivateKey)
+	if err != nil {
+		return settings{}, err
+	}
+	return settings{Name: cur.Name, APIURL: cur.APIURL, TokenID: cur.TokenID, TokenSecret: token, TLSFingerprint: cur.TLSFingerprint,
+		CACert: cur.CACert, SSHUser: cur.SSHUser, SSHPrivateKey: key, Known: cur.Nodes}, nil
+}
+
+// save checks s against the cluster and stores it over cur if cur's version is still ifVersion.
+func save(c *fiber.Ctx, d api.Deps, cur horizon.ProxmoxServer, s settings, ifVersion int64, action string) error {
+	srv, err := connect(c.UserContext(), d.Box, s)
+	if err != nil {
+		return err
+	}
+	srv.ID = cur.ID
+	who := api.Principal(c)
+	srv, err = store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.ProxmoxServer, error) {
+		out, err := store.ProxmoxServerUpdate(ctx, tx, srv, ifVersion)
+		if err != nil {
+			return out, err
+		}
+		return out, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: action,
+			ObjectType: "proxmox_server", ObjectID: &out.ID, Details: map[string]any{"name": out.Name, "nodes": len(out.Nodes)}})
+	})
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderETag, api.ETag(srv.Version))
+	return c.JSON(toServer(srv))
+}

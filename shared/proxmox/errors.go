@@ -1,0 +1,93 @@
+package proxmox
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	pve "github.com/luthermonson/go-proxmox"
+)
+
+// Error kinds, matched with errors.Is.
+var (
+	// ErrAuth: the API token is wrong, revoked or lacks a permission.
+	ErrAuth = errors.New("proxmox: authentication failed")
+	// ErrNotFound: the VM, node, storage or task does not exist.
+	ErrNotFound = errors.New("proxmox: not found")
+	// ErrOffline: the node does not answer inside its cluster.
+	ErrOffline = errors.New("proxmox: node offline")
+	// ErrConflict: the object exists already or is locked by another operation.
+	ErrConflict = errors.New("proxmox: conflict")
+	// ErrTLS: the server's certificate is not the pinned or trusted one.
+	ErrTLS = errors.New("proxmox: TLS verification failed")
+	// ErrUnreachable: nothing answered at the API URL.
+	ErrUnreachable = errors.New("proxmox: unreachable")
+	// ErrTaskFailed: a task (UPID) finished with an error exit status.
+	ErrTaskFailed = errors.New("proxmox: task failed")
+)
+
+// Error is a classified failure of one API call.
+type Error struct {
+	Kind    error  // one of the Err* kinds, or nil when unclassified
+	Op      string // e.g. "GET /nodes"
+	Status  int    // HTTP status, 0 when no answer
+	Message string // PVE's message, or the transport error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: %d %s", e.Op, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Op, e.Message)
+}
+
+func (e *Error) Is(target error) bool { return e.Kind != nil && target == e.Kind }
+
+// classify turns whatever go-proxmox or the transport returned into an *Error.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var already *Error
+	if errors.As(err, &already) {
+		return err
+	}
+	e := &Error{Op: op, Message: err.Error()}
+	var api *pve.APIError
+	var tfe *pve.TaskFailedError
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &tfe):
+		e.Kind, e.Message = ErrTaskFailed, tfe.ExitStatus
+	case errors.As(err, &api):
+		e.Status, e.Message = api.StatusCode, api.Message
+		switch {
+		case api.StatusCode == 401 || api.StatusCode == 403:
+			e.Kind = ErrAuth
+		case api.StatusCode == 404 || strings.Contains(api.Message, "does not exist"):
+			e.Kind = ErrNotFound
+		case api.StatusCode == pve.StatusNodeConnectFailed || api.StatusCode == pve.StatusNodeRequestFailed:
+			e.Kind = ErrOffline
+		case strings.Contains(api.Message, "already exists") || isTransientMessage(api.Message):
+			e.Kind = ErrConflict
+		}
+	case errors.Is(err, errPinMismatch), errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):
+		e.Kind = ErrTLS
+	case errors.As(err, &netErr):
+		e.Kind = ErrUnreachable
+	}
+	return e
+}
+
+// isTransientMessage recognises the PVE refusals that mean "try again shortly": another
+// operation holds the VM's config lock, or a lock wait timed out.
+func isTransientMessage(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "can't lock file") || strings.Contains(m, "got timeout") || strings.Contains(m, "is locked")
+}
