@@ -3,8 +3,8 @@
 // It makes sure Postgres and Redis answer — using the ones already running on their default
 // ports, else starting throwaway instances from local binaries under .data/, else `docker compose`
 // when a Docker engine answers, else saying exactly what is missing — then builds and starts the
-// API, the workers and the Proxmox VE sandbox (registered as the server "sandbox") with
-// readable, prefixed logs, and prints the URL and an admin token. Keys
+// API, the workers and the Proxmox VE sandbox (registered as the server "sandbox", with the
+// example template sandbox-vm published from deploy/examples) with readable, prefixed logs, and prints the URL and an admin token. Keys
 // and the token are generated once into .data/ and reused, so restarts keep working. Ctrl-C stops
 // everything it started.
 package main
@@ -91,11 +91,15 @@ func run() error {
 	if err := registerSandbox(ctx, url, adminToken, sandbox, nodeKey); err != nil {
 		return fmt.Errorf("register the sandbox: %w", err)
 	}
+	if err := registerExample(ctx, url, adminToken, root, data); err != nil {
+		return fmt.Errorf("register the example template: %w", err)
+	}
 	fmt.Printf(`
 Horizon is running.
   API:          %s   (contract: %s/openapi.yaml)
   Admin token:  %s
   Proxmox:      the sandbox at %s is registered as the server "sandbox", in environment "sandbox"
+  Template:     "sandbox-vm" (deploy/examples/sandbox-vm, published to .data/examples/sandbox-vm)
   Try:          curl -H "Authorization: Bearer %s" %s/v1/me
 Ctrl-C stops everything started here; state is kept in .data/.
 
