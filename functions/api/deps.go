@@ -8,7 +8,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"horizon/functions/authcache"
+	"horizon/shared/gate"
 	"horizon/shared/gitsource"
+	"horizon/shared/queue"
 	"horizon/shared/secrets"
 )
 
@@ -23,6 +25,11 @@ type Deps struct {
 	// Git is the local cache of git sources (HORIZON_GIT_CACHE_DIR) through which template
 	// uploads resolve branches and inspect modules.
 	Git *gitsource.Cache
+	// Gate is the per-node build gate, read to show who a waiting step waits for.
+	Gate *gate.Gate
+	// Queue enqueues tasks for the workers, on Queues.
+	Queue  queue.Enqueuer
+	Queues queue.Queues
 	// Namespace prefixes Redis keys (HORIZON_NAMESPACE).
 	Namespace string
 	// Now is the clock for values computed in Go (most times come from Postgres' now()).

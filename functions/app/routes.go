@@ -11,6 +11,7 @@ import (
 	"horizon/functions/networks"
 	"horizon/functions/proxmoxservers"
 	"horizon/functions/sshkeys"
+	"horizon/functions/stacks"
 	"horizon/functions/teams"
 	"horizon/functions/templates"
 	"horizon/functions/tokens"
@@ -66,6 +67,20 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPatch, "/proxmox-servers/:id", proxmoxservers.Update(d)},
 		{fiber.MethodDelete, "/proxmox-servers/:id", proxmoxservers.Delete(d)},
 		{fiber.MethodPost, "/proxmox-servers/:id/refresh", proxmoxservers.Refresh(d)},
+
+		{fiber.MethodPost, "/stacks", stacks.Create(d)},
+		{fiber.MethodGet, "/stacks", stacks.List(d)},
+		{fiber.MethodGet, "/stacks/:id", stacks.Get(d)},
+		{fiber.MethodPatch, "/stacks/:id", stacks.Update(d)},
+		{fiber.MethodPost, "/stacks/:id/deploy", stacks.Deploy(d)},
+		{fiber.MethodPost, "/stacks/:id/cancel", stacks.Cancel(d)},
+		{fiber.MethodPost, "/stacks/:id/retry", stacks.Retry(d)},
+		{fiber.MethodPost, "/stacks/:id/jobs/:job/executions/:n/run-again", stacks.RunAgain(d)},
+		{fiber.MethodGet, "/stacks/:id/pipeline", stacks.GetPipeline(d)},
+		{fiber.MethodGet, "/stacks/:id/outputs", stacks.GetOutputs(d)},
+		{fiber.MethodPost, "/stacks/:id/outputs/:job/:n/:name/reveal", stacks.Reveal(d)},
+		{fiber.MethodGet, "/stacks/:id/history", stacks.GetHistory(d)},
+		{fiber.MethodGet, "/stacks/:id/runs", stacks.GetRuns(d)},
 
 		{fiber.MethodPost, "/nagios-servers", nagiosservers.Create(d)},
 		{fiber.MethodGet, "/nagios-servers", nagiosservers.List(d)},

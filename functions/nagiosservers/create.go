@@ -46,7 +46,7 @@ func Create(d api.Deps) fiber.Handler {
 		who := api.Principal(c)
 		n, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.NagiosServer, error) {
 			n, err := store.NagiosServerCreate(ctx, tx, horizon.NagiosServer{Name: req.Name, URL: req.URL, Username: req.Username,
-				Password: d.Box.SealString(PasswordPurpose, req.Password)})
+				Password: d.Box.SealString(horizon.PurposeNagiosPassword, req.Password)})
 			if err != nil {
 				return n, err
 			}

@@ -11,9 +11,6 @@ import (
 	"horizon/shared/horizon"
 )
 
-// PasswordPurpose binds sealed Nagios passwords to their column.
-const PasswordPurpose = "nagios_servers.password"
-
 // NagiosServer is a Nagios server as the API shows it: without its password.
 type NagiosServer struct {
 	ID        uuid.UUID `json:"id"`

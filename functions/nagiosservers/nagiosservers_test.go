@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"horizon/functions/apitest"
-	"horizon/functions/nagiosservers"
+	"horizon/shared/horizon"
 )
 
 func TestNagiosServers(t *testing.T) {
@@ -25,7 +25,7 @@ func TestNagiosServers(t *testing.T) {
 	if bytes.Contains(sealed, []byte("pa55")) {
 		t.Fatal("the password is stored in clear")
 	}
-	if pw, err := s.Deps.Box.OpenString(nagiosservers.PasswordPurpose, sealed); err != nil || pw.Reveal() != "pa55-w0rd-xyz" {
+	if pw, err := s.Deps.Box.OpenString(horizon.PurposeNagiosPassword, sealed); err != nil || pw.Reveal() != "pa55-w0rd-xyz" {
 		t.Fatalf("stored password does not open: %v", err)
 	}
 	if g := s.Do("GET", "/v1/nagios-servers/"+id, apitest.Req{}); g.Status != 200 || strings.Contains(string(g.Body), "pa55") {

@@ -127,8 +127,8 @@ func connect(ctx context.Context, box *secrets.Box, s settings) (horizon.Proxmox
 		return horizon.ProxmoxServer{}, apiProblem(err)
 	}
 	srv := horizon.ProxmoxServer{Name: s.Name, APIURL: strings.TrimSuffix(s.APIURL, "/"), TokenID: s.TokenID,
-		TokenSecret: box.SealString(TokenSecretPurpose, s.TokenSecret.Reveal()), TLSFingerprint: s.TLSFingerprint, CACert: s.CACert,
-		SSHUser: s.SSHUser, SSHPrivateKey: box.SealString(SSHPrivateKeyPurpose, s.SSHPrivateKey.Reveal()),
+		TokenSecret: box.SealString(horizon.PurposeProxmoxTokenSecret, s.TokenSecret.Reveal()), TLSFingerprint: s.TLSFingerprint, CACert: s.CACert,
+		SSHUser: s.SSHUser, SSHPrivateKey: box.SealString(horizon.PurposeProxmoxSSHPrivateKey, s.SSHPrivateKey.Reveal()),
 		SSHPublicKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))),
 		PVEVersion:   inv.Version, ClusterName: inv.Cluster}
 	fromInventory(&srv, inv, s.Known)

@@ -19,12 +19,6 @@ import (
 	"horizon/shared/horizon"
 )
 
-// Purposes bind the sealed secrets to their columns.
-const (
-	TokenSecretPurpose   = "proxmox_servers.token_secret"
-	SSHPrivateKeyPurpose = "proxmox_servers.ssh_private_key"
-)
-
 // Server is a Proxmox server as the API shows it: without its secrets.
 type Server struct {
 	ID             uuid.UUID `json:"id"`

@@ -79,11 +79,11 @@ func apply[T any](dst *T, v *T) {
 
 // stored returns a stored server's settings with its secrets opened.
 func stored(d api.Deps, cur horizon.ProxmoxServer) (settings, error) {
-	token, err := d.Box.OpenString(TokenSecretPurpose, cur.TokenSecret)
+	token, err := d.Box.OpenString(horizon.PurposeProxmoxTokenSecret, cur.TokenSecret)
 	if err != nil {
 		return settings{}, err
 	}
-	key, err := d.Box.OpenString(SSHPrivateKeyPurpose, cur.SSHPrivateKey)
+	key, err := d.Box.OpenString(horizon.PurposeProxmoxSSHPrivateKey, cur.SSHPrivateKey)
 	if err != nil {
 		return settings{}, err
 	}

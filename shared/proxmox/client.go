@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -171,4 +172,33 @@ func (c *Client) WaitTask(ctx context.Context, upid string, interval time.Durati
 	t := pve.NewTask(pve.UPID(upid), c.api)
 	// max is ctx's business; go-proxmox wants one, so give it the longest a task may run.
 	return classify("task "+upid, t.Wait(ctx, interval, 24*time.Hour))
+}
+
+// TrustBundle returns PEM certificates that verify this cluster's API for tools Horizon runs
+// (curl in a Terraform local-exec, a provider): the configured CA, or else the certificate chain
+// the server presents, read over a connection verified against the pinned fingerprint.
+func (c *Client) TrustBundle(ctx context.Context) ([]byte, error) {
+	if len(c.cfg.CACert) > 0 {
+		return c.cfg.CACert, nil
+	}
+	u, _ := url.Parse(c.cfg.URL) // parsed by New
+	host := u.Host
+	if u.Port() == "" {
+		host += ":443"
+	}
+	tc, err := tlsConfig(c.cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second}, Config: tc}
+	conn, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return nil, classify("TLS "+host, err)
+	}
+	defer conn.Close()
+	var out []byte
+	for _, cert := range conn.(*tls.Conn).ConnectionState().PeerCertificates {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
+	}
+	return out, nil
 }

@@ -9,10 +9,14 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 )
 
@@ -21,6 +25,11 @@ const (
 	// TypeReconcile is the periodic repair pass: it re-drives runs that Redis lost and deletes
 	// expired records.
 	TypeReconcile = "reconcile:run"
+	// TypeRunAdvance moves a run forward: queues the steps of its current phase, holds what an
+	// earlier failure makes unreachable, finishes the run when nothing is left.
+	TypeRunAdvance = "run:advance"
+	// TypeStepRun executes one attempt of one step.
+	TypeStepRun = "step:run"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -48,6 +57,68 @@ func NewReconcile(q Queues, period time.Duration) *asynq.Task {
 	return asynq.NewTask(TypeReconcile, nil,
 		asynq.Queue(q.Control), asynq.MaxRetry(0), asynq.Timeout(period), asynq.Unique(period))
 }
+
+// RunAdvance is the payload of run:advance.
+type RunAdvance struct {
+	RunID uuid.UUID `json:"run_id"`
+}
+
+// NewRunAdvance returns a run:advance task. It is idempotent, so duplicates are harmless; the
+// task id is left to Asynq because the same run is advanced many times.
+func NewRunAdvance(q Queues, run uuid.UUID) *asynq.Task {
+	payload, _ := json.Marshal(RunAdvance{RunID: run}) // a struct of a uuid always marshals
+	return asynq.NewTask(TypeRunAdvance, payload, asynq.Queue(q.Control), asynq.MaxRetry(10), asynq.Timeout(time.Minute))
+}
+
+// StepRun is the payload of step:run.
+type StepRun struct {
+	StepID  uuid.UUID `json:"step_id"`
+	Attempt int       `json:"attempt"`
+}
+
+// StepTaskID is the Asynq task id of a step's attempt. It is also the step's owner token at its
+// node's gate, so that the releasing holder can wake it by id.
+func StepTaskID(step uuid.UUID, attempt int) string {
+	return fmt.Sprintf("step:%s:%d", step, attempt)
+}
+
+// ParseStepTaskID is the inverse of StepTaskID.
+func ParseStepTaskID(id string) (uuid.UUID, int, bool) {
+	rest, ok := strings.CutPrefix(id, "step:")
+	if !ok {
+		return uuid.Nil, 0, false
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return uuid.Nil, 0, false
+	}
+	step, err1 := uuid.Parse(rest[:i])
+	attempt, err2 := strconv.Atoi(rest[i+1:])
+	return step, attempt, err1 == nil && err2 == nil
+}
+
+// GateNode names a Proxmox node at the build gate: node names are unique only within their
+// cluster, so the server's id is part of it.
+func GateNode(server uuid.UUID, node string) string { return server.String() + "/" + node }
+
+// StepTimeout bounds one attempt of a step (Terraform applies of large VMs take long; Asynq's
+// default of 30 minutes would cut them).
+const StepTimeout = 3 * time.Hour
+
+// NewStepRun returns the step:run task of a step's attempt. MaxRetry counts only real failures:
+// waiting for a node's gate is not one (the workers' IsFailure), and Asynq needs MaxRetry ≥ 1
+// for such retries at all.
+func NewStepRun(q Queues, step uuid.UUID, attempt int) *asynq.Task {
+	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})
+	return asynq.NewTask(TypeStepRun, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(step, attempt)),
+		asynq.MaxRetry(5), asynq.Timeout(StepTimeout), asynq.Retention(time.Hour))
+}
+
+// CancelChannel is the Redis pub/sub channel on which the API announces that a run is being
+// canceled (payload: the run id), so that the worker running one of its steps interrupts it at
+// once. Workers also notice a canceling run at their next heartbeat: a lost message only delays
+// the cancel.
+func CancelChannel(namespace string) string { return namespace + ":cancel" }
 
 // Enqueuer enqueues tasks; a duplicate (same TaskID, or inside a Unique window) counts as
 // success, because it means the work is already queued.

@@ -94,3 +94,12 @@ func AddressDetach(ctx context.Context, q Querier, execution uuid.UUID) error {
 	_, err := q.Exec(ctx, `DELETE FROM address_attachments WHERE execution_id = $1`, execution)
 	return translate(err)
 }
+
+// AddressByID returns an address by its id alone (workers resolve an execution's attachment).
+func AddressByID(ctx context.Context, q Querier, id uuid.UUID) (horizon.Address, error) {
+	a, err := scanAddress(q.QueryRow(ctx, addressSelect+` WHERE a.id = $1`, id))
+	if err != nil {
+		return a, fmt.Errorf("address %s: %w", id, translate(err))
+	}
+	return a, nil
+}

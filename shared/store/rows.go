@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -36,4 +37,13 @@ func missingIDs(ctx context.Context, q Querier, table string, ids []uuid.UUID) (
 	}
 	missing, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return missing, translate(err)
+}
+
+// prefixed qualifies each column of a comma-separated list with a table alias.
+func prefixed(alias, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, c := range parts {
+		parts[i] = alias + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,36 +1,82 @@
 // Package reconcile is the workers' periodic repair pass. Postgres is the truth and Redis only
-// delivers, so anything Redis loses is found again here: the pass is idempotent and cheap when
-// there is nothing to do, and every replica's scheduler may trigger it.
+// delivers, so anything Redis loses is found again here: every run in progress is advanced
+// again (run:advance is idempotent), and a step whose attempt stopped sending heartbeats — its
+// worker died, or Redis lost its task — gets a new attempt. The pass is cheap when there is
+// nothing to do (it reads only runs and steps in progress, through partial indexes), and every
+// replica's scheduler may trigger it.
 package reconcile
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"horizon/shared/horizon"
+	"horizon/shared/queue"
 	"horizon/shared/store"
 )
 
 // IdempotencyRetention is how long Idempotency-Keys are kept.
 const IdempotencyRetention = 24 * time.Hour
 
+// batch bounds the work of one pass; the next pass continues.
+const batch = 1000
+
 // Handler runs the reconcile pass.
 type Handler struct {
-	DB  *pgxpool.Pool
-	Log *slog.Logger
+	DB      *pgxpool.Pool
+	Queues  queue.Queues
+	Enqueue queue.Enqueuer
+	// StaleAfter is how long a step may go without a heartbeat before its attempt is presumed
+	// dead; well above the steps' heartbeat interval.
+	StaleAfter time.Duration
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // ProcessTask implements asynq.Handler.
 func (h Handler) ProcessTask(ctx context.Context, _ *asynq.Task) error {
+	return h.Pass(ctx)
+}
+
+// Pass runs one reconcile pass.
+func (h Handler) Pass(ctx context.Context) error {
 	expired, err := store.IdempotencyExpire(ctx, h.DB, IdempotencyRetention)
 	if err != nil {
 		return err
 	}
 	if expired > 0 {
 		h.Log.InfoContext(ctx, "expired idempotency keys", "count", expired)
+	}
+	stale, err := store.StepsStale(ctx, h.DB, h.Now().Add(-h.StaleAfter), batch)
+	if err != nil {
+		return err
+	}
+	for _, s := range stale {
+		step, err := store.StepRequeueStale(ctx, h.DB, s.ID, s.Attempt, h.Now().Add(-h.StaleAfter))
+		if errors.Is(err, horizon.ErrNotFound) {
+			continue // it moved on meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		h.Log.WarnContext(ctx, "step went silent; gave it a new attempt", "step_id", s.ID, "run_id", s.RunID, "attempt", step.Attempt)
+		if err := h.Enqueue.Enqueue(ctx, queue.NewStepRun(h.Queues, step.ID, step.Attempt)); err != nil {
+			return err
+		}
+	}
+	runs, err := store.RunsInProgress(ctx, h.DB, batch)
+	if err != nil {
+		return err
+	}
+	for _, id := range runs {
+		if err := h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, id)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

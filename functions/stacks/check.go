@@ -1,0 +1,272 @@
+package stacks
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/store"
+	"horizon/shared/template"
+)
+
+// catalogue is what answers are checked against: the stack's environment and what it names.
+type catalogue struct {
+	env      horizon.Environment
+	servers  map[uuid.UUID]*horizon.ProxmoxServer
+	networks map[uuid.UUID]bool
+}
+
+func loadCatalogue(ctx context.Context, q store.Querier, envID uuid.UUID) (*catalogue, error) {
+	env, err := store.EnvironmentGet(ctx, q, envID)
+	if err != nil {
+		return nil, err
+	}
+	c := &catalogue{env: env, servers: map[uuid.UUID]*horizon.ProxmoxServer{}, networks: map[uuid.UUID]bool{}}
+	for _, id := range env.ProxmoxServerIDs {
+		s, err := store.ProxmoxServerGet(ctx, q, id)
+		if err != nil {
+			return nil, err
+		}
+		c.servers[id] = &s
+	}
+	for _, id := range env.NetworkIDs {
+		c.networks[id] = true
+	}
+	return c, nil
+}
+
+// preselect fills, for each machine execution, the attachments that have exactly one possible
+// value, and returns their field paths.
+func preselect(ctx context.Context, q store.Querier, def *template.Definition, execs []horizon.Execution, cat *catalogue, who auth.Principal) ([]string, error) {
+	var filled []string
+	keys, _, err := store.SSHKeyList(ctx, q, who, &who.UserID, store.Page{Limit: 2})
+	if err != nil {
+		return nil, err
+	}
+	free, err := freeAddresses(ctx, q, cat, 2+len(execs))
+	if err != nil {
+		return nil, err
+	}
+	taken := map[uuid.UUID]bool{}
+	for _, e := range execs {
+		if e.Config.AddressID != nil {
+			taken[*e.Config.AddressID] = true
+		}
+	}
+	for i := range execs {
+		e := &execs[i]
+		job := def.Job(e.Job)
+		if job == nil || !job.Machine {
+			continue
+		}
+		field := func(f string) string { return execField(e.Job, e.Index, f) }
+		if e.Config.ProxmoxServerID == nil && len(cat.servers) == 1 {
+			for id := range cat.servers {
+				e.Config.ProxmoxServerID = &id
+			}
+			filled = append(filled, field("proxmox_server_id"))
+		}
+		if e.Config.ProxmoxServerID != nil {
+			if srv := cat.servers[*e.Config.ProxmoxServerID]; srv != nil {
+				if online := onlineNodes(srv); e.Config.Node == "" && len(online) == 1 {
+					e.Config.Node = online[0]
+					filled = append(filled, field("node"))
+				}
+				if e.Config.Pool == "" && len(srv.Pools) == 1 {
+					e.Config.Pool = srv.Pools[0].Pool
+					filled = append(filled, field("pool"))
+				}
+			}
+		}
+		if e.Config.SSHKeyID == nil && len(keys) == 1 {
+			id := keys[0].ID
+			e.Config.SSHKeyID = &id
+			filled = append(filled, field("ssh_key_id"))
+		}
+		if e.Config.AddressID == nil {
+			var candidates []uuid.UUID
+			for _, a := range free {
+				if !taken[a] {
+					candidates = append(candidates, a)
+				}
+			}
+			if len(candidates) == 1 {
+				a := candidates[0]
+				e.Config.AddressID = &a
+				taken[a] = true
+				filled = append(filled, field("address_id"))
+			}
+		}
+	}
+	return filled, nil
+}
+
+// freeAddresses returns up to limit free addresses of the environment's networks.
+func freeAddresses(ctx context.Context, q store.Querier, cat *catalogue, limit int) ([]uuid.UUID, error) {
+	var out []uuid.UUID
+	free := false
+	for id := range cat.networks {
+		as, _, err := store.AddressList(ctx, q, id, store.AddressFilter{Attached: &free}, store.Page{Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range as {
+			out = append(out, a.ID)
+		}
+	}
+	return out, nil
+}
+
+func onlineNodes(s *horizon.ProxmoxServer) []string {
+	var out []string
+	for _, n := range s.Nodes {
+		if n.Online {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// problems lists, without asking Proxmox, everything that keeps the executions from being
+// deployed: missing or invalid answers and attachments the environment does not offer.
+func problems(ctx context.Context, q store.Querier, def *template.Definition, execs []horizon.Execution, cat *catalogue) ([]horizon.FieldError, error) {
+	var p horizon.Problems
+	counts := map[string]int{}
+	addresses := map[uuid.UUID]string{}
+	for _, e := range execs {
+		counts[e.Job]++
+		job := def.Job(e.Job)
+		if job == nil {
+			p.Add("jobs."+e.Job, "is no longer a job of this template version")
+			continue
+		}
+		field := func(f string) string { return execField(e.Job, e.Index, f) }
+		answers := map[string]any{}
+		for k, v := range e.Config.Parameters {
+			answers[k] = v
+		}
+		for _, name := range e.Config.SecretParameterNames {
+			answers[name] = "********" // present; its value was checked as a string when given
+		}
+		for _, pm := range job.Parameters {
+			if pm.Secret && pm.Generate {
+				answers[pm.Name] = "generated"
+			}
+		}
+		var pp horizon.Problems
+		if err := job.Parameters.Check(answers); !pp.Merge("", err) && err != nil {
+			return nil, err
+		}
+		if perr := pp.Err(); perr != nil {
+			for _, fe := range perr.(*horizon.ValidationError).Fields {
+				if pm := findParam(job, fe.Field); pm != nil && pm.Secret {
+					continue // secrets hold no value to check here but presence
+				}
+				p.Add(field("parameters."+fe.Field), "%s", fe.Message)
+			}
+		}
+		if !job.Machine {
+			continue
+		}
+		if err := checkMachine(ctx, q, &p, field, e, job, cat, addresses); err != nil {
+			return nil, err
+		}
+	}
+	for _, job := range def.Jobs() {
+		lo, hi := job.Executions.Range()
+		if n := counts[job.Name]; n < lo || n > hi {
+			p.Add("jobs."+job.Name+".executions", "has %d executions; the template asks for %d to %d", n, lo, hi)
+		}
+	}
+	if err := p.SortedErr(); err != nil {
+		return err.(*horizon.ValidationError).Fields, nil
+	}
+	return nil, nil
+}
+
+// checkMachine checks the attachments of a machine execution.
+func checkMachine(ctx context.Context, q store.Querier, p *horizon.Problems, field func(string) string, e horizon.Execution, job *template.Job,
+	cat *catalogue, addresses map[uuid.UUID]string) error {
+	cfg := e.Config
+	if cfg.AddressID == nil {
+		p.Add(field("address_id"), "is required: every machine needs an address")
+	} else {
+		a, err := store.AddressByID(ctx, q, *cfg.AddressID)
+		switch {
+		case err != nil:
+			p.Add(field("address_id"), "is not an address")
+		case !cat.networks[a.NetworkID]:
+			p.Add(field("address_id"), "is on a network the environment %s does not use", cat.env.Name)
+		case a.ExecutionID != nil && *a.ExecutionID != e.ID:
+			p.Add(field("address_id"), "is attached to another machine")
+		case addresses[a.ID] != "":
+			p.Add(field("address_id"), "is also chosen for %s", addresses[a.ID])
+		}
+		addresses[*cfg.AddressID] = field("")
+	}
+	if cfg.SSHKeyID == nil {
+		p.Add(field("ssh_key_id"), "is required: pick the SSH key to install")
+	}
+	if job.ISO && cfg.ISOID == nil {
+		p.Add(field("iso_id"), "is required: this job installs from an ISO")
+	} else if job.ISO {
+		p.Add(field("iso_id"), "is not an ISO Horizon has built (ISO builds are not available yet)")
+	}
+	if cfg.ProxmoxServerID == nil {
+		p.Add(field("proxmox_server_id"), "is required")
+		return nil
+	}
+	srv := cat.servers[*cfg.ProxmoxServerID]
+	if srv == nil {
+		p.Add(field("proxmox_server_id"), "is not a Proxmox server of the environment %s", cat.env.Name)
+		return nil
+	}
+	switch node := srv.Node(cfg.Node); {
+	case cfg.Node == "":
+		p.Add(field("node"), "is required")
+	case node == nil:
+		p.Add(field("node"), "is not a node of %s", srv.Name)
+	case !node.Online:
+		p.Add(field("node"), "is offline")
+	case node.SSHAddress == nil:
+		p.Add(field("node"), "has no SSH endpoint in Horizon; an admin must set it on %s", srv.Name)
+	case !hasSnippetStorage(srv, cfg.Node):
+		p.Add(field("node"), "has no storage for snippets, so cloud-init cannot be uploaded")
+	}
+	if cfg.Pool == "" {
+		p.Add(field("pool"), "is required")
+	} else if !hasPool(srv, cfg.Pool) {
+		p.Add(field("pool"), "is not a resource pool of %s", srv.Name)
+	}
+	return nil
+}
+
+func hasPool(s *horizon.ProxmoxServer, pool string) bool {
+	for _, p := range s.Pools {
+		if p.Pool == pool {
+			return true
+		}
+	}
+	return false
+}
+
+func hasSnippetStorage(s *horizon.ProxmoxServer, node string) bool {
+	for _, st := range s.Storages {
+		if st.Path == "" {
+			continue
+		}
+		snippets, onNode := false, false
+		for _, c := range st.Content {
+			snippets = snippets || c == "snippets"
+		}
+		for _, n := range st.Nodes {
+			onNode = onNode || n == node
+		}
+		if snippets && onNode {
+			return true
+		}
+	}
+	return false
+}

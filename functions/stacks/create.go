@@ -1,0 +1,128 @@
+package stacks
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+	"horizon/shared/store"
+)
+
+// CreateRequest is the body of POST /v1/stacks.
+type CreateRequest struct {
+	TeamID          uuid.UUID             `json:"team_id"`
+	Name            string                `json:"name"`
+	Description     string                `json:"description"`
+	Labels          []string              `json:"labels"`
+	EnvironmentID   uuid.UUID             `json:"environment_id"`
+	TemplateID      uuid.UUID             `json:"template_id"`
+	TemplateVersion int                   `json:"template_version"`
+	Jobs            map[string]JobRequest `json:"jobs"`
+}
+
+// Create saves a draft: it touches no infrastructure, may be incomplete (GET lists its
+// problems), and has the answers that admit a single option preselected.
+func Create(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireWriter(c); err != nil {
+			return err
+		}
+		req, err := api.Decode[CreateRequest](c)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		var p horizon.Problems
+		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
+		horizon.CheckText(&p, "description", req.Description, 2000)
+		checkLabels(&p, req.Labels)
+		if req.TeamID == uuid.Nil {
+			p.Add("team_id", "is required")
+		} else if !who.InTeam(req.TeamID) {
+			p.Add("team_id", "is not one of your teams")
+		}
+		if req.TemplateVersion < 1 {
+			p.Add("template_version", "is required (a version number of the template)")
+		}
+		if err := p.Err(); err != nil {
+			return err
+		}
+		var out Stack
+		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			tmpl, err := store.TemplateGet(ctx, tx, req.TemplateID)
+			if errors.Is(err, horizon.ErrNotFound) {
+				return horizon.Invalid("template_id", "is not a template")
+			}
+			if err != nil {
+				return err
+			}
+			if !tmpl.Active {
+				return horizon.Invalid("template_id", "is not active: it cannot start new stacks")
+			}
+			tv, def, err := version(ctx, tx, req.TemplateID, req.TemplateVersion)
+			if errors.Is(err, horizon.ErrNotFound) {
+				return horizon.Invalid("template_version", "is not a version of this template")
+			}
+			if err != nil {
+				return err
+			}
+			cat, err := loadCatalogue(ctx, tx, req.EnvironmentID)
+			if errors.Is(err, horizon.ErrNotFound) {
+				return horizon.Invalid("environment_id", "is not an environment")
+			}
+			if err != nil {
+				return err
+			}
+			execs, pp := executionsFrom(def, tv.JobCommits, req.Jobs, d.Box)
+			if err := pp.Err(); err != nil {
+				return err
+			}
+			preselected, err := preselect(ctx, tx, def, execs, cat, who)
+			if err != nil {
+				return err
+			}
+			stack, err := store.StackCreate(ctx, tx, horizon.Stack{TeamID: req.TeamID, Name: req.Name, Description: req.Description,
+				Labels: req.Labels, EnvironmentID: req.EnvironmentID, TemplateID: req.TemplateID, TemplateVersion: req.TemplateVersion,
+				CreatedBy: &who.UserID})
+			if err != nil {
+				return err
+			}
+			l := &loaded{stack: stack, version: tv, def: def}
+			for _, e := range execs {
+				e.StackID = stack.ID
+				saved, err := store.ExecutionInsert(ctx, tx, e)
+				if err != nil {
+					return err
+				}
+				l.execs = append(l.execs, saved)
+			}
+			probs, err := problems(ctx, tx, def, l.execs, cat)
+			if err != nil {
+				return err
+			}
+			if err := store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.create", ObjectType: "stack",
+				ObjectID: &stack.ID, TeamID: &stack.TeamID, Details: map[string]any{"name": stack.Name, "template_id": stack.TemplateID,
+					"template_version": stack.TemplateVersion}}); err != nil {
+				return err
+			}
+			out = toStack(l, nil, probs, preselected, capabilities(who))
+			return nil
+		})
+		if err != nil {
+			var ce *horizon.ConflictError
+			if errors.As(err, &ce) && ce.Constraint == "stacks_name_key" {
+				return problem.Conflict("Your team already has a stack named %q.", req.Name)
+			}
+			return err
+		}
+		c.Set(fiber.HeaderETag, api.ETag(out.Version))
+		c.Set(fiber.HeaderLocation, "/v1/stacks/"+out.ID.String())
+		return c.Status(fiber.StatusCreated).JSON(out)
+	}
+}

@@ -1,0 +1,18 @@
+// Package stacks serves /v1/stacks: drafts, deploys, the read models (detail, pipeline,
+// outputs, history, runs) and the run controls (cancel, retry, run again).
+//
+// An endpoint that starts work writes the run and all its steps in the transaction that checks
+// and locks the stack, then enqueues run:advance after the commit; if that enqueue is lost the
+// workers' reconciler finds the run (Postgres is the truth, Redis only delivers). At most one
+// run per stack is in progress (a partial unique index): a concurrent second deploy gets 409.
+//
+// Preflight runs inside the deploy request, before anything is queued, and reports every
+// problem at once: incomplete answers, parameter values, addresses (free, in the environment's
+// networks), Proxmox servers and nodes (in the environment, online — asked live), pools and
+// snippet storage in the inventory, VM names already taken in the cluster. VM ids are
+// allocated by Horizon, unique per cluster in Postgres and checked against the cluster's
+// inventory, and stay with their execution.
+//
+// A stack pins its template version and, per job, the commit that version recorded: the commit
+// whose module the version's validation inspected. "Force retry" re-resolves a job's branch.
+package stacks

@@ -1,0 +1,77 @@
+package stacks
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/store"
+)
+
+// StateChange is one entry of a stack's state history.
+type StateChange struct {
+	From    *string    `json:"from"`
+	To      string     `json:"to"`
+	At      time.Time  `json:"at"`
+	ActorID *uuid.UUID `json:"actor_id"`
+	RunID   *uuid.UUID `json:"run_id"`
+	Error   *string    `json:"error"`
+}
+
+// GetHistory returns the stack's state history: who, when, and the error if any.
+func GetHistory(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		page, err := api.ParsePage(c)
+		if err != nil {
+			return err
+		}
+		ctx := c.UserContext()
+		if _, err := store.StackGet(ctx, d.DB, api.Principal(c).Scope(), id); err != nil {
+			return err
+		}
+		hs, next, err := store.StateHistory(ctx, d.DB, id, page)
+		if err != nil {
+			return err
+		}
+		return c.JSON(api.NewList(api.Map(hs, func(h horizon.StateChange) StateChange {
+			var from *string
+			if h.From != nil {
+				f := string(*h.From)
+				from = &f
+			}
+			return StateChange{From: from, To: string(h.To), At: h.At, ActorID: h.ActorID, RunID: h.RunID, Error: h.Error}
+		}), next))
+	}
+}
+
+// GetRuns returns the stack's runs, newest first.
+func GetRuns(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		page, err := api.ParsePage(c)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		ctx := c.UserContext()
+		if _, err := store.StackGet(ctx, d.DB, who.Scope(), id); err != nil {
+			return err
+		}
+		runs, next, err := store.RunList(ctx, d.DB, id, page)
+		if err != nil {
+			return err
+		}
+		can := capabilities(who)
+		return c.JSON(api.NewList(api.Map(runs, func(r horizon.Run) Run { return toRun(r, can) }), next))
+	}
+}

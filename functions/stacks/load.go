@@ -1,0 +1,112 @@
+package stacks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/store"
+	"horizon/shared/template"
+)
+
+// loaded is a stack with what reading or changing it needs.
+type loaded struct {
+	stack   horizon.Stack
+	version horizon.TemplateVersion
+	def     *template.Definition
+	execs   []horizon.Execution
+}
+
+// load reads a stack the scope may see (locked when forUpdate), its template version and its
+// executions.
+func load(ctx context.Context, q store.Querier, scope auth.Scope, id uuid.UUID, forUpdate bool) (*loaded, error) {
+	get := store.StackGet
+	if forUpdate {
+		get = store.StackGetForUpdate
+	}
+	s, err := get(ctx, q, scope, id)
+	if err != nil {
+		return nil, err
+	}
+	l := &loaded{stack: s}
+	if l.version, l.def, err = version(ctx, q, s.TemplateID, s.TemplateVersion); err != nil {
+		return nil, err
+	}
+	if l.execs, err = store.ExecutionsOfStack(ctx, q, s.ID, false); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// version reads a template version and decodes its definition.
+func version(ctx context.Context, q store.Querier, template_ uuid.UUID, number int) (horizon.TemplateVersion, *template.Definition, error) {
+	v, err := store.TemplateVersionGet(ctx, q, template_, number)
+	if err != nil {
+		return v, nil, err
+	}
+	def := &template.Definition{}
+	if err := json.Unmarshal(v.Definition, def); err != nil {
+		return v, nil, fmt.Errorf("decode template %s version %d: %w", template_, number, err)
+	}
+	return v, def, nil
+}
+
+// secretNames are the secret parameters of a job.
+func secretNames(job *template.Job) map[string]bool {
+	m := map[string]bool{}
+	if job == nil {
+		return m
+	}
+	for _, p := range job.Parameters {
+		if p.Secret {
+			m[p.Name] = true
+		}
+	}
+	return m
+}
+
+// toStack renders a loaded stack for the API.
+func toStack(l *loaded, run *horizon.Run, problems []horizon.FieldError, preselected []string, can horizon.Capabilities) Stack {
+	s := l.stack
+	out := Stack{ID: s.ID, TeamID: s.TeamID, Name: s.Name, Description: s.Description, Labels: nonNilStrings(s.Labels),
+		EnvironmentID: s.EnvironmentID, TemplateID: s.TemplateID, TemplateVersion: s.TemplateVersion, State: string(s.State),
+		Jobs: map[string]Job{}, Problems: problems, Preselected: preselected, Version: s.Version, DeployedAt: s.DeployedAt,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	if out.Problems == nil {
+		out.Problems = []horizon.FieldError{}
+	}
+	if out.Preselected == nil {
+		out.Preselected = []string{}
+	}
+	for _, j := range l.def.Jobs() {
+		out.Jobs[j.Name] = Job{Executions: []Execution{}}
+	}
+	for _, e := range l.execs {
+		job := out.Jobs[e.Job]
+		job.Executions = append(job.Executions, toExecution(e))
+		out.Jobs[e.Job] = job
+	}
+	inProgress := run != nil && !run.State.Terminal()
+	out.AllowedActions = horizon.StackActions(s.State, inProgress, can)
+	if inProgress {
+		r := toRun(*run, can)
+		out.CurrentRun = &r
+	}
+	return out
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// capabilities of a principal, for allowed_actions.
+func capabilities(p auth.Principal) horizon.Capabilities {
+	return horizon.Capabilities{Write: p.CanWrite(), Admin: p.IsAdmin()}
+}

@@ -1,0 +1,118 @@
+package stacks
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"horizon/shared/horizon"
+	"horizon/shared/proxmox"
+	"horizon/shared/secrets"
+	"horizon/shared/template"
+)
+
+// preflightTimeout bounds the questions a deploy asks Proxmox before it starts.
+const preflightTimeout = 15 * time.Second
+
+// clusterView is what a cluster says about itself right now.
+type clusterView struct {
+	online map[string]bool
+	// vms by name, and every VM id in use.
+	names map[string]int
+	vmids []int
+	err   error
+}
+
+// askClusters asks every cluster the executions use for its nodes' state and its VMs, in
+// parallel. A cluster that does not answer is reported as a problem, not an error.
+func askClusters(ctx context.Context, box *secrets.Box, cat *catalogue, execs []horizon.Execution) map[uuid.UUID]*clusterView {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	views := map[uuid.UUID]*clusterView{}
+	for _, e := range execs {
+		if id := e.Config.ProxmoxServerID; id != nil && cat.servers[*id] != nil && views[*id] == nil {
+			views[*id] = &clusterView{}
+		}
+	}
+	var g errgroup.Group
+	for id, v := range views {
+		srv := cat.servers[id]
+		g.Go(func() error {
+			v.err = askCluster(ctx, box, srv, v)
+			return nil
+		})
+	}
+	_ = g.Wait() // each goroutine records its own error
+	return views
+}
+
+func askCluster(ctx context.Context, box *secrets.Box, srv *horizon.ProxmoxServer, v *clusterView) error {
+	token, err := box.OpenString(horizon.PurposeProxmoxTokenSecret, srv.TokenSecret)
+	if err != nil {
+		return err
+	}
+	client, err := proxmox.New(proxmox.Config{URL: srv.APIURL, TokenID: srv.TokenID, TokenSecret: token,
+		Fingerprint: srv.TLSFingerprint, CACert: []byte(srv.CACert), Timeout: preflightTimeout, Retries: 2})
+	if err != nil {
+		return err
+	}
+	var nodes []struct {
+		Node   string `json:"node"`
+		Status string `json:"status"`
+	}
+	if err := client.Get(ctx, "/nodes", &nodes); err != nil {
+		return err
+	}
+	v.online = map[string]bool{}
+	for _, n := range nodes {
+		v.online[n.Node] = n.Status == "online"
+	}
+	var vms []struct {
+		VMID int    `json:"vmid"`
+		Name string `json:"name"`
+	}
+	if err := client.Get(ctx, "/cluster/resources?type=vm", &vms); err != nil {
+		return err
+	}
+	v.names = map[string]int{}
+	for _, vm := range vms {
+		v.names[vm.Name] = vm.VMID
+		v.vmids = append(v.vmids, vm.VMID)
+	}
+	return nil
+}
+
+// liveProblems are what the clusters themselves say against a deploy: a node gone offline, a
+// VM name already taken by a VM that is not the execution's own.
+func liveProblems(def *template.Definition, stackName string, execs []horizon.Execution, cat *catalogue, views map[uuid.UUID]*clusterView) []horizon.FieldError {
+	var p horizon.Problems
+	for id, v := range views {
+		if v.err != nil {
+			p.Add("environment_id", "the Proxmox server %s does not answer: %v", cat.servers[id].Name, v.err)
+		}
+	}
+	for _, e := range execs {
+		job := def.Job(e.Job)
+		if job == nil || !job.Machine || e.Config.ProxmoxServerID == nil {
+			continue
+		}
+		v := views[*e.Config.ProxmoxServerID]
+		if v == nil || v.err != nil {
+			continue
+		}
+		field := func(f string) string { return execField(e.Job, e.Index, f) }
+		if online, known := v.online[e.Config.Node]; known && !online {
+			p.Add(field("node"), "is offline")
+		}
+		name := horizon.VMName(stackName, e.Job, e.Index)
+		if vmid, taken := v.names[name]; taken && (e.VMID == nil || *e.VMID != vmid) {
+			p.Add(field(""), "would be named %s, but VM %d of the cluster already has that name", name, vmid)
+		}
+	}
+	if err := p.SortedErr(); err != nil {
+		return err.(*horizon.ValidationError).Fields
+	}
+	return nil
+}

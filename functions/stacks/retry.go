@@ -1,0 +1,150 @@
+package stacks
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/gitcred"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+	"horizon/shared/runplan"
+	"horizon/shared/store"
+)
+
+// RetryRequest is the body of POST /v1/stacks/{id}/retry.
+type RetryRequest struct {
+	// Mode is "failed" (default: rerun what failed, was canceled, held or pending; what
+	// succeeded is not touched), "force" (the same, after re-resolving each failed job's branch
+	// to its newest commit and pinning it) or "all" (re-apply everything).
+	Mode string `json:"mode"`
+}
+
+// Retry starts a retry run (202). A stack whose last run was a removal retries the removal.
+func Retry(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireWriter(c); err != nil {
+			return err
+		}
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		req := RetryRequest{Mode: "failed"}
+		if len(c.Body()) > 0 {
+			if req, err = api.Decode[RetryRequest](c); err != nil {
+				return err
+			}
+		}
+		if req.Mode == "" {
+			req.Mode = "failed"
+		}
+		if req.Mode != "failed" && req.Mode != "force" && req.Mode != "all" {
+			return horizon.Invalid("mode", "must be failed, force or all")
+		}
+		who := api.Principal(c)
+		ctx := c.UserContext()
+		// Re-resolving branches asks git: before the transaction, which must not wait on it.
+		var commits map[string]string
+		if req.Mode == "force" {
+			l, err := load(ctx, d.DB, who.Scope(), id, false)
+			if err != nil {
+				return err
+			}
+			if commits, err = resolveFailedJobs(ctx, d, l); err != nil {
+				return err
+			}
+		}
+		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
+			l, err := load(ctx, tx, who.Scope(), id, true)
+			if err != nil {
+				return horizon.Run{}, err
+			}
+			if err := notBusy(ctx, tx, l.stack); err != nil {
+				return horizon.Run{}, err
+			}
+			last, err := store.RunLatest(ctx, tx, l.stack.ID)
+			if err != nil {
+				return horizon.Run{}, problem.Conflict("The stack has never run: deploy it.")
+			}
+			if req.Mode != "all" && l.stack.State != horizon.StackFailed {
+				return horizon.Run{}, problem.Conflict("The stack is %s: only a failed stack has failed jobs to retry (mode all re-applies everything).", l.stack.State)
+			}
+			if l.stack.State != horizon.StackFailed && l.stack.State != horizon.StackDeployed {
+				return horizon.Run{}, problem.Conflict("The stack is %s: nothing to retry.", l.stack.State)
+			}
+			if last.Kind == horizon.RunRemove {
+				return startRun(ctx, tx, l, horizon.RunRemove, runplan.Destroy(l.def, l.execs, runplan.All), who)
+			}
+			steps, err := store.StepsOfRun(ctx, tx, last.ID)
+			if err != nil {
+				return horizon.Run{}, err
+			}
+			done := map[uuid.UUID]bool{}
+			for _, s := range steps {
+				if s.ExecutionID != nil && (s.State == horizon.StepSucceeded || s.State == horizon.StepSkipped) {
+					done[*s.ExecutionID] = true
+				}
+			}
+			sel := runplan.Select(runplan.All)
+			if req.Mode != "all" {
+				sel = func(e horizon.Execution) (bool, string) {
+					if done[e.ID] && e.AppliedHash != nil {
+						return false, fmt.Sprintf("succeeded in run %s", last.ID)
+					}
+					return true, ""
+				}
+			}
+			for job, commit := range commits {
+				if err := store.ExecutionsRepin(ctx, tx, l.stack.ID, job, commit); err != nil {
+					return horizon.Run{}, err
+				}
+			}
+			if l.execs, err = store.ExecutionsOfStack(ctx, tx, l.stack.ID, false); err != nil {
+				return horizon.Run{}, err
+			}
+			return startRun(ctx, tx, l, horizon.RunRetry, runplan.Apply(l.def, l.execs, sel), who)
+		})
+		if err != nil {
+			return err
+		}
+		return accepted(c, d, run, who)
+	}
+}
+
+// resolveFailedJobs re-resolves the branch of every job with a failed, canceled or held step in
+// the stack's last run, and returns job → newest commit.
+func resolveFailedJobs(ctx context.Context, d api.Deps, l *loaded) (map[string]string, error) {
+	last, err := store.RunLatest(ctx, d.DB, l.stack.ID)
+	if err != nil {
+		return nil, problem.Conflict("The stack has never run: deploy it.")
+	}
+	steps, err := store.StepsOfRun(ctx, d.DB, last.ID)
+	if err != nil {
+		return nil, err
+	}
+	commits := map[string]string{}
+	for _, s := range steps {
+		if s.State == horizon.StepSucceeded || s.State == horizon.StepSkipped || commits[s.Job] != "" {
+			continue
+		}
+		job := l.def.Job(s.Job)
+		if job == nil {
+			continue
+		}
+		creds, err := gitcred.For(ctx, d.DB, d.Box, []string{job.Source.Repo})
+		if err != nil {
+			return nil, err
+		}
+		commit, err := d.Git.Resolve(ctx, job.Source.Repo, job.Source.Branch, creds[job.Source.Repo])
+		if err != nil {
+			return nil, horizon.Invalid("mode", "job %s: branch %s of %s cannot be resolved: %v", job.Name, job.Source.Branch, job.Source.Repo, err)
+		}
+		commits[job.Name] = commit
+	}
+	return commits, nil
+}

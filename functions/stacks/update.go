@@ -1,0 +1,187 @@
+package stacks
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+	"horizon/shared/store"
+)
+
+// UpdateRequest is the body of PATCH /v1/stacks/{id}; absent fields are left as they are.
+type UpdateRequest struct {
+	Name            *string               `json:"name"`
+	Description     *string               `json:"description"`
+	Labels          *[]string             `json:"labels"`
+	EnvironmentID   *uuid.UUID            `json:"environment_id"`
+	TemplateVersion *int                  `json:"template_version"`
+	Jobs            map[string]JobRequest `json:"jobs"`
+}
+
+// Update edits a stack; If-Match is required (428 without it, 412 when stale). A draft can
+// change everything (jobs replace its executions); a deployed stack its name, description and
+// labels, which need no Terraform run.
+func Update(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireWriter(c); err != nil {
+			return err
+		}
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		ifVersion, err := api.IfMatch(c)
+		if err != nil {
+			return err
+		}
+		if ifVersion == 0 {
+			return problem.New(problem.TypePreconditionRequired, 428, "Send the stack's ETag as If-Match: edits of stacks are never blind.")
+		}
+		req, err := api.Decode[UpdateRequest](c)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		var out Stack
+		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			l, err := load(ctx, tx, who.Scope(), id, true)
+			if err != nil {
+				return err
+			}
+			if l.stack.Version != ifVersion {
+				return horizon.ErrStale
+			}
+			if err := notBusy(ctx, tx, l.stack); err != nil {
+				return err
+			}
+			var p horizon.Problems
+			if req.Name != nil {
+				horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+			}
+			if req.Description != nil {
+				horizon.CheckText(&p, "description", *req.Description, 2000)
+			}
+			if req.Labels != nil {
+				checkLabels(&p, *req.Labels)
+			}
+			draft := l.stack.State == horizon.StackDraft
+			if !draft && (req.Jobs != nil || req.TemplateVersion != nil) {
+				p.Add("jobs", "changing the executions or the template of a %s stack needs a plan and a confirmed re-apply, which this version does not offer yet", l.stack.State)
+			}
+			if req.EnvironmentID != nil && *req.EnvironmentID != l.stack.EnvironmentID && l.stack.DeployedAt != nil {
+				p.Add("environment_id", "cannot change once the stack has been deployed")
+			}
+			if err := p.Err(); err != nil {
+				return err
+			}
+			var preselected []string
+			if draft && (req.Jobs != nil || req.TemplateVersion != nil || req.EnvironmentID != nil) {
+				if preselected, err = replaceDraft(ctx, tx, d, who, l, req); err != nil {
+					return err
+				}
+			}
+			s, err := store.StackUpdate(ctx, tx, id, store.StackPatch{Name: req.Name, Description: req.Description, Labels: req.Labels,
+				EnvironmentID: req.EnvironmentID, TemplateVersion: req.TemplateVersion}, ifVersion)
+			if err != nil {
+				return err
+			}
+			if err := store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.update", ObjectType: "stack",
+				ObjectID: &s.ID, TeamID: &s.TeamID}); err != nil {
+				return err
+			}
+			if l, err = load(ctx, tx, who.Scope(), id, false); err != nil {
+				return err
+			}
+			out, err = detail(ctx, tx, l, capabilities(who))
+			out.Preselected = append(out.Preselected, preselected...)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderETag, api.ETag(out.Version))
+		return c.JSON(out)
+	}
+}
+
+// replaceDraft writes a draft's executions anew from the request (or, when only the template
+// version or environment moves, from its current answers).
+func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal, l *loaded, req UpdateRequest) ([]string, error) {
+	number := l.stack.TemplateVersion
+	if req.TemplateVersion != nil {
+		number = *req.TemplateVersion
+	}
+	tv, def, err := version(ctx, tx, l.stack.TemplateID, number)
+	if err != nil {
+		return nil, horizon.Invalid("template_version", "is not a version of this template")
+	}
+	envID := l.stack.EnvironmentID
+	if req.EnvironmentID != nil {
+		envID = *req.EnvironmentID
+	}
+	cat, err := loadCatalogue(ctx, tx, envID)
+	if err != nil {
+		return nil, horizon.Invalid("environment_id", "is not an environment")
+	}
+	jobs := req.Jobs
+	if jobs == nil {
+		jobs = requestOf(l)
+	}
+	execs, p := executionsFrom(def, tv.JobCommits, jobs, d.Box)
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	if req.Jobs == nil {
+		keepSecrets(l, execs)
+	}
+	preselected, err := preselect(ctx, tx, def, execs, cat, who)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.ExecutionDeleteDrafts(ctx, tx, l.stack.ID); err != nil {
+		return nil, err
+	}
+	for _, e := range execs {
+		e.StackID = l.stack.ID
+		if _, err := store.ExecutionInsert(ctx, tx, e); err != nil {
+			return nil, err
+		}
+	}
+	return preselected, nil
+}
+
+// requestOf turns a draft's executions back into a request, for a rebuild.
+func requestOf(l *loaded) map[string]JobRequest {
+	jobs := map[string]JobRequest{}
+	for _, e := range l.execs {
+		cfg := e.Config
+		r := ExecutionRequest{Parameters: cfg.Parameters, AddressID: cfg.AddressID, SSHKeyID: cfg.SSHKeyID, ProxmoxServerID: cfg.ProxmoxServerID,
+			Node: cfg.Node, Pool: cfg.Pool, ISOID: cfg.ISOID, NodeExporter: cfg.NodeExporter, StartupOrder: cfg.StartupOrder}
+		if cfg.NagiosHostgroup != "" {
+			r.Nagios = &NagiosRequest{Hostgroup: cfg.NagiosHostgroup}
+		}
+		j := jobs[e.Job]
+		j.Executions = append(j.Executions, r)
+		jobs[e.Job] = j
+	}
+	return jobs
+}
+
+// keepSecrets carries the sealed secret parameters of a draft's executions over to their
+// rebuilt selves (same job and index).
+func keepSecrets(l *loaded, execs []horizon.Execution) {
+	for i := range execs {
+		for _, old := range l.execs {
+			if old.Job == execs[i].Job && old.Index == execs[i].Index {
+				execs[i].SecretParameters = old.SecretParameters
+				execs[i].Config.SecretParameterNames = old.Config.SecretParameterNames
+			}
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package horizon
+
+// Actions a client may offer on a stack; the names are API.
+const (
+	ActionEdit            = "edit"
+	ActionDeploy          = "deploy"
+	ActionCancel          = "cancel"
+	ActionRetryFailed     = "retry_failed"
+	ActionForceRetry      = "force_retry"
+	ActionRetryAll        = "retry_all"
+	ActionRunAgain        = "run_again"
+	ActionRemove          = "remove"
+	ActionForceRemove     = "force_remove"
+	ActionUpgradeTemplate = "upgrade_template"
+	ActionDuplicate       = "duplicate"
+)
+
+// Role capabilities that actions depend on.
+type Capabilities struct {
+	Write bool // members and admins
+	Admin bool
+}
+
+// StackActions is the one place that says what can be done to a stack in a state, so that
+// bots and the frontend never guess. A stack with a run in progress can only be canceled.
+func StackActions(state StackState, runInProgress bool, can Capabilities) []string {
+	if !can.Write {
+		return []string{}
+	}
+	if runInProgress || state.Busy() {
+		return []string{ActionCancel}
+	}
+	var out []string
+	switch state {
+	case StackDraft:
+		out = []string{ActionEdit, ActionDeploy, ActionRemove, ActionDuplicate}
+	case StackDeployed:
+		out = []string{ActionEdit, ActionRetryAll, ActionRunAgain, ActionRemove, ActionDuplicate}
+		if can.Admin {
+			out = append(out, ActionUpgradeTemplate)
+		}
+	case StackFailed:
+		out = []string{ActionEdit, ActionRetryFailed, ActionForceRetry, ActionRetryAll, ActionRunAgain, ActionRemove, ActionDuplicate}
+		if can.Admin {
+			out = append(out, ActionForceRemove, ActionUpgradeTemplate)
+		}
+	case StackRemoved:
+		out = []string{ActionDuplicate}
+	default:
+		out = []string{}
+	}
+	return out
+}
+
+// StepActions is what can be done to one step (pipeline card): run it again once its stack is
+// at rest and the step has a result to refresh.
+func StepActions(stackState StackState, runInProgress bool, step Step, can Capabilities) []string {
+	if !can.Write || runInProgress || stackState.Busy() || step.Kind != StepApply || step.ExecutionID == nil {
+		return []string{}
+	}
+	if stackState == StackDeployed || stackState == StackFailed {
+		return []string{ActionRunAgain}
+	}
+	return []string{}
+}
+
+// RunActions is what can be done to a run: cancel it while it is in progress.
+func RunActions(state RunState, can Capabilities) []string {
+	if can.Write && (state == RunQueued || state == RunRunning) {
+		return []string{ActionCancel}
+	}
+	return []string{}
+}
+
+// Allows reports whether actions contains action.
+func Allows(actions []string, action string) bool {
+	for _, a := range actions {
+		if a == action {
+			return true
+		}
+	}
+	return false
+}

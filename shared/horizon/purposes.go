@@ -1,0 +1,13 @@
+package horizon
+
+// Purposes of sealed columns (shared/secrets binds each ciphertext to one): a value sealed for
+// one column does not open as another.
+const (
+	PurposeProxmoxTokenSecret   = "proxmox_servers.token_secret"
+	PurposeProxmoxSSHPrivateKey = "proxmox_servers.ssh_private_key"
+	PurposeSecretParameters     = "executions.secret_parameters"
+	PurposeSecretOutputs        = "executions.secret_outputs"
+	PurposeHostKey              = "executions.host_key"
+	PurposeDeployKey            = "deploy_keys.private_key"
+	PurposeNagiosPassword       = "nagios_servers.password"
+)

@@ -1,0 +1,228 @@
+package horizon
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// StackState is a stack's lifecycle state. The names are API: the UI and bots use them.
+type StackState string
+
+const (
+	StackDraft     StackState = "draft"
+	StackDeploying StackState = "deploying"
+	StackDeployed  StackState = "deployed"
+	StackUpdating  StackState = "updating"
+	StackFailed    StackState = "failed"
+	StackRemoving  StackState = "removing"
+	StackRemoved   StackState = "removed"
+)
+
+// Busy reports whether a run is in progress on a stack in this state.
+func (s StackState) Busy() bool {
+	return s == StackDeploying || s == StackUpdating || s == StackRemoving
+}
+
+// RunState is a run's state.
+type RunState string
+
+const (
+	RunQueued    RunState = "queued"
+	RunRunning   RunState = "running"
+	RunCanceling RunState = "canceling"
+	RunSucceeded RunState = "succeeded"
+	RunFailed    RunState = "failed"
+	RunCanceled  RunState = "canceled"
+)
+
+// Terminal reports whether the run has ended.
+func (s RunState) Terminal() bool { return s == RunSucceeded || s == RunFailed || s == RunCanceled }
+
+// RunKind says what a run does.
+type RunKind string
+
+const (
+	RunDeploy   RunKind = "deploy"
+	RunReapply  RunKind = "reapply"
+	RunRetry    RunKind = "retry"
+	RunRunAgain RunKind = "run_again"
+	RunUpgrade  RunKind = "upgrade"
+	RunRemove   RunKind = "remove"
+)
+
+// StepState is a step's state. Held means the step never ran because an earlier phase failed.
+type StepState string
+
+const (
+	StepPending   StepState = "pending"
+	StepQueued    StepState = "queued"
+	StepRunning   StepState = "running"
+	StepSucceeded StepState = "succeeded"
+	StepFailed    StepState = "failed"
+	StepHeld      StepState = "held"
+	StepCanceled  StepState = "canceled"
+	StepSkipped   StepState = "skipped"
+)
+
+// Terminal reports whether the step will not run (again) in its run.
+func (s StepState) Terminal() bool {
+	switch s {
+	case StepSucceeded, StepFailed, StepHeld, StepCanceled, StepSkipped:
+		return true
+	}
+	return false
+}
+
+// StepKind says what a step does.
+type StepKind string
+
+const (
+	// StepApply builds or updates an execution: cloud-init upload and Terraform apply under the
+	// node's gate, then the job's scripts.
+	StepApply StepKind = "apply"
+	// StepDestroy removes an execution: cleanup scripts, then Terraform destroy.
+	StepDestroy StepKind = "destroy"
+)
+
+// Stack is a deployed (or draft) application.
+type Stack struct {
+	ID                uuid.UUID
+	TeamID            uuid.UUID
+	Name              string
+	Description       string
+	Labels            []string
+	EnvironmentID     uuid.UUID
+	TemplateID        uuid.UUID
+	TemplateVersion   int
+	State             StackState
+	DeployedAt        *time.Time
+	Version           int64
+	CreatedBy         *uuid.UUID
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// ExecutionConfig is a user's answers for one execution: the parameters that are not secret
+// and what the machine is attached to. Secret parameters are kept sealed apart.
+type ExecutionConfig struct {
+	Parameters      map[string]any `json:"parameters,omitempty"`
+	AddressID       *uuid.UUID     `json:"address_id,omitempty"`
+	SSHKeyID        *uuid.UUID     `json:"ssh_key_id,omitempty"`
+	ProxmoxServerID *uuid.UUID     `json:"proxmox_server_id,omitempty"`
+	Node            string         `json:"node,omitempty"`
+	Pool            string         `json:"pool,omitempty"`
+	ISOID           *uuid.UUID     `json:"iso_id,omitempty"`
+	NagiosHostgroup string         `json:"nagios_hostgroup,omitempty"`
+	NodeExporter    bool           `json:"node_exporter,omitempty"`
+	StartupOrder    *int           `json:"startup_order,omitempty"`
+	// SecretParameterNames are the secret parameters that have a value (sealed apart), so that
+	// they can be shown as set without opening them.
+	SecretParameterNames []string `json:"secret_parameter_names,omitempty"`
+}
+
+// ExecutionState is "active", "removing" (its destroy is planned) or "removed".
+type ExecutionState string
+
+const (
+	ExecutionActive   ExecutionState = "active"
+	ExecutionRemoving ExecutionState = "removing"
+	ExecutionRemoved  ExecutionState = "removed"
+)
+
+// Execution is one VM (or one run of a non-machine job) of a stack's job.
+type Execution struct {
+	ID                 uuid.UUID
+	StackID            uuid.UUID
+	Job                string
+	Index              int
+	Config             ExecutionConfig
+	SecretParameters   []byte // sealed JSON object, purpose "executions.secret_parameters"
+	Commit             string
+	AppliedHash        *string
+	Outputs            map[string]any
+	SecretOutputs      []byte // sealed JSON object, purpose "executions.secret_outputs"
+	ServerID           *uuid.UUID
+	Node               *string
+	VMID               *int
+	HostKey            []byte // sealed private key, purpose "executions.host_key"
+	HostKeyFingerprint *string
+	State              ExecutionState
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+// Run is one unit of user intent on a stack.
+type Run struct {
+	ID         uuid.UUID
+	StackID    *uuid.UUID
+	Kind       RunKind
+	State      RunState
+	ActorID    *uuid.UUID
+	Error      *string
+	CreatedAt  time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+}
+
+// Step is one unit of work of a run.
+type Step struct {
+	ID             uuid.UUID
+	RunID          uuid.UUID
+	Position       int
+	Phase          int
+	PhaseName      string
+	Job            string
+	ExecutionID    *uuid.UUID
+	ExecutionIndex *int
+	Kind           StepKind
+	State          StepState
+	Attempt        int
+	ServerID       *uuid.UUID
+	Node           *string
+	Fence          *int64
+	Reason         *string
+	Error          *string
+	ReadyAt        *time.Time
+	StartedAt      *time.Time
+	FinishedAt     *time.Time
+	HeartbeatAt    *time.Time
+	GateWaitMS     int64
+}
+
+// StateChange is one entry of a stack's state history.
+type StateChange struct {
+	ID      uuid.UUID
+	StackID uuid.UUID
+	RunID   *uuid.UUID
+	From    *StackState
+	To      StackState
+	ActorID *uuid.UUID
+	Error   *string
+	At      time.Time
+}
+
+// VMName is the name of an execution's machine: "<stack>-<job>-<index>", reduced to one DNS
+// label (lower case, letters, digits and hyphens, at most 63 characters). It is the VM's name in
+// Proxmox and its hostname.
+func VMName(stack, job string, index int) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(stack) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	name := strings.TrimSuffix(b.String(), "-") + "-" + job + "-" + strconv.Itoa(index)
+	name = strings.TrimPrefix(name, "-")
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-")
+	}
+	return name
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/shared/horizon"
+)
+
+const executionColumns = `id, stack_id, job, index, config, secret_parameters, commit, applied_hash, outputs, secret_outputs,
+	server_id, node, vmid, host_key, host_key_fingerprint, state, created_at, updated_at`
+
+func scanExecution(row pgx.Row) (horizon.Execution, error) {
+	var e horizon.Execution
+	err := row.Scan(&e.ID, &e.StackID, &e.Job, &e.Index, &e.Config, &e.SecretParameters, &e.Commit, &e.AppliedHash, &e.Outputs,
+		&e.SecretOutputs, &e.ServerID, &e.Node, &e.VMID, &e.HostKey, &e.HostKeyFingerprint, &e.State, &e.CreatedAt, &e.UpdatedAt)
+	if e.Outputs == nil {
+		e.Outputs = map[string]any{}
+	}
+	return e, err
+}
+
+// ExecutionInsert adds an execution to a stack.
+func ExecutionInsert(ctx context.Context, q Querier, e horizon.Execution) (horizon.Execution, error) {
+	out, err := scanExecution(q.QueryRow(ctx, `INSERT INTO executions (stack_id, job, index, config, secret_parameters, commit)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+executionColumns, e.StackID, e.Job, e.Index, e.Config, e.SecretParameters, e.Commit))
+	return out, translate(err)
+}
+
+// ExecutionsOfStack returns a stack's executions in job and index order; removed ones only when
+// asked.
+func ExecutionsOfStack(ctx context.Context, q Querier, stack uuid.UUID, withRemoved bool) ([]horizon.Execution, error) {
+	rows, err := q.Query(ctx, `SELECT `+executionColumns+` FROM executions
+		WHERE stack_id = $1 AND ($2 OR state <> 'removed') ORDER BY job, index, id`, stack, withRemoved)
+	if err != nil {
+		return nil, translate(err)
+	}
+	es, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.Execution, error) { return scanExecution(r) })
+	return es, translate(err)
+}
+
+// ExecutionGet returns one execution.
+func ExecutionGet(ctx context.Context, q Querier, id uuid.UUID) (horizon.Execution, error) {
+	e, err := scanExecution(q.QueryRow(ctx, `SELECT `+executionColumns+` FROM executions WHERE id = $1`, id))
+	if err != nil {
+		return e, fmt.Errorf("execution %s: %w", id, translate(err))
+	}
+	return e, nil
+}
+
+// ExecutionUpdateConfig replaces an execution's answers (drafts and edits).
+func ExecutionUpdateConfig(ctx context.Context, q Querier, id uuid.UUID, cfg horizon.ExecutionConfig, secretParams []byte) error {
+	_, err := q.Exec(ctx, `UPDATE executions SET config = $2, secret_parameters = $3, updated_at = now() WHERE id = $1`, id, cfg, secretParams)
+	return translate(err)
+}
+
+// ExecutionDeleteDrafts deletes every execution of a stack that never reached infrastructure
+// (its stack is a draft), so a draft edit can write them anew.
+func ExecutionDeleteDrafts(ctx context.Context, q Querier, stack uuid.UUID) error {
+	_, err := q.Exec(ctx, `DELETE FROM executions WHERE stack_id = $1 AND vmid IS NULL AND applied_hash IS NULL`, stack)
+	return translate(err)
+}
+
+// ExecutionApplied records a successful apply: the hash of what was applied and the outputs.
+func ExecutionApplied(ctx context.Context, q Querier, id uuid.UUID, hash string, outputs map[string]any, secretOutputs []byte) error {
+	if outputs == nil {
+		outputs = map[string]any{}
+	}
+	_, err := q.Exec(ctx, `UPDATE executions SET applied_hash = $2, outputs = $3, secret_outputs = $4, updated_at = now() WHERE id = $1`,
+		id, hash, outputs, secretOutputs)
+	return translate(err)
+}
+
+// ExecutionSetState moves an execution to state.
+func ExecutionSetState(ctx context.Context, q Querier, id uuid.UUID, state horizon.ExecutionState) error {
+	_, err := q.Exec(ctx, `UPDATE executions SET state = $2, updated_at = now() WHERE id = $1`, id, state)
+	return translate(err)
+}
+
+// ExecutionSetHostKey records the machine's SSH host key the first time it is generated; a key
+// already recorded is kept.
+func ExecutionSetHostKey(ctx context.Context, q Querier, id uuid.UUID, sealed []byte, fingerprint string) error {
+	_, err := q.Exec(ctx, `UPDATE executions SET host_key = COALESCE(host_key, $2),
+		host_key_fingerprint = COALESCE(host_key_fingerprint, $3), updated_at = now() WHERE id = $1`, id, sealed, fingerprint)
+	return translate(err)
+}
+
+// ExecutionSetPlacement records the cluster, node and VM id an execution's machine is built
+// with.
+func ExecutionSetPlacement(ctx context.Context, q Querier, id, server uuid.UUID, node string, vmid int) error {
+	_, err := q.Exec(ctx, `UPDATE executions SET server_id = $2, node = $3, vmid = $4, updated_at = now() WHERE id = $1`, id, server, node, vmid)
+	return translate(err)
+}
+
+// ExecutionsRepin pins every active execution of a stack's job to commit.
+func ExecutionsRepin(ctx context.Context, q Querier, stack uuid.UUID, job, commit string) error {
+	_, err := q.Exec(ctx, `UPDATE executions SET commit = $3, updated_at = now() WHERE stack_id = $1 AND job = $2 AND state <> 'removed'`, stack, job, commit)
+	return translate(err)
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/shared/horizon"
+)
+
+const runColumns = `id, stack_id, kind, state, actor_id, error, created_at, started_at, finished_at`
+
+func scanRun(row pgx.Row) (horizon.Run, error) {
+	var r horizon.Run
+	err := row.Scan(&r.ID, &r.StackID, &r.Kind, &r.State, &r.ActorID, &r.Error, &r.CreatedAt, &r.StartedAt, &r.FinishedAt)
+	return r, err
+}
+
+// ErrRunInProgress is returned by RunInsertWithSteps when the stack already has a run in
+// progress; it wraps horizon.ErrBusy.
+var ErrRunInProgress = fmt.Errorf("a run is in progress: %w", horizon.ErrBusy)
+
+// RunInsertWithSteps inserts a run and its steps (positions are assigned in order). At most one
+// run per stack may be in progress: the partial unique index makes a concurrent second insert
+// fail with ErrRunInProgress, whatever the callers checked before.
+func RunInsertWithSteps(ctx context.Context, q Querier, run horizon.Run, steps []horizon.Step) (horizon.Run, []horizon.Step, error) {
+	r, err := scanRun(q.QueryRow(ctx, `INSERT INTO runs (stack_id, kind, actor_id) VALUES ($1, $2, $3) RETURNING `+runColumns,
+		run.StackID, run.Kind, run.ActorID))
+	if err != nil {
+		var ce *horizon.ConflictError
+		if errors.As(translate(err), &ce) && ce.Constraint == "runs_one_active_key" {
+			return r, nil, ErrRunInProgress
+		}
+		return r, nil, translate(err)
+	}
+	out := make([]horizon.Step, 0, len(steps))
+	for i, s := range steps {
+		st, err := scanStep(q.QueryRow(ctx, `INSERT INTO steps (run_id, position, phase, phase_name, job, execution_id, execution_index,
+			kind, state, server_id, node, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+stepColumns,
+			r.ID, i, s.Phase, s.PhaseName, s.Job, s.ExecutionID, s.ExecutionIndex, s.Kind, stateOr(s.State), s.ServerID, s.Node, s.Reason))
+		if err != nil {
+			return r, nil, translate(err)
+		}
+		out = append(out, st)
+	}
+	return r, out, nil
+}
+
+func stateOr(s horizon.StepState) horizon.StepState {
+	if s == "" {
+		return horizon.StepPending
+	}
+	return s
+}
+
+// RunGet returns a run.
+func RunGet(ctx context.Context, q Querier, id uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
+	if err != nil {
+		return r, fmt.Errorf("run %s: %w", id, translate(err))
+	}
+	return r, nil
+}
+
+// RunGetForUpdate returns a run, locking it until the transaction ends: advancing a run is
+// serialised on this lock.
+func RunGetForUpdate(ctx context.Context, q Querier, id uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1 FOR UPDATE`, id))
+	if err != nil {
+		return r, fmt.Errorf("run %s: %w", id, translate(err))
+	}
+	return r, nil
+}
+
+// RunActive returns the stack's run in progress, or horizon.ErrNotFound.
+func RunActive(ctx context.Context, q Querier, stack uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs
+		WHERE stack_id = $1 AND state IN ('queued', 'running', 'canceling')`, stack))
+	if err != nil {
+		return r, translate(err)
+	}
+	return r, nil
+}
+
+// RunLatest returns the stack's most recent run, or horizon.ErrNotFound.
+func RunLatest(ctx context.Context, q Querier, stack uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 ORDER BY id DESC LIMIT 1`, stack))
+	return r, translate(err)
+}
+
+// RunList returns one page of a stack's runs, newest first.
+func RunList(ctx context.Context, q Querier, stack uuid.UUID, p Page) ([]horizon.Run, *uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 AND ($2::uuid IS NULL OR id < $2)
+		ORDER BY id DESC LIMIT $3`, stack, p.After, p.limit())
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.Run, error) { return scanRun(r) })
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	runs, next := cut(runs, p, func(r horizon.Run) uuid.UUID { return r.ID })
+	return runs, next, nil
+}
+
+// RunSetState moves a run to state, stamping started_at / finished_at.
+func RunSetState(ctx context.Context, q Querier, id uuid.UUID, state horizon.RunState, errText *string) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `UPDATE runs SET state = $2, error = COALESCE($3, error),
+		started_at = CASE WHEN $2 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END,
+		finished_at = CASE WHEN $2 IN ('succeeded', 'failed', 'canceled') THEN now() ELSE finished_at END
+		WHERE id = $1 RETURNING `+runColumns, id, state, errText))
+	return r, translate(err)
+}
+
+// RunsInProgress returns the ids of every run not yet finished, oldest first (the reconciler's
+// work list; a partial index keeps it proportional to the runs in progress).
+func RunsInProgress(ctx context.Context, q Querier, limit int) ([]uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM runs WHERE state IN ('queued', 'running', 'canceling') ORDER BY created_at LIMIT $1`, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, translate(err)
+}

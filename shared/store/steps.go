@@ -1,0 +1,121 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/shared/horizon"
+)
+
+const stepColumns = `id, run_id, position, phase, phase_name, job, execution_id, execution_index, kind, state, attempt,
+	server_id, node, fence, reason, error, ready_at, started_at, finished_at, heartbeat_at, gate_wait_ms`
+
+func scanStep(row pgx.Row) (horizon.Step, error) {
+	var s horizon.Step
+	err := row.Scan(&s.ID, &s.RunID, &s.Position, &s.Phase, &s.PhaseName, &s.Job, &s.ExecutionID, &s.ExecutionIndex, &s.Kind,
+		&s.State, &s.Attempt, &s.ServerID, &s.Node, &s.Fence, &s.Reason, &s.Error, &s.ReadyAt, &s.StartedAt, &s.FinishedAt,
+		&s.HeartbeatAt, &s.GateWaitMS)
+	return s, err
+}
+
+// StepsOfRun returns a run's steps in order.
+func StepsOfRun(ctx context.Context, q Querier, run uuid.UUID) ([]horizon.Step, error) {
+	rows, err := q.Query(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = $1 ORDER BY position`, run)
+	if err != nil {
+		return nil, translate(err)
+	}
+	steps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.Step, error) { return scanStep(r) })
+	return steps, translate(err)
+}
+
+// StepGet returns one step.
+func StepGet(ctx context.Context, q Querier, id uuid.UUID) (horizon.Step, error) {
+	s, err := scanStep(q.QueryRow(ctx, `SELECT `+stepColumns+` FROM steps WHERE id = $1`, id))
+	if err != nil {
+		return s, fmt.Errorf("step %s: %w", id, translate(err))
+	}
+	return s, nil
+}
+
+// StepQueue marks a pending step queued with a new attempt and returns it: the attempt names
+// the task that will run it, and fences that task's writes.
+func StepQueue(ctx context.Context, q Querier, id uuid.UUID) (horizon.Step, error) {
+	s, err := scanStep(q.QueryRow(ctx, `UPDATE steps SET state = 'queued', attempt = attempt + 1,
+		ready_at = COALESCE(ready_at, now()), heartbeat_at = now()
+		WHERE id = $1 AND state IN ('pending', 'queued', 'running') RETURNING `+stepColumns, id))
+	return s, translate(err)
+}
+
+// StepStart marks a step running for attempt. It reports false when the attempt is no longer
+// the step's (a superseded or duplicate delivery), which then must do nothing.
+func StepStart(ctx context.Context, q Querier, id uuid.UUID, attempt int, gateWait time.Duration, fence *int64) (bool, error) {
+	tag, err := q.Exec(ctx, `UPDATE steps SET state = 'running', started_at = COALESCE(started_at, now()), heartbeat_at = now(),
+		gate_wait_ms = gate_wait_ms + $3, fence = COALESCE($4, fence)
+		WHERE id = $1 AND attempt = $2 AND state IN ('queued', 'running')`, id, attempt, gateWait.Milliseconds(), fence)
+	return tag.RowsAffected() == 1, translate(err)
+}
+
+// StepHeartbeat records that attempt is alive — running, or waiting for its node's gate; false
+// when it no longer owns the step.
+func StepHeartbeat(ctx context.Context, q Querier, id uuid.UUID, attempt int) (bool, error) {
+	tag, err := q.Exec(ctx, `UPDATE steps SET heartbeat_at = now() WHERE id = $1 AND attempt = $2 AND state IN ('queued', 'running')`, id, attempt)
+	return tag.RowsAffected() == 1, translate(err)
+}
+
+// StepFinish ends attempt of a step in state with an optional first error line and reason. It
+// reports false when the attempt no longer owns the step (its result is then discarded).
+func StepFinish(ctx context.Context, q Querier, id uuid.UUID, attempt int, state horizon.StepState, errLine, reason *string) (bool, error) {
+	tag, err := q.Exec(ctx, `UPDATE steps SET state = $3, error = $4, reason = COALESCE($5, reason), finished_at = now()
+		WHERE id = $1 AND attempt = $2 AND state IN ('queued', 'running')`, id, attempt, state, errLine, reason)
+	return tag.RowsAffected() == 1, translate(err)
+}
+
+// StepsSetState moves every step of run in one of from to state (e.g. pending → held), and
+// returns how many moved.
+func StepsSetState(ctx context.Context, q Querier, run uuid.UUID, from []horizon.StepState, to horizon.StepState, minPhase int) (int64, error) {
+	tag, err := q.Exec(ctx, `UPDATE steps SET state = $3, finished_at = CASE WHEN $3 IN ('held', 'canceled', 'skipped') THEN now() ELSE finished_at END
+		WHERE run_id = $1 AND state = ANY($2) AND phase >= $4`, run, from, to, minPhase)
+	return tag.RowsAffected(), translate(err)
+}
+
+// StaleStep is a step whose worker stopped sending heartbeats.
+type StaleStep struct {
+	ID, RunID uuid.UUID
+	Attempt   int
+}
+
+// StepsStale returns running or queued steps without a heartbeat since before: their worker
+// died, or Redis lost their task.
+func StepsStale(ctx context.Context, q Querier, before time.Time, limit int) ([]StaleStep, error) {
+	rows, err := q.Query(ctx, `SELECT id, run_id, attempt FROM steps WHERE state IN ('queued', 'running') AND heartbeat_at < $1
+		ORDER BY heartbeat_at LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StaleStep, error) {
+		var s StaleStep
+		err := r.Scan(&s.ID, &s.RunID, &s.Attempt)
+		return s, err
+	})
+	return out, translate(err)
+}
+
+// StepSetState moves one step that has not started to state (held, canceled, skipped).
+func StepSetState(ctx context.Context, q Querier, id uuid.UUID, state horizon.StepState) error {
+	_, err := q.Exec(ctx, `UPDATE steps SET state = $2, finished_at = now() WHERE id = $1 AND state IN ('pending', 'queued')`, id, state)
+	return translate(err)
+}
+
+// StepRequeueStale gives a step whose attempt went silent (no heartbeat since before) a new
+// attempt, queued. It returns the step, or horizon.ErrNotFound when the step moved on
+// meanwhile (finished, or another pass requeued it).
+func StepRequeueStale(ctx context.Context, q Querier, id uuid.UUID, attempt int, before time.Time) (horizon.Step, error) {
+	s, err := scanStep(q.QueryRow(ctx, `UPDATE steps SET state = 'queued', attempt = attempt + 1, heartbeat_at = now()
+		WHERE id = $1 AND attempt = $2 AND state IN ('queued', 'running') AND heartbeat_at < $3 RETURNING `+stepColumns,
+		id, attempt, before))
+	return s, translate(err)
+}

@@ -1,0 +1,159 @@
+// Package runs holds the run:advance task: the one place a run moves forward. It is
+// idempotent and serialised on the run's row lock, so any number of duplicate deliveries,
+// reconciler passes and step completions may call it at once.
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"horizon/shared/gate"
+	"horizon/shared/horizon"
+	"horizon/shared/queue"
+	"horizon/shared/store"
+)
+
+// Advancer handles run:advance.
+type Advancer struct {
+	DB      *pgxpool.Pool
+	Queues  queue.Queues
+	Enqueue queue.Enqueuer
+	Gate    *gate.Gate
+	Log     *slog.Logger
+}
+
+// ProcessTask implements asynq.Handler.
+func (a Advancer) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	var p queue.RunAdvance
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return fmt.Errorf("decode %s: %v: %w", t.Type(), err, asynq.SkipRetry)
+	}
+	return a.Advance(ctx, p.RunID)
+}
+
+// Advance moves run forward (see horizon.Advance) and enqueues the steps it queued.
+func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
+	log := a.Log.With("run_id", runID)
+	queued, err := store.WithTxV(ctx, a.DB, func(ctx context.Context, tx pgx.Tx) ([]horizon.Step, error) {
+		run, err := store.RunGetForUpdate(ctx, tx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if run.State.Terminal() {
+			return nil, nil // a duplicate delivery after the run ended
+		}
+		steps, err := store.StepsOfRun(ctx, tx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if run.State == horizon.RunQueued {
+			if run, err = store.RunSetState(ctx, tx, runID, horizon.RunRunning, nil); err != nil {
+				return nil, err
+			}
+		}
+		move := horizon.Advance(run.State, steps)
+		for _, i := range move.Hold {
+			if err := store.StepSetState(ctx, tx, steps[i].ID, horizon.StepHeld); err != nil {
+				return nil, err
+			}
+		}
+		for _, i := range move.Cancel {
+			if err := store.StepSetState(ctx, tx, steps[i].ID, horizon.StepCanceled); err != nil {
+				return nil, err
+			}
+		}
+		var queued []horizon.Step
+		for _, i := range move.Queue {
+			s, err := store.StepQueue(ctx, tx, steps[i].ID)
+			if err != nil {
+				return nil, err
+			}
+			queued = append(queued, s)
+		}
+		if move.Done {
+			if err := finish(ctx, tx, run, move.Final, steps); err != nil {
+				return nil, err
+			}
+			log.InfoContext(ctx, "run finished", "state", move.Final)
+		}
+		return queued, nil
+	})
+	if err != nil {
+		return err
+	}
+	// After the commit: a lost enqueue leaves the step queued, and the reconciler re-queues it
+	// when its heartbeat grows old.
+	for _, s := range queued {
+		taskID := queue.StepTaskID(s.ID, s.Attempt)
+		if s.Node != nil && s.ServerID != nil {
+			// Register the waiter now, so the node builds in the order steps became ready.
+			if err := a.Gate.Enqueue(ctx, queue.GateNode(*s.ServerID, *s.Node), taskID, deref(s.ReadyAt)); err != nil {
+				log.WarnContext(ctx, "register gate waiter", "step_id", s.ID, "error", err)
+			}
+		}
+		if err := a.Enqueue.Enqueue(ctx, queue.NewStepRun(a.Queues, s.ID, s.Attempt)); err != nil {
+			log.WarnContext(ctx, "enqueue step; the reconciler will retry", "step_id", s.ID, "error", err)
+		}
+	}
+	return nil
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Now()
+	}
+	return *t
+}
+
+// finish ends the run and moves its stack to the state the run's outcome gives.
+func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunState, steps []horizon.Step) error {
+	var firstErr *string
+	for _, s := range steps {
+		if s.State == horizon.StepFailed && s.Error != nil {
+			e := fmt.Sprintf("%s[%d]: %s", s.Job, derefInt(s.ExecutionIndex), *s.Error)
+			firstErr = &e
+			break
+		}
+	}
+	if final == horizon.RunCanceled {
+		msg := "run canceled"
+		firstErr = &msg
+	}
+	if _, err := store.RunSetState(ctx, tx, run.ID, final, firstErr); err != nil {
+		return err
+	}
+	if run.StackID == nil {
+		return nil
+	}
+	to := horizon.StackFailed
+	switch {
+	case final == horizon.RunSucceeded && run.Kind == horizon.RunRemove:
+		to = horizon.StackRemoved
+	case final == horizon.RunSucceeded && run.Kind == horizon.RunRunAgain:
+		// Running one job again fixes nothing else: the stack returns to where it was.
+		before, err := store.StateBeforeRun(ctx, tx, run.ID)
+		if err != nil {
+			return err
+		}
+		to = before
+	case final == horizon.RunSucceeded:
+		to = horizon.StackDeployed
+	}
+	_, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: *run.StackID, RunID: &run.ID, To: to, ActorID: run.ActorID, Error: firstErr})
+	return err
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,213 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"horizon/shared/gate"
+	"horizon/shared/gitcred"
+	"horizon/shared/horizon"
+	"horizon/shared/store"
+	"horizon/shared/terraform"
+)
+
+// outcome is what a successful step leaves in Postgres.
+type outcome struct {
+	destroyed     bool
+	hash          string
+	outputs       map[string]any
+	sealedSecrets []byte
+}
+
+// record writes the outcome in the transaction that finishes the step.
+func (o *outcome) record(ctx context.Context, tx pgx.Tx, w *stepWork) error {
+	if o.destroyed {
+		if err := store.ExecutionSetState(ctx, tx, w.exec.ID, horizon.ExecutionRemoved); err != nil {
+			return err
+		}
+		if err := store.VMIDRelease(ctx, tx, w.exec.ID); err != nil {
+			return err
+		}
+		return store.AddressDetach(ctx, tx, w.exec.ID)
+	}
+	return store.ExecutionApplied(ctx, tx, w.exec.ID, o.hash, o.outputs, o.sealedSecrets)
+}
+
+// transientRetries is how often a Terraform run that failed on a known transient Proxmox error
+// is tried again inside the step, and transientBackoff the first pause (doubled each time).
+const (
+	transientRetries = 3
+	transientBackoff = 2 * time.Second
+)
+
+// apply builds or updates the execution.
+func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *gate.Lease) (outcome, error) {
+	if w.inputsErr != nil {
+		return outcome{}, w.inputsErr
+	}
+	wd, cleanup, err := h.workdir(ctx, w, out)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer cleanup()
+	if w.machine() {
+		volid, err := h.uploadCloudInit(ctx, w, out)
+		if err != nil {
+			return outcome{}, err
+		}
+		out.horizon("cloud-init uploaded to %s as %s", w.node.Name, volid)
+	}
+	if err := retryTransient(ctx, out, "terraform init", wd.Init); err != nil {
+		return outcome{}, err
+	}
+	if err := retryTransient(ctx, out, "terraform apply", wd.Apply); err != nil {
+		return outcome{}, err
+	}
+	if lease != nil {
+		// The node's gate guards the upload and the build; scripts run on the machine and
+		// need not hold up the next build on this node.
+		if _, err := lease.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, gate.ErrNotHolder) {
+			out.horizon("warning: could not release node %s's build gate early: %v", w.node.Name, err)
+		}
+	}
+	tfOutputs, err := wd.Outputs(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	outputs, secretOutputs := map[string]any{}, map[string]string{}
+	for name, o := range tfOutputs {
+		var v any
+		if err := json.Unmarshal(o.Value, &v); err != nil {
+			return outcome{}, fmt.Errorf("decode output %s: %w", name, err)
+		}
+		if o.Sensitive {
+			s := stringValue(v)
+			secretOutputs[name] = s
+			w.masker.Add(s)
+			continue
+		}
+		outputs[name] = v
+	}
+	if len(w.job.Scripts) > 0 {
+		scripted, err := h.runScripts(ctx, w, out, outputs, w.job.Scripts, "scripts")
+		if err != nil {
+			return outcome{}, err
+		}
+		for k, v := range scripted.outputs {
+			outputs[k] = v
+		}
+		for k, v := range scripted.secrets {
+			secretOutputs[k] = v
+		}
+	}
+	names := make([]string, 0, len(outputs)+len(secretOutputs))
+	for k := range outputs {
+		names = append(names, k)
+	}
+	for k := range secretOutputs {
+		names = append(names, k+" (secret)")
+	}
+	out.horizon("outputs: %s", strings.Join(sorted(names), ", "))
+	return outcome{hash: w.effective.Hash(w.exec.Commit, attachments(w)), outputs: outputs,
+		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
+}
+
+// workdir prepares the execution's Terraform work dir from the pinned commit.
+func (h *Handler) workdir(ctx context.Context, w *stepWork, out *stepLog) (*terraform.Workdir, func(), error) {
+	repo := w.job.Source.Repo
+	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
+	if err != nil {
+		return nil, nil, err
+	}
+	tree, err := h.Git.Tree(ctx, repo, w.exec.Commit, creds[repo])
+	if err != nil {
+		return nil, nil, fmt.Errorf("check out %s at %s: %w", repo, shortCommit(w.exec.Commit), err)
+	}
+	out.horizon("module %s at commit %s", filepath.Join(repo, w.job.Source.Path), shortCommit(w.exec.Commit))
+	tmp, err := os.MkdirTemp("", "horizon-step-")
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := h.proxmoxEnv(ctx, w, tmp)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	vars, err := h.variables(ctx, w)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	wd, err := h.Terraform.Prepare(ctx, terraform.PrepareOpts{Source: tree, Module: w.job.Source.Path, Workspace: workspace(w),
+		Vars: vars, Env: env, Sink: out.terraform})
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	return wd, func() {
+		if err := wd.Close(); err != nil {
+			out.horizon("warning: %v", err)
+		}
+		_ = os.RemoveAll(tmp) // holds only the CA bundle
+	}, nil
+}
+
+// workspace is the execution's Terraform workspace: stable for its whole life.
+func workspace(w *stepWork) string {
+	return fmt.Sprintf("s%s-%s-%d", w.stack.ID, w.exec.Job, w.exec.Index)
+}
+
+// retryTransient runs op, trying it again with backoff while it fails on an error Proxmox
+// reports for a lock held or a timeout (PVE raises them before changing anything).
+func retryTransient(ctx context.Context, out *stepLog, what string, op func(context.Context) error) error {
+	pause := transientBackoff
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		if err == nil || attempt > transientRetries || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		out.horizon("%s hit a transient Proxmox error (%s); retrying in %s (%d/%d)", what, firstLine(transientLine(err)), pause, attempt, transientRetries)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause *= 2
+	}
+}
+
+func transient(err error) bool { return transientLine(err) != "" }
+
+// transientLine returns the line of err that marks it as a transient Proxmox error, or "".
+func transientLine(err error) string {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		l := strings.ToLower(line)
+		if strings.Contains(l, "can't lock file") || strings.Contains(l, "got timeout") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+func stringValue(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}

@@ -1,0 +1,19 @@
+// Package steps holds the step:run task: one attempt of one step of a run — building, updating
+// or destroying one execution.
+//
+// An apply of a machine job takes the node's build gate, renders the machine's cloud-init and
+// uploads it to the node over SFTP (pinned host key), runs terraform apply, releases the gate
+// once Terraform has exited, and then runs the job's scripts over SSH on the new machine (its
+// host key pinned through cloud-init). A destroy runs the cleanup scripts, then terraform
+// destroy, and frees the execution's address and VM id.
+//
+// Delivery is at least once: the step's attempt number is the fencing token of every write (a
+// superseded attempt's writes match no row), Terraform state and pg locks make apply and destroy
+// idempotent, the module adopts a VM that already has the execution's stable VM id, and scripts
+// leave a marker on the machine so that a redelivered attempt does not run them twice.
+//
+// Failures are sorted by kind: a busy node gate is not a failure (Asynq retries it soon without
+// counting it); a transient error of ours (database, Redis) is returned for Asynq to retry; a
+// failure of the work itself (Terraform, a script, Proxmox refusing) fails the step with the
+// first line of its error and lets the run decide.
+package steps

@@ -1,0 +1,244 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/gate"
+	"horizon/shared/gitsource"
+	"horizon/shared/horizon"
+	"horizon/shared/queue"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+	"horizon/shared/terraform"
+)
+
+// Handler runs step:run tasks. Every field is required and safe for concurrent use.
+type Handler struct {
+	DB        *pgxpool.Pool
+	Redis     redis.UniversalClient
+	Box       *secrets.Box
+	Queues    queue.Queues
+	Enqueue   queue.Enqueuer
+	Gate      *gate.Gate
+	Git       *gitsource.Cache
+	Terraform *terraform.Runner
+	Logs      LogFactory
+	Log       *slog.Logger
+	// Namespace prefixes the Redis cancel channel.
+	Namespace string
+	// GateWait is how long the first waiter of a busy node waits inside the handler before
+	// handing its slot back (gate.Gate.Acquire).
+	GateWait time.Duration
+	// Heartbeat is how often a running attempt proves it is alive and checks for cancellation.
+	Heartbeat time.Duration
+	// ScriptSSHTimeout bounds the wait for a new machine's SSH server to answer.
+	ScriptSSHTimeout time.Duration
+}
+
+// errCanceled is the cause of a step's context when its run is being canceled.
+var errCanceled = errors.New("the run is being canceled")
+
+// ProcessTask implements asynq.Handler.
+func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	var p queue.StepRun
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return fmt.Errorf("decode %s: %v: %w", t.Type(), err, asynq.SkipRetry)
+	}
+	log := h.Log.With("step_id", p.StepID, "attempt", p.Attempt)
+	w, err := h.load(ctx, p)
+	if errors.Is(err, errStale) {
+		log.DebugContext(ctx, "stale delivery ignored")
+		return nil
+	}
+	if err != nil {
+		return err // transient: Postgres; Asynq retries
+	}
+	log = log.With("run_id", w.run.ID, "job", w.step.Job, "execution", deref(w.step.ExecutionIndex))
+	if w.run.State == horizon.RunCanceling {
+		return h.finish(ctx, w, horizon.StepCanceled, "canceled before it started", nil)
+	}
+
+	var lease *gate.Lease
+	var gateWait time.Duration
+	if w.machine() && w.step.Kind == horizon.StepApply {
+		started := time.Now()
+		taskID := queue.StepTaskID(w.step.ID, w.step.Attempt)
+		lease, err = h.Gate.Acquire(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), taskID, h.GateWait)
+		if gate.IsBusy(err) {
+			// Waiting is not a failure and must not look like a hung step.
+			if _, herr := store.StepHeartbeat(ctx, h.DB, w.step.ID, w.step.Attempt); herr != nil {
+				log.WarnContext(ctx, "heartbeat while waiting for the node", "error", herr)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		gateWait = time.Since(started)
+		defer func() {
+			// Released after Terraform has exited (the work below returned). A release whose
+			// context is gone still has to happen: use a fresh one.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if _, err := lease.Release(rctx); err != nil && !errors.Is(err, gate.ErrNotHolder) {
+				log.WarnContext(rctx, "release node gate", "error", err)
+			}
+		}()
+	}
+	var fence *int64
+	if lease != nil {
+		f := lease.Fence()
+		fence = &f
+	}
+	owned, err := store.StepStart(ctx, h.DB, w.step.ID, w.step.Attempt, gateWait, fence)
+	if err != nil {
+		return err
+	}
+	if !owned {
+		log.DebugContext(ctx, "superseded before it started")
+		return nil
+	}
+
+	work := ctx
+	if lease != nil {
+		work = lease.Context()
+	}
+	work, stop := h.watch(work, w)
+	defer stop()
+
+	logs := h.Logs.Open(w.run.ID, w.stack.ID, w.step, w.masker)
+	defer func() {
+		if err := logs.Close(context.WithoutCancel(ctx)); err != nil {
+			log.WarnContext(ctx, "close step log", "error", err)
+		}
+	}()
+	out := &stepLog{w: logs}
+	out.horizon("%s of %s[%d] started (attempt %d)", w.step.Kind, w.step.Job, deref(w.step.ExecutionIndex), w.step.Attempt)
+	if gateWait > 100*time.Millisecond {
+		out.horizon("waited %s for node %s", gateWait.Round(time.Millisecond), *w.step.Node)
+	}
+
+	var result outcome
+	switch w.step.Kind {
+	case horizon.StepApply:
+		result, err = h.apply(work, w, out, lease)
+	case horizon.StepDestroy:
+		result, err = h.destroy(work, w, out)
+	default:
+		err = fmt.Errorf("unknown step kind %q", w.step.Kind)
+	}
+	if err != nil {
+		switch cause := context.Cause(work); {
+		case errors.Is(cause, errCanceled):
+			out.horizon("canceled: Terraform was interrupted; nothing is rolled back")
+			return h.finish(ctx, w, horizon.StepCanceled, "canceled", nil)
+		case errors.Is(cause, gate.ErrLost):
+			out.horizon("lost the node's build gate: stopped, and will be retried")
+			return fmt.Errorf("step %s: %w", w.step.ID, cause)
+		case ctx.Err() != nil:
+			// The worker is shutting down: Asynq gives the task back, and the attempt resumes.
+			return ctx.Err()
+		}
+		line := w.masker.Mask(firstLine(err.Error()))
+		out.horizon("failed: %s", line)
+		return h.finish(ctx, w, horizon.StepFailed, line, nil)
+	}
+	out.horizon("%s of %s[%d] succeeded", w.step.Kind, w.step.Job, deref(w.step.ExecutionIndex))
+	return h.finish(ctx, w, horizon.StepSucceeded, "", &result)
+}
+
+// finish records the attempt's end (and, for a success, what it produced) in one transaction,
+// then advances the run. A result from a superseded attempt is discarded.
+func (h *Handler) finish(ctx context.Context, w *stepWork, state horizon.StepState, errLine string, result *outcome) error {
+	err := store.WithTx(ctx, h.DB, func(ctx context.Context, tx pgx.Tx) error {
+		var errText *string
+		if errLine != "" {
+			errText = &errLine
+		}
+		owned, err := store.StepFinish(ctx, tx, w.step.ID, w.step.Attempt, state, errText, nil)
+		if err != nil || !owned {
+			return err
+		}
+		if result != nil {
+			return result.record(ctx, tx, w)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, w.run.ID)); err != nil {
+		h.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", w.run.ID, "error", err)
+	}
+	return nil
+}
+
+// watch returns a context that ends when the run is canceled (announced on Redis, or seen in
+// Postgres at a heartbeat) or when this attempt stops owning the step; it also keeps the step's
+// heartbeat fresh.
+func (h *Handler) watch(parent context.Context, w *stepWork) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sub := h.Redis.Subscribe(ctx, queue.CancelChannel(h.Namespace))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(h.Heartbeat)
+		defer tick.Stop()
+		msgs := sub.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m := <-msgs:
+				if m != nil && m.Payload == w.run.ID.String() {
+					cancel(errCanceled)
+					return
+				}
+			case <-tick.C:
+				owned, err := store.StepHeartbeat(ctx, h.DB, w.step.ID, w.step.Attempt)
+				if err == nil && !owned {
+					cancel(errors.New("the step was handed to another attempt"))
+					return
+				}
+				if run, err := store.RunGet(ctx, h.DB, w.run.ID); err == nil && run.State == horizon.RunCanceling {
+					cancel(errCanceled)
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		cancel(nil)
+		<-done
+		_ = sub.Close() // a subscription we are done with
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 500 {
+		s = s[:500]
+	}
+	return s
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,208 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"horizon/shared/answers"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/queue"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+	"horizon/shared/template"
+)
+
+// errStale: the delivery is for an attempt that no longer owns the step.
+var errStale = errors.New("stale step delivery")
+
+// stepWork is everything one attempt of a step needs, read from Postgres at its start.
+type stepWork struct {
+	step  horizon.Step
+	run   horizon.Run
+	stack horizon.Stack
+	exec  horizon.Execution
+	def   *template.Definition
+	job   *template.Job
+
+	server  *horizon.ProxmoxServer // machine jobs
+	node    *horizon.ProxmoxNode
+	address *horizon.Address
+	network *horizon.Network
+	userKey *horizon.SSHKey
+
+	// masker hides every secret this step could print: secret parameters, outputs of the
+	// execution and of its inputs' sources, the Proxmox token, keys.
+	masker *secrets.Masker
+	// effective are the answers the step applies with.
+	effective answers.Effective
+	// inputsErr is why the inputs could not be resolved, if they could not.
+	inputsErr error
+	// secretOutputs are the execution's current secret outputs (opened).
+	secretOutputs map[string]string
+}
+
+func (w *stepWork) machine() bool { return w.job.Machine }
+
+func (h *Handler) load(ctx context.Context, p queue.StepRun) (*stepWork, error) {
+	step, err := store.StepGet(ctx, h.DB, p.StepID)
+	if errors.Is(err, horizon.ErrNotFound) {
+		return nil, errStale
+	}
+	if err != nil {
+		return nil, err
+	}
+	if step.Attempt != p.Attempt || (step.State != horizon.StepQueued && step.State != horizon.StepRunning) || step.ExecutionID == nil {
+		return nil, errStale
+	}
+	w := &stepWork{step: step, masker: &secrets.Masker{}}
+	all := auth.Scope{All: true}
+	if w.run, err = store.RunGet(ctx, h.DB, step.RunID); err != nil {
+		return nil, err
+	}
+	if w.stack, err = store.StackGet(ctx, h.DB, all, *w.run.StackID); err != nil {
+		return nil, err
+	}
+	if w.exec, err = store.ExecutionGet(ctx, h.DB, *step.ExecutionID); err != nil {
+		return nil, err
+	}
+	tv, err := store.TemplateVersionGet(ctx, h.DB, w.stack.TemplateID, w.stack.TemplateVersion)
+	if err != nil {
+		return nil, err
+	}
+	w.def = &template.Definition{}
+	if err := json.Unmarshal(tv.Definition, w.def); err != nil {
+		return nil, fmt.Errorf("decode template %s version %d: %w", w.stack.TemplateID, w.stack.TemplateVersion, err)
+	}
+	if w.job = w.def.Job(step.Job); w.job == nil {
+		return nil, fmt.Errorf("template %s version %d has no job %s", w.stack.TemplateID, w.stack.TemplateVersion, step.Job)
+	}
+	if err := h.loadMachine(ctx, w); err != nil {
+		return nil, err
+	}
+	if err := h.loadAnswers(ctx, w); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (h *Handler) loadMachine(ctx context.Context, w *stepWork) error {
+	if !w.machine() {
+		return nil
+	}
+	cfg := w.exec.Config
+	if cfg.ProxmoxServerID == nil {
+		return fmt.Errorf("execution %s has no Proxmox server", w.exec.ID)
+	}
+	srv, err := store.ProxmoxServerGet(ctx, h.DB, *cfg.ProxmoxServerID)
+	if err != nil {
+		return err
+	}
+	w.server = &srv
+	if w.node = srv.Node(cfg.Node); w.node == nil {
+		return fmt.Errorf("node %s is not in server %s's inventory", cfg.Node, srv.Name)
+	}
+	if token, err := h.Box.OpenString(horizon.PurposeProxmoxTokenSecret, srv.TokenSecret); err == nil {
+		w.masker.Add(token.Reveal())
+	}
+	if cfg.AddressID != nil {
+		err := store.WithTx(ctx, h.DB, func(ctx context.Context, tx pgx.Tx) error {
+			a, err := store.AddressByID(ctx, tx, *cfg.AddressID)
+			if err != nil {
+				return err
+			}
+			n, err := store.NetworkGet(ctx, tx, a.NetworkID)
+			w.address, w.network = &a, &n
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.SSHKeyID != nil {
+		k, err := store.SSHKeyGet(ctx, h.DB, auth.Principal{Role: auth.RoleAdmin}, *cfg.SSHKeyID)
+		if err != nil {
+			return err
+		}
+		w.userKey = &k
+	}
+	return nil
+}
+
+// loadAnswers opens the execution's secrets and resolves its inputs from the outputs of the
+// jobs it depends on.
+func (h *Handler) loadAnswers(ctx context.Context, w *stepWork) error {
+	secretParams, err := h.openMap(horizon.PurposeSecretParameters, w.exec.SecretParameters)
+	if err != nil {
+		return err
+	}
+	if w.secretOutputs, err = h.openMap(horizon.PurposeSecretOutputs, w.exec.SecretOutputs); err != nil {
+		return err
+	}
+	for _, v := range w.secretOutputs {
+		w.masker.Add(v)
+	}
+	execs, err := store.ExecutionsOfStack(ctx, h.DB, w.stack.ID, false)
+	if err != nil {
+		return err
+	}
+	var openErr error
+	outputs := func(job string) []map[string]any {
+		var out []map[string]any
+		for _, e := range execs {
+			if e.Job != job || e.State != horizon.ExecutionActive {
+				continue
+			}
+			m := map[string]any{}
+			for k, v := range e.Outputs {
+				m[k] = v
+			}
+			secret, err := h.openMap(horizon.PurposeSecretOutputs, e.SecretOutputs)
+			if err != nil {
+				openErr = err
+			}
+			for k, v := range secret {
+				m[k] = v
+				w.masker.Add(v)
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+	ef, err := answers.Resolve(w.job, w.exec.Config.Parameters, secretParams, outputs)
+	if openErr != nil {
+		return openErr
+	}
+	w.masker.Add(ef.Secrets...)
+	w.effective = ef
+	// An input that cannot be resolved fails the step when it runs, with this reason.
+	w.inputsErr = err
+	return nil
+}
+
+func (h *Handler) openMap(purpose string, sealed []byte) (map[string]string, error) {
+	if len(sealed) == 0 {
+		return map[string]string{}, nil
+	}
+	b, err := h.Box.Open(purpose, sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", purpose, err)
+	}
+	m := map[string]string{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", purpose, err)
+	}
+	return m, nil
+}
+
+func (h *Handler) sealMap(purpose string, m map[string]string) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(m) // a map of strings always marshals
+	return h.Box.Seal(purpose, b)
+}

@@ -1,0 +1,254 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"horizon/shared/cloudinit"
+	"horizon/shared/horizon"
+	"horizon/shared/proxmox"
+	"horizon/shared/sshx"
+	"horizon/shared/store"
+)
+
+// variables are the candidate Terraform variables of the execution: its effective parameters
+// and inputs, and the horizon_* values of the job contract (deploy/examples/README.md). The
+// runner writes only those the module declares.
+func (h *Handler) variables(ctx context.Context, w *stepWork) (map[string]any, error) {
+	vars := map[string]any{}
+	for k, v := range w.effective.Parameters {
+		vars[k] = v
+	}
+	for k, v := range w.effective.Inputs {
+		vars[k] = v
+	}
+	vars["horizon_name"] = vmName(w)
+	vars["horizon_tags"] = tags(w)
+	if !w.machine() {
+		return vars, nil
+	}
+	cfg := w.exec.Config
+	vars["horizon_node"] = cfg.Node
+	vars["horizon_pool"] = cfg.Pool
+	if w.exec.VMID != nil {
+		vars["horizon_vmid"] = *w.exec.VMID
+	}
+	if cfg.StartupOrder != nil {
+		vars["horizon_startup_order"] = *cfg.StartupOrder
+	}
+	if w.address != nil && w.network != nil {
+		dns := make([]string, len(w.network.DNS))
+		for i, d := range w.network.DNS {
+			dns[i] = d.String()
+		}
+		vars["horizon_address"] = map[string]any{"ip": w.address.IP.String(), "prefix": w.network.CIDR.Bits(),
+			"gateway": w.network.Gateway.String(), "dns": dns, "name": w.address.Name}
+	}
+	if w.userKey != nil {
+		vars["horizon_ssh_public_key"] = w.userKey.PublicKey
+	}
+	storage, err := snippetStorage(w)
+	if err != nil {
+		return nil, err
+	}
+	volid, err := cloudinit.VolumeID(storage.Name, snippetName(w))
+	if err != nil {
+		return nil, err
+	}
+	vars["horizon_cloud_init"] = volid
+	return vars, nil
+}
+
+// vmName is the execution's machine name.
+func vmName(w *stepWork) string { return horizon.VMName(w.stack.Name, w.exec.Job, w.exec.Index) }
+
+// tags are the stack's labels as Proxmox tags, plus one naming the stack.
+func tags(w *stepWork) []string {
+	out := []string{"horizon", "stack-" + w.stack.ID.String()[:8]}
+	out = append(out, w.stack.Labels...)
+	return out
+}
+
+func snippetName(w *stepWork) string {
+	return cloudinit.SnippetName("horizon", w.stack.ID.String()[:8], w.exec.Job, fmt.Sprint(w.exec.Index))
+}
+
+// snippetStorage picks the storage of the node that takes snippets: a node-local one when
+// there is one (the snippet belongs to one VM), else a shared one.
+func snippetStorage(w *stepWork) (horizon.ProxmoxStorage, error) {
+	var shared *horizon.ProxmoxStorage
+	for i, s := range w.server.Storages {
+		if !contains(s.Content, "snippets") || !contains(s.Nodes, w.node.Name) || s.Path == "" {
+			continue
+		}
+		if !s.Shared {
+			return s, nil
+		}
+		shared = &w.server.Storages[i]
+	}
+	if shared != nil {
+		return *shared, nil
+	}
+	return horizon.ProxmoxStorage{}, fmt.Errorf("node %s has no storage for snippets (content \"snippets\"); cloud-init cannot be uploaded", w.node.Name)
+}
+
+// uploadCloudInit renders the machine's user-data and puts it on the node's snippet storage
+// over SFTP, verifying the node's pinned host key. It returns the snippet's volume id.
+func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *stepLog) (string, error) {
+	if w.node.SSHAddress == nil || w.node.SSHHostKey == nil {
+		return "", fmt.Errorf("node %s has no SSH endpoint configured in Horizon; an admin sets it on the Proxmox server", w.node.Name)
+	}
+	hostKey, err := h.machineHostKey(ctx, w)
+	if err != nil {
+		return "", err
+	}
+	_, deployPub, err := h.deployKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	keys := []string{deployPub}
+	if w.userKey != nil {
+		keys = append(keys, w.userKey.PublicKey)
+	}
+	data, err := cloudinit.RenderUserData(cloudinit.Machine{Hostname: vmName(w), AuthorizedKeys: keys, HostKey: hostKey,
+		NodeExporter: w.exec.Config.NodeExporter})
+	if err != nil {
+		return "", err
+	}
+	storage, err := snippetStorage(w)
+	if err != nil {
+		return "", err
+	}
+	nodeKey, err := h.Box.OpenString(horizon.PurposeProxmoxSSHPrivateKey, w.server.SSHPrivateKey)
+	if err != nil {
+		return "", err
+	}
+	signer, err := ssh.ParsePrivateKey([]byte(nodeKey.Reveal()))
+	if err != nil {
+		return "", fmt.Errorf("server %s's SSH key: %w", w.server.Name, err)
+	}
+	c, err := sshx.Dial(ctx, sshx.Config{Addr: *w.node.SSHAddress, User: w.server.SSHUser, Signer: signer, HostKey: *w.node.SSHHostKey})
+	if err != nil {
+		return "", fmt.Errorf("connect to node %s: %w", w.node.Name, err)
+	}
+	defer c.Close()
+	name := snippetName(w)
+	dir := filepath.Join(storage.Path, "snippets")
+	if err := c.MkdirAll(ctx, dir); err != nil {
+		return "", err
+	}
+	if err := c.Upload(ctx, filepath.Join(dir, name), bytes.NewReader(data), 0o600); err != nil {
+		return "", fmt.Errorf("upload cloud-init to node %s: %w", w.node.Name, err)
+	}
+	return cloudinit.VolumeID(storage.Name, name)
+}
+
+// machineHostKey returns the execution's SSH host key, generating and storing it the first
+// time: the machine presents it (cloud-init), and scripts pin it.
+func (h *Handler) machineHostKey(ctx context.Context, w *stepWork) (cloudinit.HostKey, error) {
+	if len(w.exec.HostKey) > 0 && w.exec.HostKeyFingerprint != nil {
+		priv, err := h.Box.OpenString(horizon.PurposeHostKey, w.exec.HostKey)
+		if err != nil {
+			return cloudinit.HostKey{}, err
+		}
+		signer, err := ssh.ParsePrivateKey([]byte(priv.Reveal()))
+		if err != nil {
+			return cloudinit.HostKey{}, err
+		}
+		w.masker.Add(priv.Reveal())
+		pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+		return cloudinit.HostKey{Private: priv, Public: pub, Fingerprint: *w.exec.HostKeyFingerprint}, nil
+	}
+	k, err := cloudinit.NewHostKey()
+	if err != nil {
+		return k, err
+	}
+	w.masker.Add(k.Private.Reveal())
+	sealed := h.Box.SealString(horizon.PurposeHostKey, k.Private.Reveal())
+	if err := store.ExecutionSetHostKey(ctx, h.DB, w.exec.ID, sealed, k.Fingerprint); err != nil {
+		return k, err
+	}
+	w.exec.HostKey, w.exec.HostKeyFingerprint = sealed, &k.Fingerprint
+	return k, nil
+}
+
+// deployKey returns Horizon's deploy key, with which scripts log in to the machines.
+func (h *Handler) deployKey(ctx context.Context) (ssh.Signer, string, error) {
+	sealed, pub, err := store.DeployKey(ctx, h.DB, func() ([]byte, string, error) {
+		k, err := cloudinit.NewHostKey() // an ed25519 pair, the same shape a login key needs
+		if err != nil {
+			return nil, "", err
+		}
+		return h.Box.SealString(horizon.PurposeDeployKey, k.Private.Reveal()), k.Public, nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	priv, err := h.Box.OpenString(horizon.PurposeDeployKey, sealed)
+	if err != nil {
+		return nil, "", err
+	}
+	signer, err := ssh.ParsePrivateKey([]byte(priv.Reveal()))
+	return signer, pub, err
+}
+
+// proxmoxEnv is the environment Terraform gets to reach the cluster, under both common provider
+// conventions, plus a CA bundle file (in dir) that verifies the API.
+func (h *Handler) proxmoxEnv(ctx context.Context, w *stepWork, dir string) (map[string]string, error) {
+	if w.server == nil {
+		return nil, nil
+	}
+	token, err := h.Box.OpenString(horizon.PurposeProxmoxTokenSecret, w.server.TokenSecret)
+	if err != nil {
+		return nil, err
+	}
+	client, err := proxmox.New(proxmox.Config{URL: w.server.APIURL, TokenID: w.server.TokenID, TokenSecret: token,
+		Fingerprint: w.server.TLSFingerprint, CACert: []byte(w.server.CACert)})
+	if err != nil {
+		return nil, err
+	}
+	bundle, err := client.TrustBundle(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the certificate of %s: %w", w.server.APIURL, err)
+	}
+	caFile := filepath.Join(dir, "proxmox-ca.pem")
+	if err := os.WriteFile(caFile, bundle, 0o600); err != nil {
+		return nil, err
+	}
+	return map[string]string{
+		"PROXMOX_VE_ENDPOINT":     w.server.APIURL,
+		"PROXMOX_VE_API_TOKEN":    w.server.TokenID + "=" + token.Reveal(),
+		"PM_API_URL":              w.server.APIURL + "/api2/json",
+		"PM_API_TOKEN_ID":         w.server.TokenID,
+		"PM_API_TOKEN_SECRET":     token.Reveal(),
+		"HORIZON_PROXMOX_CA_FILE": caFile,
+	}, nil
+}
+
+// attachments are what, besides parameters and inputs, an apply applies (part of the hash).
+func attachments(w *stepWork) map[string]any {
+	cfg := w.exec.Config
+	return map[string]any{"node": cfg.Node, "pool": cfg.Pool, "address": cfg.AddressID, "ssh_key": cfg.SSHKeyID,
+		"iso": cfg.ISOID, "node_exporter": cfg.NodeExporter, "startup_order": cfg.StartupOrder, "tags": tags(w)}
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func sorted(xs []string) []string {
+	sort.Strings(xs)
+	return xs
+}

@@ -1,0 +1,228 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"horizon/shared/cloudinit"
+	"horizon/shared/gitcred"
+	"horizon/shared/sshx"
+	"horizon/shared/template"
+)
+
+// scripted is what scripts emitted through $HORIZON_OUTPUT and $HORIZON_SECRET_OUTPUT.
+type scripted struct {
+	outputs map[string]any
+	secrets map[string]string
+}
+
+// runScripts runs scripts (the job's scripts or its cleanup scripts) on the execution's machine,
+// in order, over SSH with the machine's pinned host key and Horizon's deploy key.
+//
+// Each script is written to a file on the machine (its stdin carries it, so values never appear
+// in a command line) and run with bash, with the HORIZON_* variables, the parameters and the
+// inputs exported. A marker file per step and script makes a redelivered attempt skip what
+// already ran.
+func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, outputs map[string]any, scripts []template.Script, kind string) (scripted, error) {
+	res := scripted{outputs: map[string]any{}, secrets: map[string]string{}}
+	c, err := h.dialMachine(ctx, w, outputs, out)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	tree, err := h.tree(ctx, w)
+	if err != nil {
+		return res, err
+	}
+	dir := fmt.Sprintf(".horizon/%s", w.step.ID)
+	for _, s := range scripts {
+		body, err := fs.ReadFile(os.DirFS(tree), path.Join(w.job.Source.Path, s.Path))
+		if err != nil {
+			return res, fmt.Errorf("%s %s: read %s at commit %s: %w", kind, s.Name, s.Path, shortCommit(w.exec.Commit), err)
+		}
+		marker := dir + "/done-" + s.Name
+		if ran, err := remoteTest(ctx, c, marker); err != nil {
+			return res, err
+		} else if ran {
+			out.horizon("%s %s already ran in an earlier attempt of this step; not running it again", kind, s.Name)
+			continue
+		}
+		out.horizon("running %s %s (%s)", kind, s.Name, s.Path)
+		stdout, stderr := &lineWriter{log: out, fd: "stdout"}, &lineWriter{log: out, fd: "stderr"}
+		script := preamble(w, dir) + string(body)
+		cmd := fmt.Sprintf(`umask 077 && mkdir -p "$HOME/%[1]s" && cat > "$HOME/%[1]s/%[2]s.sh" && cd "$HOME" && bash "$HOME/%[1]s/%[2]s.sh" < /dev/null && touch "$HOME/%[3]s"`,
+			dir, s.Name, marker)
+		err = c.Run(ctx, cmd, sshx.RunOpts{Stdin: strings.NewReader(script), Stdout: stdout, Stderr: stderr})
+		stdout.Flush()
+		stderr.Flush()
+		var exit *sshx.ExitError
+		if errors.As(err, &exit) {
+			return res, fmt.Errorf("%s %s exited with status %d", kind, s.Name, exit.Status)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s %s: %w", kind, s.Name, err)
+		}
+	}
+	if err := readOutputs(ctx, c, dir, &res); err != nil {
+		return res, err
+	}
+	for _, v := range res.secrets {
+		w.masker.Add(v)
+	}
+	return res, nil
+}
+
+// preamble exports what a script may read: HORIZON_* variables, then every parameter and
+// input under its own name (shell-quoted).
+func preamble(w *stepWork, dir string) string {
+	var b strings.Builder
+	b.WriteString("# Written by Horizon.\n")
+	env := map[string]string{
+		"HORIZON_OUTPUT":        "$HOME/" + dir + "/outputs",
+		"HORIZON_SECRET_OUTPUT": "$HOME/" + dir + "/secret-outputs",
+	}
+	fixed := map[string]string{
+		"HORIZON_STACK_ID":  w.stack.ID.String(),
+		"HORIZON_STACK":     w.stack.Name,
+		"HORIZON_JOB":       w.exec.Job,
+		"HORIZON_EXECUTION": strconv.Itoa(w.exec.Index),
+		"HORIZON_RUN_ID":    w.run.ID.String(),
+		"HORIZON_NAME":      vmName(w),
+	}
+	for _, k := range sortedKeys(env) {
+		fmt.Fprintf(&b, "export %s=\"%s\"\n", k, env[k]) // expands $HOME on the machine
+	}
+	for _, k := range sortedKeys(fixed) {
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(fixed[k]))
+	}
+	vars := map[string]string{}
+	for k, v := range w.effective.Parameters {
+		vars[k] = stringValue(v)
+	}
+	for k, v := range w.effective.Inputs {
+		vars[k] = stringValue(v)
+	}
+	for _, k := range sortedKeys(vars) {
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(vars[k]))
+	}
+	b.WriteString(": > \"$HORIZON_OUTPUT\"; : > \"$HORIZON_SECRET_OUTPUT\"\n")
+	return b.String()
+}
+
+// dialMachine connects to the execution's machine, waiting for it to boot: its address is the
+// module's "ip" output (or the attached address), its port "ssh_port" (or 22).
+func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[string]any, out *stepLog) (*sshx.Client, error) {
+	host := ""
+	if ip, ok := outputs["ip"]; ok {
+		host = stringValue(ip)
+	} else if w.address != nil {
+		host = w.address.IP.String()
+	}
+	if host == "" {
+		return nil, errors.New("the job has scripts but its module has no \"ip\" output and no address is attached")
+	}
+	port := "22"
+	if p, ok := outputs["ssh_port"]; ok {
+		port = stringValue(p)
+	}
+	if w.exec.HostKeyFingerprint == nil {
+		return nil, errors.New("the machine has no pinned host key (it was not built by Horizon's cloud-init)")
+	}
+	signer, _, err := h.deployKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := sshx.Config{Addr: net.JoinHostPort(host, port), User: cloudinit.DefaultUser, Signer: signer, HostKey: *w.exec.HostKeyFingerprint,
+		DialTimeout: 5 * time.Second}
+	deadline := time.Now().Add(h.ScriptSSHTimeout)
+	logged := false
+	for {
+		c, err := sshx.Dial(ctx, cfg)
+		var hk *sshx.HostKeyError
+		switch {
+		case err == nil:
+			return c, nil
+		case errors.As(err, &hk), ctx.Err() != nil:
+			return nil, err // a wrong key is not a machine still booting
+		case time.Now().After(deadline):
+			return nil, fmt.Errorf("the machine's SSH at %s did not answer within %s: %w", cfg.Addr, h.ScriptSSHTimeout, err)
+		}
+		if !logged {
+			out.horizon("waiting for the machine's SSH at %s", cfg.Addr)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// tree returns the read-only checkout of the execution's pinned commit.
+func (h *Handler) tree(ctx context.Context, w *stepWork) (string, error) {
+	repo := w.job.Source.Repo
+	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
+	if err != nil {
+		return "", err
+	}
+	return h.Git.Tree(ctx, repo, w.exec.Commit, creds[repo])
+}
+
+// remoteTest reports whether a file exists on the machine.
+func remoteTest(ctx context.Context, c *sshx.Client, file string) (bool, error) {
+	err := c.Run(ctx, fmt.Sprintf(`test -e "$HOME/%s"`, file), sshx.RunOpts{})
+	var exit *sshx.ExitError
+	if errors.As(err, &exit) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// readOutputs collects key=value lines the scripts wrote; the contents never reach the log.
+func readOutputs(ctx context.Context, c *sshx.Client, dir string, res *scripted) error {
+	for _, f := range []struct {
+		name   string
+		secret bool
+	}{{"outputs", false}, {"secret-outputs", true}} {
+		var buf bytes.Buffer
+		err := c.Run(ctx, fmt.Sprintf(`cat "$HOME/%s/%s" 2>/dev/null || true`, dir, f.name), sshx.RunOpts{Stdout: &buf})
+		if err != nil {
+			return fmt.Errorf("read script outputs: %w", err)
+		}
+		for _, line := range strings.Split(buf.String(), "\n") {
+			k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), "=")
+			if !ok || strings.TrimSpace(k) == "" {
+				continue
+			}
+			k = strings.TrimSpace(k)
+			if f.secret {
+				res.secrets[k] = v
+			} else {
+				res.outputs[k] = v
+			}
+		}
+	}
+	return nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
