@@ -214,4 +214,3 @@ func randomSecret() string {
 	_, _ = rand.Read(b) // crypto/rand does not fail on Linux
 	return base64.RawURLEncoding.EncodeToString(b)
 }
-

@@ -84,8 +84,8 @@ type Environment struct {
 	// NagiosServerID is where machines are published for monitoring, if anywhere.
 	NagiosServerID *uuid.UUID
 	Version        int64
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // SSHKey is a user's public key, installed on the VMs they build.

@@ -89,20 +89,20 @@ const (
 
 // Stack is a deployed (or draft) application.
 type Stack struct {
-	ID                uuid.UUID
-	TeamID            uuid.UUID
-	Name              string
-	Description       string
-	Labels            []string
-	EnvironmentID     uuid.UUID
-	TemplateID        uuid.UUID
-	TemplateVersion   int
-	State             StackState
-	DeployedAt        *time.Time
-	Version           int64
-	CreatedBy         *uuid.UUID
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	ID              uuid.UUID
+	TeamID          uuid.UUID
+	Name            string
+	Description     string
+	Labels          []string
+	EnvironmentID   uuid.UUID
+	TemplateID      uuid.UUID
+	TemplateVersion int
+	State           StackState
+	DeployedAt      *time.Time
+	Version         int64
+	CreatedBy       *uuid.UUID
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // ExecutionConfig is a user's answers for one execution: the parameters that are not secret
