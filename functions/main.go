@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,7 +24,9 @@ import (
 	"horizon/functions/authcache"
 	"horizon/shared/auth"
 	"horizon/shared/config"
+	"horizon/shared/gate"
 	"horizon/shared/gitsource"
+	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 )
@@ -85,7 +88,18 @@ func run(cfg config.Config, log *slog.Logger) error {
 
 	cache := authcache.New(rdb, cfg.Namespace, cfg.AuthCacheTTL)
 	go cache.Run(ctx, log)
-	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Namespace: cfg.Namespace, Now: time.Now}
+	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		return fmt.Errorf("parse redis url: %w", err)
+	}
+	client := asynq.NewClient(redisOpt)
+	defer client.Close()
+	g, err := gate.New(rdb, gate.Config{Prefix: cfg.Namespace})
+	if err != nil {
+		return err
+	}
+	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g, Queue: queue.Enqueuer{Client: client},
+		Queues: queue.Names(cfg.Namespace), Namespace: cfg.Namespace, Now: time.Now}
 	a := app.New(deps, app.Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
 		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})
 

@@ -5,21 +5,23 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"horizon/shared/config"
-	"horizon/shared/queue"
+	"horizon/shared/gitsource"
+	"horizon/shared/logstream"
+	"horizon/shared/secrets"
 	"horizon/shared/store"
-	"horizon/workers/reconcile"
+	"horizon/shared/terraform"
+	"horizon/workers/steps"
+	"horizon/workers/worker"
 )
 
 func main() {
@@ -34,11 +36,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// shutdownTimeout is how long in-flight tasks get to finish on SIGTERM before Asynq pushes them
-// back to the queue. It exceeds Terraform's interrupt-to-kill grace so an interrupted apply can
-// save its state first.
-const shutdownTimeout = 90 * time.Second
 
 func run(cfg config.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -56,57 +53,39 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("parse redis url: %w", err)
 	}
-	queues := queue.Names(cfg.Namespace)
-
-	// Handlers run under baseCtx; cancelling it on shutdown is what interrupts Terraform (Asynq's
-	// own Shutdown does not cancel handler contexts).
-	baseCtx, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
-	srv := asynq.NewServer(redisOpt, asynq.Config{
-		Concurrency:              cfg.WorkerConcurrency,
-		Queues:                   queues.Weights(),
-		BaseContext:              func() context.Context { return baseCtx },
-		TaskCheckInterval:        50 * time.Millisecond,
-		DelayedTaskCheckInterval: 250 * time.Millisecond,
-		ShutdownTimeout:          shutdownTimeout,
-		Logger:                   asynqLogger{log},
-		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
-			log.WarnContext(ctx, "task failed", "task_type", t.Type(), "error", err)
-		}),
-	})
-	mux := asynq.NewServeMux()
-	for typ, h := range handlers(pool, log) {
-		mux.Handle(typ, h)
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return fmt.Errorf("parse redis url: %w", err)
 	}
-
-	sched := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Location: time.UTC, Logger: asynqLogger{log}})
-	if _, err := sched.Register(fmt.Sprintf("@every %s", cfg.ReconcileInterval), queue.NewReconcile(queues, cfg.ReconcileInterval)); err != nil {
-		return fmt.Errorf("schedule reconcile: %w", err)
-	}
-
-	if err := srv.Start(mux); err != nil {
-		return fmt.Errorf("start asynq server: %w", err)
-	}
-	if err := sched.Start(); err != nil {
-		srv.Shutdown()
-		return fmt.Errorf("start scheduler: %w", err)
-	}
-	log.Info("workers running", "queues", []string{queues.Control, queues.Build}, "concurrency", cfg.WorkerConcurrency)
-	<-ctx.Done()
-	log.Info("workers shutting down")
-	sched.Shutdown()
-	cancelBase()
-	srv.Shutdown()
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+	rdb := redis.NewClient(ropts)
+	defer rdb.Close()
+	box, err := secrets.NewBox(cfg.SecretKey)
+	if err != nil {
 		return err
 	}
-	return nil
-}
-
-// handlers maps every task type to its handler. A test checks that every task type constant
-// of shared/queue appears here.
-func handlers(pool *pgxpool.Pool, log *slog.Logger) map[string]asynq.Handler {
-	return map[string]asynq.Handler{
-		queue.TypeReconcile: reconcile.Handler{DB: pool, Log: log},
+	bin, err := terraform.FindBinary(ctx, cfg.TerraformBin)
+	if err != nil {
+		return err
 	}
+	git, err := gitsource.New(gitsource.Config{Dir: cfg.GitCacheDir, CAFile: cfg.GitCAFile})
+	if err != nil {
+		return err
+	}
+	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace})
+	w, err := worker.New(worker.Config{DB: pool, Redis: rdb, RedisOpt: redisOpt, Box: box, Log: log, Namespace: cfg.Namespace,
+		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, Heartbeat: cfg.StepHeartbeat, Git: git,
+		Logs: steps.StreamLogs{Client: logs},
+		Terraform: terraform.Config{Binary: bin, ConnString: cfg.DatabaseURL, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	log.Info("workers running", "queues", []string{w.Queues.Control, w.Queues.Build}, "concurrency", cfg.WorkerConcurrency,
+		"terraform", bin.Path, "terraform_version", bin.Version)
+	<-ctx.Done()
+	log.Info("workers shutting down")
+	w.Shutdown()
+	return nil
 }

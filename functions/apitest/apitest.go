@@ -23,6 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,9 @@ import (
 	"horizon/functions/authcache"
 	"horizon/openapi"
 	"horizon/shared/auth"
+	"horizon/shared/gate"
 	"horizon/shared/gitsource"
+	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 	"horizon/shared/testkit"
@@ -87,7 +90,19 @@ func New(t testing.TB, opts *Options) *Server {
 	if git == nil {
 		git = testkit.GitCache(t)
 	}
-	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Namespace: ns, Now: time.Now}
+	redisOpt, err := asynq.ParseRedisURI(testkit.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClient(redisOpt)
+	t.Cleanup(func() { _ = client.Close() })
+	queues := queue.Names(ns)
+	g, err := gate.New(rdb, gate.Config{Prefix: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Gate: g, Queue: queue.Enqueuer{Client: client}, Queues: queues,
+		Namespace: ns, Now: time.Now}
 	s := start(t, deps, opts)
 	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
 	return s

@@ -12,6 +12,7 @@ import (
 	"horizon/functions/proxmoxservers"
 	"horizon/functions/sshkeys"
 	"horizon/functions/stacks"
+	"horizon/functions/startup"
 	"horizon/functions/teams"
 	"horizon/functions/templates"
 	"horizon/functions/tokens"
@@ -81,6 +82,8 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/stacks/:id/outputs/:job/:n/:name/reveal", stacks.Reveal(d)},
 		{fiber.MethodGet, "/stacks/:id/history", stacks.GetHistory(d)},
 		{fiber.MethodGet, "/stacks/:id/runs", stacks.GetRuns(d)},
+
+		{fiber.MethodGet, "/startup", startup.List(d)},
 
 		{fiber.MethodPost, "/nagios-servers", nagiosservers.Create(d)},
 		{fiber.MethodGet, "/nagios-servers", nagiosservers.List(d)},

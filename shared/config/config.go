@@ -61,6 +61,19 @@ type Config struct {
 	// ReconcileInterval (HORIZON_RECONCILE_INTERVAL, default 30s): how often the workers'
 	// scheduler enqueues the reconcile task.
 	ReconcileInterval time.Duration
+	// TerraformBin (HORIZON_TERRAFORM_BIN, default: terraform, else tofu, on PATH): the
+	// Terraform-compatible binary the workers run.
+	TerraformBin string
+	// WorkDir (HORIZON_WORK_DIR, default the system's temporary directory): where workers make
+	// one Terraform work dir per step attempt.
+	WorkDir string
+	// PluginCacheDir (HORIZON_PLUGIN_CACHE_DIR, default none): Terraform's provider cache,
+	// shared by the work dirs of one host (init is serialised on it).
+	PluginCacheDir string
+	// StepHeartbeat (HORIZON_STEP_HEARTBEAT, default 10s): how often a running step proves it is
+	// alive and looks for a cancel; the reconciler gives a step silent for six heartbeats a new
+	// attempt.
+	StepHeartbeat time.Duration
 	// GitCacheDir (HORIZON_GIT_CACHE_DIR, default .data/git, relative to the working directory):
 	// the local cache of git sources (bare clones and read-only trees, see shared/gitsource).
 	// The API reads template sources through it when a template version is uploaded; processes
@@ -86,6 +99,10 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ReconcileInterval: l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
 		AuthCacheTTL:      l.durationOrZero("HORIZON_AUTH_CACHE_TTL", 5*time.Second),
 		GitCacheDir:       l.str("HORIZON_GIT_CACHE_DIR", filepath.Join(".data", "git")),
+		TerraformBin:      l.str("HORIZON_TERRAFORM_BIN", ""),
+		WorkDir:           l.str("HORIZON_WORK_DIR", ""),
+		PluginCacheDir:    l.str("HORIZON_PLUGIN_CACHE_DIR", ""),
+		StepHeartbeat:     l.duration("HORIZON_STEP_HEARTBEAT", 10*time.Second),
 		GitCAFile:         l.str("HORIZON_GIT_CA_FILE", ""),
 	}
 	if c.DatabaseURL != "" {

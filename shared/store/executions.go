@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"horizon/shared/auth"
 	"horizon/shared/horizon"
 )
 
@@ -99,4 +100,37 @@ func ExecutionSetPlacement(ctx context.Context, q Querier, id, server uuid.UUID,
 func ExecutionsRepin(ctx context.Context, q Querier, stack uuid.UUID, job, commit string) error {
 	_, err := q.Exec(ctx, `UPDATE executions SET commit = $3, updated_at = now() WHERE stack_id = $1 AND job = $2 AND state <> 'removed'`, stack, job, commit)
 	return translate(err)
+}
+
+// Machine is one built VM of a stack, for the startup order.
+type Machine struct {
+	StackID       uuid.UUID
+	StackName     string
+	EnvironmentID uuid.UUID
+	Job           string
+	Index         int
+	ServerID      uuid.UUID
+	Node          string
+	VMID          int
+	StartupOrder  *int
+}
+
+// MachinesInStartupOrder returns every VM of the stacks the scope may see, in boot order:
+// startup order ascending, machines without one last.
+func MachinesInStartupOrder(ctx context.Context, q Querier, scope auth.Scope) ([]Machine, error) {
+	rows, err := q.Query(ctx, `SELECT s.id, s.name, s.environment_id, e.job, e.index, e.server_id, e.node, e.vmid,
+		(e.config->>'startup_order')::int
+		FROM executions e JOIN stacks s ON s.id = e.stack_id
+		WHERE e.vmid IS NOT NULL AND e.server_id IS NOT NULL AND e.state = 'active' AND s.state <> 'removed'
+		  AND ($1 OR s.team_id = ANY($2))
+		ORDER BY (e.config->>'startup_order')::int NULLS LAST, s.name, e.job, e.index LIMIT 10000`, scope.All, scope.TeamIDs())
+	if err != nil {
+		return nil, translate(err)
+	}
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Machine, error) {
+		var m Machine
+		err := r.Scan(&m.StackID, &m.StackName, &m.EnvironmentID, &m.Job, &m.Index, &m.ServerID, &m.Node, &m.VMID, &m.StartupOrder)
+		return m, err
+	})
+	return ms, translate(err)
 }

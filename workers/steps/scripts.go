@@ -35,7 +35,7 @@ type scripted struct {
 // already ran.
 func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, outputs map[string]any, scripts []template.Script, kind string) (scripted, error) {
 	res := scripted{outputs: map[string]any{}, secrets: map[string]string{}}
-	c, err := h.dialMachine(ctx, w, outputs, out)
+	c, ip, err := h.dialMachine(ctx, w, outputs, out)
 	if err != nil {
 		return res, err
 	}
@@ -59,7 +59,7 @@ func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, out
 		}
 		out.horizon("running %s %s (%s)", kind, s.Name, s.Path)
 		stdout, stderr := &lineWriter{log: out, fd: "stdout"}, &lineWriter{log: out, fd: "stderr"}
-		script := preamble(w, dir) + string(body)
+		script := preamble(w, dir, ip) + string(body)
 		cmd := fmt.Sprintf(`umask 077 && mkdir -p "$HOME/%[1]s" && cat > "$HOME/%[1]s/%[2]s.sh" && cd "$HOME" && bash "$HOME/%[1]s/%[2]s.sh" < /dev/null && touch "$HOME/%[3]s"`,
 			dir, s.Name, marker)
 		err = c.Run(ctx, cmd, sshx.RunOpts{Stdin: strings.NewReader(script), Stdout: stdout, Stderr: stderr})
@@ -84,7 +84,7 @@ func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, out
 
 // preamble exports what a script may read: HORIZON_* variables, then every parameter and
 // input under its own name (shell-quoted).
-func preamble(w *stepWork, dir string) string {
+func preamble(w *stepWork, dir, ip string) string {
 	var b strings.Builder
 	b.WriteString("# Written by Horizon.\n")
 	env := map[string]string{
@@ -98,6 +98,7 @@ func preamble(w *stepWork, dir string) string {
 		"HORIZON_EXECUTION": strconv.Itoa(w.exec.Index),
 		"HORIZON_RUN_ID":    w.run.ID.String(),
 		"HORIZON_NAME":      vmName(w),
+		"HORIZON_IP":        ip,
 	}
 	for _, k := range sortedKeys(env) {
 		fmt.Fprintf(&b, "export %s=\"%s\"\n", k, env[k]) // expands $HOME on the machine
@@ -121,7 +122,7 @@ func preamble(w *stepWork, dir string) string {
 
 // dialMachine connects to the execution's machine, waiting for it to boot: its address is the
 // module's "ip" output (or the attached address), its port "ssh_port" (or 22).
-func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[string]any, out *stepLog) (*sshx.Client, error) {
+func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[string]any, out *stepLog) (*sshx.Client, string, error) {
 	host := ""
 	if ip, ok := outputs["ip"]; ok {
 		host = stringValue(ip)
@@ -129,18 +130,18 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 		host = w.address.IP.String()
 	}
 	if host == "" {
-		return nil, errors.New("the job has scripts but its module has no \"ip\" output and no address is attached")
+		return nil, "", errors.New("the job has scripts but its module has no \"ip\" output and no address is attached")
 	}
 	port := "22"
 	if p, ok := outputs["ssh_port"]; ok {
 		port = stringValue(p)
 	}
 	if w.exec.HostKeyFingerprint == nil {
-		return nil, errors.New("the machine has no pinned host key (it was not built by Horizon's cloud-init)")
+		return nil, "", errors.New("the machine has no pinned host key (it was not built by Horizon's cloud-init)")
 	}
 	signer, _, err := h.deployKey(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cfg := sshx.Config{Addr: net.JoinHostPort(host, port), User: cloudinit.DefaultUser, Signer: signer, HostKey: *w.exec.HostKeyFingerprint,
 		DialTimeout: 5 * time.Second}
@@ -151,11 +152,11 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 		var hk *sshx.HostKeyError
 		switch {
 		case err == nil:
-			return c, nil
+			return c, host, nil
 		case errors.As(err, &hk), ctx.Err() != nil:
-			return nil, err // a wrong key is not a machine still booting
+			return nil, "", err // a wrong key is not a machine still booting
 		case time.Now().After(deadline):
-			return nil, fmt.Errorf("the machine's SSH at %s did not answer within %s: %w", cfg.Addr, h.ScriptSSHTimeout, err)
+			return nil, "", fmt.Errorf("the machine's SSH at %s did not answer within %s: %w", cfg.Addr, h.ScriptSSHTimeout, err)
 		}
 		if !logged {
 			out.horizon("waiting for the machine's SSH at %s", cfg.Addr)
@@ -163,7 +164,7 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, "", ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}

@@ -1,0 +1,223 @@
+package worker_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"golang.org/x/crypto/ssh"
+
+	"horizon/deploy/sandbox/pve"
+	"horizon/deploy/sandbox/pve/pvetest"
+	"horizon/functions/apitest"
+	"horizon/shared/auth"
+	"horizon/shared/logstream"
+	"horizon/shared/terraform"
+	"horizon/shared/testkit"
+	"horizon/workers/steps"
+	"horizon/workers/worker"
+)
+
+// engine is Horizon running for one test: the API, the workers in process, the Proxmox sandbox
+// registered in an environment, a team with a member, and the sandbox-vm example template
+// published from a git repository of the test's own.
+type engine struct {
+	t      *testing.T
+	api    *apitest.Server
+	sb     *pvetest.Sandbox
+	worker *worker.Worker
+	member string // a member's token
+	team   string
+	env    string
+	server string
+	key    string // the member's SSH key
+	tmpl   string
+	addrs  []string // free addresses of the environment's network, in order
+	repo   *testkit.GitRepo
+}
+
+type engineOpts struct {
+	sandbox   func(*pve.Config)
+	heartbeat time.Duration
+	// noWorker leaves the workers stopped; the test starts them (startWorker).
+	noWorker bool
+	// override replaces files of the published example (path → content).
+	override map[string]string
+}
+
+func newEngine(t *testing.T, o engineOpts) *engine {
+	t.Helper()
+	e := &engine{t: t}
+	e.api = apitest.New(t, nil)
+	e.sb = pvetest.Start(t, func(c *pve.Config) {
+		c.TaskDuration = 20 * time.Millisecond
+		if o.sandbox != nil {
+			o.sandbox(c)
+		}
+	})
+	if !o.noWorker {
+		e.startWorker(o)
+	}
+
+	srv := e.api.Do("POST", "/v1/proxmox-servers", apitest.Req{Body: e.sb.Registration("demo", "sandbox")})
+	if srv.Status != 201 {
+		t.Fatalf("register the sandbox: %d %s", srv.Status, srv.Body)
+	}
+	e.server = srv.Map()["id"].(string)
+	// A loopback network of the test's own: VMs of parallel tests must not share addresses.
+	b, _ := rand.Int(rand.Reader, big.NewInt(200))
+	c, _ := rand.Int(rand.Reader, big.NewInt(250))
+	prefix := fmt.Sprintf("127.%d.%d", 20+b.Int64(), 1+c.Int64())
+	net := e.api.Do("POST", "/v1/networks", apitest.Req{Body: map[string]any{"name": "loop", "cidr": prefix + ".0/24", "gateway": prefix + ".1",
+		"dns": []string{"127.0.0.53"}, "bridge": "vmbr0"}})
+	if net.Status != 201 {
+		t.Fatalf("network: %d %s", net.Status, net.Body)
+	}
+	netID := net.Map()["id"].(string)
+	for i := 10; i < 20; i++ {
+		a := e.api.Do("POST", "/v1/networks/"+netID+"/addresses", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("vm-%d", i), "ip": fmt.Sprintf("%s.%d", prefix, i)}})
+		e.addrs = append(e.addrs, a.Map()["id"].(string))
+	}
+	env := e.api.Do("POST", "/v1/environments", apitest.Req{Body: map[string]any{"name": "lab", "network_ids": []string{netID}, "proxmox_server_ids": []string{e.server}}})
+	e.env = env.Map()["id"].(string)
+	team := e.api.NewTeam("ops")
+	e.team = team.String()
+	_, e.member = e.api.NewUser(auth.RoleMember, team)
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	sshPub, _ := ssh.NewPublicKey(pub)
+	key := e.api.Do("POST", "/v1/ssh-keys", apitest.Req{Token: e.member, Body: map[string]any{"name": "laptop",
+		"public_key": strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))}})
+	e.key = key.Map()["id"].(string)
+	e.repo, e.tmpl = e.publish("sandbox-vm", o.override)
+	return e
+}
+
+func (e *engine) startWorker(o engineOpts) {
+	t := e.t
+	bin, err := terraform.FindBinary(context.Background(), os.Getenv("HORIZON_TERRAFORM_BIN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisOpt, err := asynq.ParseRedisURI(testkit.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := o.heartbeat
+	if hb == 0 {
+		hb = time.Second
+	}
+	d := e.api.Deps
+	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: 8,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
+		ShutdownTimeout: 10 * time.Second, Logs: steps.StreamLogs{Client: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace})},
+		Terraform: terraform.Config{Binary: bin, ConnString: d.DB.Config().ConnString(), WorkRoot: t.TempDir(), GracePeriod: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Shutdown)
+	e.worker = w
+}
+
+// publish commits an example to a new git repository and registers it as a template whose
+// sources point there.
+func (e *engine) publish(example string, override map[string]string) (*testkit.GitRepo, string) {
+	t := e.t
+	dir := filepath.Join("..", "..", "deploy", "examples", example)
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range override {
+		files[k] = v
+	}
+	repo := testkit.NewGitRepo(t)
+	repo.Commit(files)
+	def := strings.ReplaceAll(files["template.yaml"], "https://git.example.org/horizon/sandbox-vm.git", repo.URL)
+	r := e.api.Do("POST", "/v1/templates", apitest.Req{Body: map[string]any{"definition": def}})
+	if r.Status != 201 {
+		t.Fatalf("template: %d %s", r.Status, r.Body)
+	}
+	return repo, r.Map()["id"].(string)
+}
+
+// machine is a machine execution's answers with the lab's attachments.
+func (e *engine) machine(addr int, extra map[string]any) map[string]any {
+	m := map[string]any{"address_id": e.addrs[addr], "ssh_key_id": e.key, "proxmox_server_id": e.server, "node": "pve1", "pool": "dev"}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+// draft creates a draft of the sandbox-vm template with one db and n app executions.
+func (e *engine) draft(name string, apps int) string {
+	t := e.t
+	var app []map[string]any
+	for i := 0; i < apps; i++ {
+		app = append(app, e.machine(1+i, map[string]any{"node": []string{"pve1", "pve2", "pve3"}[i%3]}))
+	}
+	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: e.member, Body: map[string]any{"team_id": e.team, "name": name,
+		"environment_id": e.env, "template_id": e.tmpl, "template_version": 1, "labels": []string{"lab"},
+		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.machine(0, nil)}}, "app": map[string]any{"executions": app}}}})
+	if r.Status != 201 {
+		t.Fatalf("draft: %d %s", r.Status, r.Body)
+	}
+	return r.Map()["id"].(string)
+}
+
+// waitState waits until the stack reaches state and returns its detail.
+func (e *engine) waitState(stack, state string, within time.Duration) map[string]any {
+	e.t.Helper()
+	var last map[string]any
+	testkit.Eventually(e.t, within, "stack did not become "+state, func() bool {
+		last = e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member}).Map()
+		return last["state"] == state
+	})
+	return last
+}
+
+// pipeline returns the stack's latest pipeline as card states by "job[n]".
+func (e *engine) pipeline(stack string) map[string]map[string]any {
+	cards := map[string]map[string]any{}
+	p := e.api.Do("GET", "/v1/stacks/"+stack+"/pipeline", apitest.Req{Token: e.member}).Map()
+	for _, col := range p["columns"].([]any) {
+		for _, c := range col.(map[string]any)["cards"].([]any) {
+			card := c.(map[string]any)
+			cards[fmt.Sprintf("%s[%v]", card["job"], card["execution"])] = card
+		}
+	}
+	return cards
+}
+
+func mustUUID(t *testing.T, s string) uuid.UUID {
+	t.Helper()
+	id, err := uuid.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

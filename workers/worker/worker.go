@@ -1,0 +1,165 @@
+// Package worker assembles Horizon's workers: the Asynq server with every task handler, and the
+// scheduler of the periodic reconcile pass. workers/main.go runs it; tests run the very same
+// thing in process.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/gate"
+	"horizon/shared/gitsource"
+	"horizon/shared/queue"
+	"horizon/shared/secrets"
+	"horizon/shared/terraform"
+	"horizon/workers/reconcile"
+	"horizon/workers/runs"
+	"horizon/workers/steps"
+)
+
+// Config is what the workers need.
+type Config struct {
+	DB          *pgxpool.Pool
+	Redis       redis.UniversalClient
+	RedisOpt    asynq.RedisConnOpt
+	Box         *secrets.Box
+	Log         *slog.Logger
+	Namespace   string
+	Concurrency int
+	// ReconcileInterval is the period of the reconcile pass; 0 disables the scheduler (tests
+	// call the pass themselves).
+	ReconcileInterval time.Duration
+	Terraform         terraform.Config
+	Git               *gitsource.Cache
+	Logs              steps.LogFactory
+	// Heartbeat of running steps; the reconciler presumes a step dead after six of them.
+	Heartbeat time.Duration
+	// ScriptSSHTimeout bounds the wait for a new machine's SSH (default 5 min).
+	ScriptSSHTimeout time.Duration
+	// ShutdownTimeout is how long in-flight tasks get on Shutdown (default 90 s: above
+	// Terraform's interrupt-to-kill grace, so an interrupted apply saves its state).
+	ShutdownTimeout time.Duration
+}
+
+// Worker is a running Asynq server and scheduler.
+type Worker struct {
+	srv        *asynq.Server
+	sched      *asynq.Scheduler
+	mux        *asynq.ServeMux
+	cancelBase context.CancelFunc
+	Queues     queue.Queues
+	// Reconcile is the reconcile pass, for tests and for the scheduler.
+	Reconcile reconcile.Handler
+	log       *slog.Logger
+}
+
+// New builds the workers; Start runs them.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 10 * time.Second
+	}
+	if cfg.ScriptSSHTimeout <= 0 {
+		cfg.ScriptSSHTimeout = 5 * time.Minute
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 90 * time.Second
+	}
+	queues := queue.Names(cfg.Namespace)
+	client := asynq.NewClient(cfg.RedisOpt)
+	inspector := asynq.NewInspector(cfg.RedisOpt)
+	g, err := gate.New(cfg.Redis, gate.Config{Prefix: cfg.Namespace, Wake: gate.AsynqWaker(inspector, queues.Build)})
+	if err != nil {
+		return nil, err
+	}
+	tf, err := terraform.New(cfg.Terraform)
+	if err != nil {
+		return nil, err
+	}
+	enqueue := queue.Enqueuer{Client: client}
+	w := &Worker{Queues: queues, log: cfg.Log}
+	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: 6 * cfg.Heartbeat, Log: cfg.Log, Now: time.Now}
+	handlers := map[string]asynq.Handler{
+		queue.TypeReconcile:  w.Reconcile,
+		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Log: cfg.Log},
+		queue.TypeStepRun: &steps.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
+			Git: cfg.Git, Terraform: tf, Logs: cfg.Logs, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,
+			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout},
+	}
+	w.mux = asynq.NewServeMux()
+	for typ, h := range handlers {
+		w.mux.Handle(typ, h)
+	}
+
+	// Handlers run under baseCtx; cancelling it on shutdown is what interrupts Terraform (Asynq's
+	// own Shutdown does not cancel handler contexts).
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	w.cancelBase = cancelBase
+	w.srv = asynq.NewServer(cfg.RedisOpt, asynq.Config{
+		Concurrency: cfg.Concurrency,
+		Queues:      queues.Weights(),
+		BaseContext: func() context.Context { return baseCtx },
+		// Waiting for a node's build gate is not a failure: it does not use up retries, and it
+		// is retried within seconds (the releasing holder usually wakes the task sooner).
+		IsFailure: func(err error) bool { return !gate.IsBusy(err) && !errors.Is(err, context.Canceled) },
+		RetryDelayFunc: func(n int, err error, t *asynq.Task) time.Duration {
+			if gate.IsBusy(err) {
+				return gate.BusyRetryDelay()
+			}
+			return min(time.Duration(n+1)*time.Duration(n+1)*time.Second, time.Minute)
+		},
+		// Pickup latency is about half of this when queues are idle (research §A.2).
+		TaskCheckInterval:        50 * time.Millisecond,
+		DelayedTaskCheckInterval: 250 * time.Millisecond,
+		ShutdownTimeout:          cfg.ShutdownTimeout,
+		Logger:                   asynqLogger{cfg.Log},
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			if !gate.IsBusy(err) {
+				cfg.Log.WarnContext(ctx, "task failed", "task_type", t.Type(), "error", err)
+			}
+		}),
+	})
+	if cfg.ReconcileInterval > 0 {
+		w.sched = asynq.NewScheduler(cfg.RedisOpt, &asynq.SchedulerOpts{Location: time.UTC, Logger: asynqLogger{cfg.Log}})
+		if _, err := w.sched.Register(fmt.Sprintf("@every %s", cfg.ReconcileInterval), queue.NewReconcile(queues, cfg.ReconcileInterval)); err != nil {
+			return nil, fmt.Errorf("schedule reconcile: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// Handlers lists the task types the workers serve (a test checks it covers every type).
+func (w *Worker) Handles(typ string) bool {
+	_, pattern := w.mux.Handler(asynq.NewTask(typ, nil))
+	return pattern == typ
+}
+
+// Start runs the server and the scheduler.
+func (w *Worker) Start() error {
+	if err := w.srv.Start(w.mux); err != nil {
+		return fmt.Errorf("start asynq server: %w", err)
+	}
+	if w.sched != nil {
+		if err := w.sched.Start(); err != nil {
+			w.srv.Shutdown()
+			return fmt.Errorf("start scheduler: %w", err)
+		}
+	}
+	return nil
+}
+
+// Shutdown stops taking tasks, interrupts the running ones (Terraform saves its state) and waits
+// for them up to the shutdown timeout.
+func (w *Worker) Shutdown() {
+	if w.sched != nil {
+		w.sched.Shutdown()
+	}
+	w.cancelBase()
+	w.srv.Shutdown()
+}
