@@ -22,7 +22,7 @@ func TestAddressAttachIsExclusiveUnderConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := store.AddressCreate(ctx, db, horizon.Address{NetworkID: n.ID, Name: "a", IP: netip.MustParseAddr("10.0.0.5")})
+	a, err := store.AddressCreate(ctx, db, horizon.Address{NetworkID: n.ID, Name: "a", IP: netip.MustParseAddr("10.0.0.5")}, store.Activity{Action: "address.create", ObjectType: "address"})
 	if err != nil {
 		t.Fatal(err)
 	}
