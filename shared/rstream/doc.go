@@ -23,8 +23,9 @@
 //
 // # Bounded memory and lagging
 //
-// A member's queue is bounded in bytes (Config.Buffer). A member that would exceed it is
-// dropped at once: its queue is released, it is removed from the stream, and its Next returns
+// A member's queue is bounded in bytes (Config.Buffer, plus one batch for a member that had
+// taken everything, so that a large XREAD never drops one that keeps up). A member that would
+// exceed it is dropped at once: its queue is released, it is removed from the stream, and its Next returns
 // ErrLagging. It must resume by id, which goes through backfill again. The server never
 // buffers without bound for a slow or paused reader; what a stalled member can pin is its
 // Buffer plus the batch its consumer holds.

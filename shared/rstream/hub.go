@@ -40,7 +40,8 @@ type Config struct {
 	Count int64
 	// Buffer bounds, in bytes as the Decoder sizes entries, what a member may have waiting
 	// that it has not taken with Next; a member that would exceed it is dropped with
-	// ErrLagging and its entries are released at once. Default 1 MiB.
+	// ErrLagging and its entries are released at once. A member with nothing waiting takes
+	// any one batch, so the bound is Buffer plus one batch (Count entries). Default 1 MiB.
 	Buffer int
 }
 

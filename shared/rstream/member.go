@@ -95,13 +95,14 @@ func (m *Member[T]) fillGap(ctx context.Context, upTo ID) error {
 }
 
 // push queues the part of b the member does not have yet, or drops the member if that would
-// exceed its buffer. The caller holds h.mu.
+// exceed its buffer. A member that has taken everything takes any batch, so that one XREAD
+// larger than the buffer cannot drop a member that keeps up. The caller holds h.mu.
 func (m *Member[T]) push(b batch[T]) {
 	b = b.after(m.after)
 	if len(b.entries) == 0 {
 		return
 	}
-	if m.bytes+b.bytes > m.h.cfg.Buffer {
+	if m.bytes > 0 && m.bytes+b.bytes > m.h.cfg.Buffer {
 		m.drop()
 		return
 	}
