@@ -78,3 +78,16 @@ func lostBefore(ctx context.Context, rdb redis.Cmdable, key string, after, next 
 	first := mustParse(in.FirstEntry.ID)
 	return trimmedAfter(in, first, mustParse(in.LastGeneratedID), after) && !first.Less(next), nil
 }
+
+// Tail returns the last id Redis generated for key: where to start following from now on. A
+// missing key has the zero id.
+func Tail(ctx context.Context, rdb redis.Cmdable, key string) (ID, error) {
+	in, err := rdb.XInfoStream(ctx, key).Result()
+	if redis.HasErrorPrefix(err, "no such key") {
+		return ID{}, nil
+	}
+	if err != nil {
+		return ID{}, fmt.Errorf("inspect stream %s: %w", key, err)
+	}
+	return mustParse(in.LastGeneratedID), nil
+}
