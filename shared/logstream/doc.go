@@ -1,0 +1,77 @@
+// Package logstream carries deploy logs (DESIGN §6) from the workers to users: live through
+// one Redis stream per run, durably through Postgres log_lines, with every secret masked
+// before a line leaves the worker.
+//
+// # Layout
+//
+//	Redis     <prefix>:log:<run>   STREAM, one per run; entry fields
+//	                               step, job, execution, fd, ts (Unix µs), text
+//	                               and a final type=eof, status=<run state>, ts
+//	                               XADD MAXLEN ~ Config.MaxLen; EXPIRE Config.MaxAge at first
+//	                               write (NX), Config.Retention (or End's) at End
+//	Postgres  log_lines            (run_id, stream_ms, stream_seq) primary key, stack_id,
+//	                               step_id, job, execution, at, fd, text
+//	          log_ends             run_id, stack_id, the eof's id, status, at
+//
+// A line's id is its stream entry id (rstream.ID, "<ms>-<seq>"): it orders the lines of a run
+// across all the writers of that run, it is the SSE event id, and it is the Postgres key, so a
+// reader can switch between the two stores without loss or duplicates.
+//
+// # Writing
+//
+// A Writer (one per step, or per run) masks each line with the step's secrets.Masker in the
+// caller's goroutine, before the line is queued, so no unmasked text is ever in a buffer that
+// leaves the process. A flush goroutine sends lines to Redis in pipelined XADD batches
+// (Config.FlushInterval after the first line of a batch, or at Config.FlushLines, whichever
+// comes first); a copy goroutine stores lines that have their id in log_lines with one COPY
+// per batch (Config.CopyInterval or Config.CopyLines). Redis comes first because the id does.
+//
+// Backpressure, not unbounded buffering: a Writer holds at most Config.BufferBytes of lines
+// not yet in Postgres, and Line blocks while it is full. A burst, or a slow Postgres, slows
+// the program whose output is being logged (Terraform blocks on its pipe) instead of growing
+// the worker's memory. Lines are never dropped to make room: the durable copy must have every
+// line the writer accepted. Longer texts than MaxLineBytes are masked whole, then stored as
+// several lines.
+//
+// # When Redis fails
+//
+// A batch whose XADDs fail still goes to Postgres, with fallback ids made by the writer: the
+// millisecond of the writer's last id, and a sequence number with bit 62 set (Redis never
+// numbers that high within a millisecond), a random 29-bit writer tag and a counter. They sort
+// after the writer's earlier lines; when Redis answers again the writer's next XADD asks for
+// a later millisecond ("<ms+1>-*"), so its later lines sort after them too. The writer does
+// not retry Redis for Config.RedisRetry after a failure, so a dead Redis slows nothing, and
+// its first line after recovery is a notice saying how many lines the live log missed.
+// Consequences, by design:
+//
+//   - log_lines, the download and backfills served from Postgres have every line, in order;
+//   - live followers and backfills served from Redis do not see fallback lines (the notice
+//     tells them so); a line whose XADD outcome was unknown (broken connection) may appear
+//     both live and, under its fallback id, in Postgres;
+//   - Close reports ErrNotStreamed with the count; only ErrNotDurable means lines are lost.
+//
+// A COPY that fails is retried with backoff, keeping its lines (and so, through the buffer
+// bound, blocking Line) until it succeeds or Close's context ends. LogLinesCopy is idempotent,
+// so a retry after an unacknowledged commit stores nothing twice.
+//
+// # Reading
+//
+// Backfill reads the stream in XRANGE pages after a Last-Event-ID. Each page comes with the
+// stream's max-deleted-entry-id in the same MULTI (rstream.ReadPage); when entries after the
+// resume id were trimmed, the gap up to the stream's first entry is read from log_lines first.
+// This relies on trimmed lines being stored, which holds while MAXLEN is far above what the
+// writers of a run hold unstored (BufferBytes each). Once the stream has expired the whole log
+// comes from Postgres, and log_ends says where it ends. Filters (job, execution, step) are
+// applied here, never by the client: in SQL for Postgres, after decoding for Redis.
+//
+// Hub is the API side: one XREAD goroutine per followed run per process, fanning out to every
+// follower with a bounded buffer each (rstream.Hub); Follow backfills and then joins it, and
+// Subscribe does the same into a channel for an SSE writer. A follower that falls
+// rstream.Config.Buffer behind gets a final KindLagging message and is dropped; it resumes by
+// id, through backfill. Every follow ends with KindEnd once the eof is read (from Redis or
+// log_ends). Download streams a run's or a stack's stored lines as text or NDJSON with keyset
+// pages, in constant memory.
+//
+// End must be called after every Writer of the run is closed; see End for what happens when
+// Redis fails then.
+package logstream

@@ -1,0 +1,124 @@
+package logstream
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/rstream"
+)
+
+// subscriptionBuffer is the capacity of Subscription.C: enough to carry a burst between two
+// flushes of an SSE writer, small next to rstream.Config.Buffer, which is where a slow reader
+// is measured.
+const subscriptionBuffer = 64
+
+// Hub follows runs' logs for the API: one reader goroutine per run being followed in this
+// process, fanned out to every follower (rstream.Hub). It is safe for concurrent use.
+type Hub struct {
+	c   *Client
+	hub *rstream.Hub[Message]
+}
+
+// NewHub returns a Hub that backfills through c and reads live entries through rdb, which
+// should be a client of its own: every run followed holds one of its connections in XREAD.
+func NewHub(c *Client, rdb redis.UniversalClient, cfg rstream.Config) *Hub {
+	return &Hub{c: c, hub: rstream.NewHub(rdb, cfg, decode)}
+}
+
+// Stats returns the hub's counters.
+func (h *Hub) Stats() rstream.Stats { return h.hub.Stats() }
+
+// Close ends every follower and stops the readers; see rstream.Hub.Close.
+func (h *Hub) Close() { h.hub.Close() }
+
+// Follow passes to fn, in order, every message of run's log after the id after (zero: from
+// the start) that matches f: the backfill (Client.Backfill), then live lines as they are
+// written, until the end of the log, which it passes too. Resuming with the ID of the last
+// message received gives exactly the rest, with no line lost or repeated, for as long as the
+// lines are stored.
+//
+// A follower whose fn does not keep up is dropped once it is rstream.Config.Buffer behind: fn
+// then gets a KindLagging message whose ID is where to resume. Follow returns nil after
+// passing an end or lagging message, ctx's error when ctx ends, rstream.ErrClosed when the hub
+// closes, and fn's error as is.
+func (h *Hub) Follow(ctx context.Context, run uuid.UUID, after rstream.ID, f Filter, fn func(Message) error) error {
+	cur, ended, err := h.c.Backfill(ctx, run, after, f, fn)
+	if err != nil || ended {
+		return err
+	}
+	m, err := h.hub.Join(ctx, h.c.Key(run), cur)
+	if err != nil {
+		return err
+	}
+	defer m.Leave()
+	for {
+		entries, err := m.Next(ctx)
+		if errors.Is(err, rstream.ErrLagging) {
+			return fn(Message{Kind: KindLagging, ID: cur})
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			msg := e.Value // a copy: entries are shared with other followers
+			msg.ID, cur = e.ID, e.ID
+			if msg.Kind == KindEnd {
+				return fn(msg)
+			}
+			msg.Line.ID, msg.Line.Run = e.ID, run
+			if !f.match(&msg.Line) {
+				continue
+			}
+			if err := fn(msg); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Subscription is Follow as a channel, for an SSE writer that also selects on a heartbeat.
+type Subscription struct {
+	// C carries the messages; it is closed after the end or lagging message, or when the
+	// subscription fails or is closed.
+	C <-chan Message
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Subscribe starts following run's log (see Follow) in a goroutine of its own, until ctx ends
+// or Close is called. A reader that stops receiving from C is, in time, dropped with a
+// lagging message; until then the subscription holds at most rstream.Config.Buffer of entries
+// plus C's small buffer.
+func (h *Hub) Subscribe(ctx context.Context, run uuid.UUID, after rstream.ID, f Filter) *Subscription {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan Message, subscriptionBuffer)
+	s := &Subscription{C: ch, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer close(ch)
+		s.err = h.Follow(ctx, run, after, f, func(m Message) error {
+			select {
+			case ch <- m:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	return s
+}
+
+// Close ends the subscription and waits for its goroutine. It may be called more than once.
+func (s *Subscription) Close() {
+	s.cancel()
+	<-s.done
+}
+
+// Err returns why C was closed: nil after an end or lagging message, otherwise the error
+// (context.Canceled after Close). Call it only once C is closed.
+func (s *Subscription) Err() error { return s.err }

@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// LogLine is one row of log_lines, the durable copy of a deploy log line (shared/logstream).
+type LogLine struct {
+	RunID, StackID uuid.UUID
+	// StreamMS and StreamSeq are the line's stream id; they order the lines of a run.
+	StreamMS, StreamSeq int64
+	StepID              uuid.UUID // uuid.Nil for a run-level line (stored as NULL)
+	Job                 string    // "" for a run-level line; Job and Execution are then NULL
+	Execution           int
+	At                  time.Time
+	FD                  string // stdout, stderr or horizon
+	Text                string
+}
+
+// LogPos is a position in a run's lines: the stream id of a line.
+type LogPos struct{ MS, Seq int64 }
+
+// LogPosMax sorts after every line.
+var LogPosMax = LogPos{MS: math.MaxInt64, Seq: math.MaxInt64}
+
+// LogFilter narrows the lines a scan returns; a zero field does not filter.
+type LogFilter struct {
+	Job       string
+	Execution *int
+	Step      uuid.UUID
+}
+
+var logLineColumns = []string{"run_id", "stream_ms", "stream_seq", "stack_id", "step_id", "job", "execution", "at", "fd", "text"}
+
+const logLineSelect = `SELECT run_id, stream_ms, stream_seq, stack_id, step_id, job, execution, at, fd, text FROM log_lines`
+
+// LogLinesCopy stores lines with one COPY. It is idempotent: when some of the lines are stored
+// already (a retry after a COPY whose commit was not acknowledged), it inserts the others and
+// skips those.
+func LogLinesCopy(ctx context.Context, q Querier, lines []LogLine) error {
+	_, err := q.CopyFrom(ctx, pgx.Identifier{"log_lines"}, logLineColumns, pgx.CopyFromSlice(len(lines), func(i int) ([]any, error) {
+		l := &lines[i]
+		return []any{l.RunID, l.StreamMS, l.StreamSeq, l.StackID, nullUUID(l.StepID), nullJob(l.Job), nullExecution(l.Job, l.Execution), l.At, l.FD, l.Text}, nil
+	}))
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return logLinesInsertNew(ctx, q, lines)
+	}
+	if err != nil {
+		return fmt.Errorf("copy %d log lines: %w", len(lines), translate(err))
+	}
+	return nil
+}
+
+func logLinesInsertNew(ctx context.Context, q Querier, lines []LogLine) error {
+	var (
+		runs, stacks, steps []pgtype.UUID
+		ms, seqs            []int64
+		jobs                []pgtype.Text
+		execs               []pgtype.Int4
+		ats                 []time.Time
+		fds, texts          []string
+	)
+	for _, l := range lines {
+		runs = append(runs, pgtype.UUID{Bytes: l.RunID, Valid: true})
+		stacks = append(stacks, pgtype.UUID{Bytes: l.StackID, Valid: true})
+		steps = append(steps, pgtype.UUID{Bytes: l.StepID, Valid: l.StepID != uuid.Nil})
+		ms, seqs = append(ms, l.StreamMS), append(seqs, l.StreamSeq)
+		jobs = append(jobs, pgtype.Text{String: l.Job, Valid: l.Job != ""})
+		execs = append(execs, pgtype.Int4{Int32: int32(l.Execution), Valid: l.Job != ""})
+		ats, fds, texts = append(ats, l.At), append(fds, l.FD), append(texts, l.Text)
+	}
+	_, err := q.Exec(ctx, `INSERT INTO log_lines (run_id, stream_ms, stream_seq, stack_id, step_id, job, execution, at, fd, text)
+		SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::uuid[], $5::uuid[], $6::text[], $7::int[], $8::timestamptz[], $9::text[], $10::text[])
+		ON CONFLICT (run_id, stream_ms, stream_seq) DO NOTHING`,
+		runs, ms, seqs, stacks, steps, jobs, execs, ats, fds, texts)
+	if err != nil {
+		return fmt.Errorf("insert %d log lines: %w", len(lines), translate(err))
+	}
+	return nil
+}
+
+// LogLinesOfRun calls fn, in stream order, for up to limit lines of run strictly between after
+// and before that match f, and returns how many it passed: one keyset page. Rows are passed
+// to fn as they arrive, never collected; the filter is applied in SQL, with an index when it
+// names a job and an execution. An error from fn stops the scan and is returned as is.
+//
+// It takes the pool, not a Querier, because it runs in a transaction of its own that turns
+// sorting off. The planner's estimate for one run's rows comes from table-wide statistics and
+// is far too low for a big run whose lines are new; it then prefers a bitmap scan and a sort
+// of every remaining row of the run, on every page, which makes a paged read quadratic (a
+// million-line download took 45 s instead of 2). Without sorting it must walk an index in
+// order, which costs each page only its own rows whatever the estimate.
+func LogLinesOfRun(ctx context.Context, db *pgxpool.Pool, run uuid.UUID, after, before LogPos, f LogFilter, limit int, fn func(LogLine) error) (int, error) {
+	args := []any{run, after.MS, after.Seq, before.MS, before.Seq}
+	sql := logLineSelect + ` WHERE run_id = $1 AND (stream_ms, stream_seq) > ($2, $3) AND (stream_ms, stream_seq) < ($4, $5)` +
+		logFilterSQL(f, &args) + ` ORDER BY stream_ms, stream_seq LIMIT ` + strconv.Itoa(limit)
+	return scanLogLinesInOrder(ctx, db, sql, args, fn)
+}
+
+// LogLinesOfStack is LogLinesOfRun over every run of stack, in (run, stream id) order — runs
+// in creation order, since run ids are time-ordered — starting after the line (afterRun, after).
+func LogLinesOfStack(ctx context.Context, db *pgxpool.Pool, stack, afterRun uuid.UUID, after LogPos, f LogFilter, limit int, fn func(LogLine) error) (int, error) {
+	args := []any{stack, afterRun, after.MS, after.Seq}
+	sql := logLineSelect + ` WHERE stack_id = $1 AND (run_id, stream_ms, stream_seq) > ($2, $3, $4)` +
+		logFilterSQL(f, &args) + ` ORDER BY run_id, stream_ms, stream_seq LIMIT ` + strconv.Itoa(limit)
+	return scanLogLinesInOrder(ctx, db, sql, args, fn)
+}
+
+// scanLogLinesInOrder runs a page query with sorting disabled; see LogLinesOfRun.
+func scanLogLinesInOrder(ctx context.Context, db *pgxpool.Pool, sql string, args []any, fn func(LogLine) error) (int, error) {
+	return WithTxV(ctx, db, func(ctx context.Context, tx pgx.Tx) (int, error) {
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_sort = off`); err != nil {
+			return 0, fmt.Errorf("pin log scan plan: %w", translate(err))
+		}
+		return scanLogLines(ctx, tx, sql, args, fn)
+	})
+}
+
+// logFilterSQL returns the predicates for f, appending their arguments. The statement text
+// depends only on which fields are set, so each shape gets a plan that can use an index;
+// "$n IS NULL OR …" would give one generic plan that cannot.
+func logFilterSQL(f LogFilter, args *[]any) string {
+	var b strings.Builder
+	add := func(col string, v any) {
+		*args = append(*args, v)
+		fmt.Fprintf(&b, " AND %s = $%d", col, len(*args))
+	}
+	if f.Job != "" {
+		add("job", f.Job)
+	}
+	if f.Execution != nil {
+		add("execution", *f.Execution)
+	}
+	if f.Step != uuid.Nil {
+		add("step_id", f.Step)
+	}
+	return b.String()
+}
+
+func scanLogLines(ctx context.Context, q Querier, sql string, args []any, fn func(LogLine) error) (int, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return 0, fmt.Errorf("query log lines: %w", translate(err))
+	}
+	defer rows.Close()
+	var (
+		n    int
+		l    LogLine
+		step pgtype.UUID
+		job  pgtype.Text
+		exec pgtype.Int4
+	)
+	for rows.Next() {
+		if err := rows.Scan(&l.RunID, &l.StreamMS, &l.StreamSeq, &l.StackID, &step, &job, &exec, &l.At, &l.FD, &l.Text); err != nil {
+			return n, fmt.Errorf("scan log line: %w", err)
+		}
+		l.StepID, l.Job, l.Execution = uuid.UUID(step.Bytes), job.String, int(exec.Int32)
+		if !step.Valid {
+			l.StepID = uuid.Nil
+		}
+		if err := fn(l); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("read log lines: %w", translate(err))
+	}
+	return n, nil
+}
+
+// LogEnd is a row of log_ends: the end of a run's log.
+type LogEnd struct {
+	RunID, StackID uuid.UUID
+	Pos            LogPos // the stream id of the eof entry
+	Status         string // the run's final state
+	At             time.Time
+}
+
+// LogEndInsert records the end of a run's log. The first end recorded for a run wins; later
+// ones are ignored.
+func LogEndInsert(ctx context.Context, q Querier, e LogEnd) error {
+	_, err := q.Exec(ctx, `INSERT INTO log_ends (run_id, stack_id, stream_ms, stream_seq, status, at)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING`,
+		e.RunID, e.StackID, e.Pos.MS, e.Pos.Seq, e.Status, e.At)
+	if err != nil {
+		return fmt.Errorf("record end of log of run %s: %w", e.RunID, translate(err))
+	}
+	return nil
+}
+
+// LogEndGet returns the end of run's log, or horizon.ErrNotFound while it has none.
+func LogEndGet(ctx context.Context, q Querier, run uuid.UUID) (LogEnd, error) {
+	e := LogEnd{RunID: run}
+	err := q.QueryRow(ctx, `SELECT stack_id, stream_ms, stream_seq, status, at FROM log_ends WHERE run_id = $1`, run).
+		Scan(&e.StackID, &e.Pos.MS, &e.Pos.Seq, &e.Status, &e.At)
+	if err != nil {
+		return e, fmt.Errorf("end of log of run %s: %w", run, translate(err))
+	}
+	return e, nil
+}
+
+// LogDeleteStack deletes every log line and log end of stack, and returns how many lines it
+// deleted. Call it in the transaction that removes the stack.
+func LogDeleteStack(ctx context.Context, q Querier, stack uuid.UUID) (int64, error) {
+	tag, err := q.Exec(ctx, `DELETE FROM log_lines WHERE stack_id = $1`, stack)
+	if err != nil {
+		return 0, fmt.Errorf("delete log lines of stack %s: %w", stack, translate(err))
+	}
+	if _, err := q.Exec(ctx, `DELETE FROM log_ends WHERE stack_id = $1`, stack); err != nil {
+		return 0, fmt.Errorf("delete log ends of stack %s: %w", stack, translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+func nullUUID(id uuid.UUID) any {
+	if id == uuid.Nil {
+		return nil
+	}
+	return id
+}
+
+func nullJob(job string) any {
+	if job == "" {
+		return nil
+	}
+	return job
+}
+
+func nullExecution(job string, execution int) any {
+	if job == "" {
+		return nil
+	}
+	return int32(execution)
+}
