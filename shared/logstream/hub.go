@@ -10,10 +10,10 @@ import (
 	"horizon/shared/rstream"
 )
 
-// subscriptionBuffer is the capacity of Subscription.C: enough to carry a burst between two
-// flushes of an SSE writer, small next to rstream.Config.Buffer, which is where a slow reader
-// is measured.
-const subscriptionBuffer = 64
+// subscriptionBuffer is the capacity of Subscription.C: enough to carry what arrives between
+// two flushes of an SSE writer, small next to rstream.Config.Buffer, which is where a slow
+// reader is measured. Every open subscription pays for it (a Message is about 170 bytes).
+const subscriptionBuffer = 16
 
 // Hub follows runs' logs for the API: one reader goroutine per run being followed in this
 // process, fanned out to every follower (rstream.Hub). It is safe for concurrent use.
@@ -23,7 +23,10 @@ type Hub struct {
 }
 
 // NewHub returns a Hub that backfills through c and reads live entries through rdb, which
-// should be a client of its own: every run followed holds one of its connections in XREAD.
+// should be a client of its own: every run followed holds one of its connections in XREAD, so
+// its PoolSize bounds how many runs a process can follow at once, and each such connection
+// costs go-redis's read and write buffers (32 KiB each by default; ReadBufferSize and
+// WriteBufferSize).
 func NewHub(c *Client, rdb redis.UniversalClient, cfg rstream.Config) *Hub {
 	return &Hub{c: c, hub: rstream.NewHub(rdb, cfg, decode)}
 }

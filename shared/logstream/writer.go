@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -100,8 +101,8 @@ func (c *Client) NewWriter(run, stack uuid.UUID, m *secrets.Masker) *Writer {
 
 // Line masks text with the writer's Masker, in the caller's goroutine, and queues it as one
 // line (several, if longer than MaxLineBytes) of step, job and execution; step is uuid.Nil for
-// a run-level line and job "" for a line of no job, whose execution is ignored. The text should
-// not end in a newline.
+// a run-level line and job "" for a line of no job, whose execution is ignored. A final "\n"
+// or "\r\n" is dropped.
 //
 // Line blocks while the writer holds Config.BufferBytes of lines not yet stored in Postgres:
 // a burst slows the program producing it instead of growing memory. It returns ErrClosed once
@@ -114,7 +115,7 @@ func (w *Writer) Line(step uuid.UUID, job string, execution int, fd FD, text str
 	if job == "" {
 		execution = 0
 	}
-	text = w.masker.Mask(text)
+	text = w.masker.Mask(strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r"))
 	at := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -70,13 +70,16 @@ func TestWriterLinesArriveInOrder(t *testing.T) {
 	}
 }
 
-func TestWriterSplitsLongLinesAndRefusesBadFD(t *testing.T) {
+func TestWriterSplitsLongLinesTrimsNewlinesAndRefusesBadFD(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, logstream.Config{})
 	run := uuid.New()
 	w := e.c.NewWriter(run, uuid.New(), &secrets.Masker{})
 	long := strings.Repeat("é", logstream.MaxLineBytes) // 2 bytes a rune: two pieces
 	if err := w.Line(uuid.Nil, "", 0, logstream.Stderr, long); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Line(uuid.Nil, "", 0, logstream.Stdout, "crlf\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Line(uuid.Nil, "", 0, "stdin", "x"); err == nil {
@@ -89,8 +92,8 @@ func TestWriterSplitsLongLinesAndRefusesBadFD(t *testing.T) {
 		t.Fatalf("line after Close: got %v, want ErrClosed", err)
 	}
 	got := e.storedTexts(run)
-	if len(got) != 2 || got[0]+got[1] != long || len(got[0]) > logstream.MaxLineBytes {
-		t.Fatalf("got %d pieces of %v bytes, want the text in 2 pieces of at most %d", len(got), len(got[0]), logstream.MaxLineBytes)
+	if len(got) != 3 || got[0]+got[1] != long || len(got[0]) > logstream.MaxLineBytes || got[2] != "crlf" {
+		t.Fatalf("got %d lines (first of %d bytes, last %q), want the text in 2 pieces of at most %d and \"crlf\"", len(got), len(got[0]), got[len(got)-1], logstream.MaxLineBytes)
 	}
 }
 
