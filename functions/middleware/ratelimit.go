@@ -81,7 +81,8 @@ func (l *limiter) take(ctx context.Context, token uuid.UUID) (bool, time.Duratio
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.slot != slot {
-		*b = bucket{slot: slot}
+		// A new window: nothing reserved yet. (Fields one by one: b.mu is held.)
+		b.slot, b.left, b.exhausted, b.windowEnd = slot, 0, time.Time{}, time.Time{}
 	}
 	if b.left > 0 {
 		b.left--

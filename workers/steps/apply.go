@@ -58,17 +58,26 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 		return outcome{}, err
 	}
 	defer cleanup()
-	if w.machine() {
-		volid, err := h.uploadCloudInit(ctx, w, out)
-		if err != nil {
-			return outcome{}, err
+	// The upload and the build happen under the node's gate: if the lease is lost, they stop.
+	build, stopBuild := underLease(ctx, lease)
+	err = func() error {
+		defer stopBuild()
+		if w.machine() {
+			volid, err := h.uploadCloudInit(build, w, out)
+			if err != nil {
+				return err
+			}
+			out.horizon("cloud-init uploaded to %s as %s", w.node.Name, volid)
 		}
-		out.horizon("cloud-init uploaded to %s as %s", w.node.Name, volid)
-	}
-	if err := retryTransient(ctx, out, "terraform init", wd.Init); err != nil {
-		return outcome{}, err
-	}
-	if err := retryTransient(ctx, out, "terraform apply", wd.Apply); err != nil {
+		if err := retryTransient(build, out, "terraform init", wd.Init); err != nil {
+			return err
+		}
+		return retryTransient(build, out, "terraform apply", wd.Apply)
+	}()
+	if err != nil {
+		if cause := context.Cause(build); errors.Is(cause, gate.ErrLost) {
+			return outcome{}, fmt.Errorf("%w: %w", cause, err)
+		}
 		return outcome{}, err
 	}
 	if lease != nil {
@@ -118,6 +127,20 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 	out.horizon("outputs: %s", strings.Join(sorted(names), ", "))
 	return outcome{hash: w.effective.Hash(w.exec.Commit, attachments(w)), outputs: outputs,
 		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
+}
+
+// underLease returns a context that ends with ctx or, when lease is not nil, when the lease is
+// lost (its cause then wraps gate.ErrLost).
+func underLease(ctx context.Context, lease *gate.Lease) (context.Context, func()) {
+	if lease == nil {
+		return ctx, func() {}
+	}
+	build, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(lease.Context(), func() { cancel(context.Cause(lease.Context())) })
+	return build, func() {
+		stop()
+		cancel(nil)
+	}
 }
 
 // workdir prepares the execution's Terraform work dir from the pinned commit.

@@ -110,11 +110,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		return nil
 	}
 
-	work := ctx
-	if lease != nil {
-		work = lease.Context()
-	}
-	work, stop := h.watch(work, w)
+	work, stop := h.watch(ctx, w)
 	defer stop()
 
 	logs := h.Logs.Open(w.run.ID, w.stack.ID, w.step, w.masker)
@@ -143,9 +139,9 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		case errors.Is(cause, errCanceled):
 			out.horizon("canceled: Terraform was interrupted; nothing is rolled back")
 			return h.finish(ctx, w, horizon.StepCanceled, "canceled", nil)
-		case errors.Is(cause, gate.ErrLost):
+		case errors.Is(err, gate.ErrLost):
 			out.horizon("lost the node's build gate: stopped, and will be retried")
-			return fmt.Errorf("step %s: %w", w.step.ID, cause)
+			return fmt.Errorf("step %s: %w", w.step.ID, err)
 		case ctx.Err() != nil:
 			// The worker is shutting down: Asynq gives the task back, and the attempt resumes.
 			return ctx.Err()

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"math/big"
@@ -120,7 +119,7 @@ func (e *engine) startWorker(o engineOpts) {
 	}
 	d := e.api.Deps
 	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: 8,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
+		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
 		ShutdownTimeout: 10 * time.Second, Logs: steps.StreamLogs{Client: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace})},
 		Terraform: terraform.Config{Binary: bin, ConnString: d.DB.Config().ConnString(), WorkRoot: t.TempDir(), GracePeriod: 5 * time.Second}})
 	if err != nil {
@@ -189,15 +188,45 @@ func (e *engine) draft(name string, apps int) string {
 	return r.Map()["id"].(string)
 }
 
-// waitState waits until the stack reaches state and returns its detail.
+// waitState waits until the stack reaches state and returns its detail. When it does not,
+// the test fails showing the stack's pipeline and deploy log.
 func (e *engine) waitState(stack, state string, within time.Duration) map[string]any {
 	e.t.Helper()
 	var last map[string]any
-	testkit.Eventually(e.t, within, "stack did not become "+state, func() bool {
+	deadline := time.Now().Add(within)
+	for {
 		last = e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member}).Map()
-		return last["state"] == state
-	})
-	return last
+		if last["state"] == state {
+			return last
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("after %s the stack is %v, not %s\npipeline: %v\nlog:\n%s", within, last["state"], state, e.pipeline(stack), e.logText(stack))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// logText is the stack's deploy log as stored in Postgres.
+func (e *engine) logText(stack string) string {
+	rows, err := e.api.DB.Query(context.Background(), `SELECT job, fd, text FROM log_lines WHERE stack_id = $1 ORDER BY run_id, stream_ms, stream_seq`, stack)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var job, fd, text string
+		_ = rows.Scan(&job, &fd, &text)
+		fmt.Fprintf(&b, "%s %s| %s\n", job, fd, text)
+	}
+	return b.String()
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // pipeline returns the stack's latest pipeline as card states by "job[n]".

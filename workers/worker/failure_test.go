@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"horizon/deploy/sandbox/pve"
 	"horizon/functions/apitest"
 	"horizon/shared/queue"
 	"horizon/shared/testkit"
