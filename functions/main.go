@@ -24,6 +24,7 @@ import (
 	"horizon/functions/authcache"
 	"horizon/shared/auth"
 	"horizon/shared/config"
+	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/queue"
@@ -98,7 +99,8 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g, Queue: queue.Enqueuer{Client: client},
+	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g,
+		Events: events.NewPublisher(rdb, events.Config{Prefix: cfg.Namespace}), Queue: queue.Enqueuer{Client: client},
 		Queues: queue.Names(cfg.Namespace), Namespace: cfg.Namespace, Now: time.Now}
 	a := app.New(deps, app.Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
 		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})

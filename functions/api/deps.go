@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"horizon/functions/authcache"
+	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/queue"
@@ -27,6 +28,8 @@ type Deps struct {
 	Git *gitsource.Cache
 	// Gate is the per-node build gate, read to show who a waiting step waits for.
 	Gate *gate.Gate
+	// Events announces state changes to /v1/events followers (after the change commits).
+	Events *events.Publisher
 	// Queue enqueues tasks for the workers, on Queues.
 	Queue  queue.Enqueuer
 	Queues queue.Queues

@@ -33,6 +33,7 @@ import (
 	"horizon/functions/authcache"
 	"horizon/openapi"
 	"horizon/shared/auth"
+	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/queue"
@@ -101,7 +102,7 @@ func New(t testing.TB, opts *Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Gate: g, Queue: queue.Enqueuer{Client: client}, Queues: queues,
+	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Gate: g, Events: events.NewPublisher(rdb, events.Config{Prefix: ns}), Queue: queue.Enqueuer{Client: client}, Queues: queues,
 		Namespace: ns, Now: time.Now}
 	s := start(t, deps, opts)
 	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)

@@ -5,9 +5,11 @@ import (
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
+	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/queue"
@@ -28,11 +30,13 @@ func Cancel(d api.Deps) fiber.Handler {
 		}
 		who := api.Principal(c)
 		ctx := c.UserContext()
+		var team uuid.UUID
 		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
 			s, err := store.StackGetForUpdate(ctx, tx, who.Scope(), id)
 			if err != nil {
 				return horizon.Run{}, err
 			}
+			team = s.TeamID
 			active, err := store.RunActive(ctx, tx, s.ID)
 			if errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Run{}, problem.Conflict("No run is in progress on this stack: there is nothing to cancel.")
@@ -54,6 +58,7 @@ func Cancel(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		d.Notify(ctx, events.Event{Type: events.Run, ID: run.ID, StackID: id, TeamID: team, RunID: run.ID, State: string(run.State)})
 		if err := d.Redis.Publish(ctx, queue.CancelChannel(d.Namespace), run.ID.String()).Err(); err != nil {
 			d.Log.WarnContext(ctx, "announce cancel; workers will see it at their next heartbeat", "run_id", run.ID, "error", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
+	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/store"
@@ -121,6 +122,7 @@ func Create(d api.Deps) fiber.Handler {
 			}
 			return err
 		}
+		d.Notify(c.UserContext(), events.Event{Type: events.Stack, ID: out.ID, StackID: out.ID, TeamID: out.TeamID, State: out.State})
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		c.Set(fiber.HeaderLocation, "/v1/stacks/"+out.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(out)

@@ -14,6 +14,7 @@ import (
 
 	"horizon/functions/api"
 	"horizon/shared/auth"
+	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/queue"
@@ -201,6 +202,11 @@ func startRun(ctx context.Context, tx pgx.Tx, l *loaded, kind horizon.RunKind, s
 // accepted enqueues the run's first advance (after the commit; a lost enqueue is found by the
 // reconciler) and answers 202 with the run.
 func accepted(c *fiber.Ctx, d api.Deps, run horizon.Run, who auth.Principal) error {
+	if s, err := store.StackGet(c.UserContext(), d.DB, who.Scope(), *run.StackID); err == nil {
+		d.Notify(c.UserContext(),
+			events.Event{Type: events.Stack, ID: s.ID, StackID: s.ID, TeamID: s.TeamID, State: string(s.State)},
+			events.Event{Type: events.Run, ID: run.ID, StackID: s.ID, TeamID: s.TeamID, RunID: run.ID, State: string(run.State)})
+	}
 	if err := d.Queue.Enqueue(c.UserContext(), queue.NewRunAdvance(d.Queues, run.ID)); err != nil {
 		d.Log.WarnContext(c.UserContext(), "enqueue run advance; the reconciler will start the run", "run_id", run.ID, "error", err)
 	}

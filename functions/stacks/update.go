@@ -9,6 +9,7 @@ import (
 
 	"horizon/functions/api"
 	"horizon/shared/auth"
+	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/store"
@@ -105,6 +106,7 @@ func Update(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		d.Notify(c.UserContext(), events.Event{Type: events.Stack, ID: out.ID, StackID: out.ID, TeamID: out.TeamID, State: out.State})
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(out)
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/uuid"
 
 	"horizon/shared/horizon"
 	"horizon/shared/store"
@@ -28,6 +27,7 @@ func TestAddressAttachIsExclusiveUnderConcurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 	const attempts = 16
+	execs := newExecutions(t, db, attempts)
 	var wg sync.WaitGroup
 	results := make(chan error, attempts)
 	start := make(chan struct{})
@@ -36,7 +36,7 @@ func TestAddressAttachIsExclusiveUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			results <- store.AddressAttach(ctx, db, a.ID, uuid.New())
+			results <- store.AddressAttach(ctx, db, a.ID, execs[i].ID)
 		}()
 	}
 	close(start)

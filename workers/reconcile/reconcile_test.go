@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -34,7 +35,7 @@ func TestReconcileExpiresOldIdempotencyKeys(t *testing.T) {
 	if _, err := db.Exec(ctx, `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'`); err != nil {
 		t.Fatal(err)
 	}
-	h := reconcile.Handler{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h := reconcile.Handler{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now, StaleAfter: time.Minute}
 	if err := h.ProcessTask(ctx, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"horizon/shared/auth"
+	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/horizon"
+	"horizon/shared/logstream"
 	"horizon/shared/queue"
 	"horizon/shared/store"
 )
@@ -27,7 +30,10 @@ type Advancer struct {
 	Queues  queue.Queues
 	Enqueue queue.Enqueuer
 	Gate    *gate.Gate
-	Log     *slog.Logger
+	// Events announces the changes an advance makes; Logs ends a finished run's log stream.
+	Events *events.Publisher
+	Logs   *logstream.Client
+	Log    *slog.Logger
 }
 
 // ProcessTask implements asynq.Handler.
@@ -42,13 +48,34 @@ func (a Advancer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 // Advance moves run forward (see horizon.Advance) and enqueues the steps it queued.
 func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 	log := a.Log.With("run_id", runID)
+	var notices []events.Event
+	var ended *horizon.Run
 	queued, err := store.WithTxV(ctx, a.DB, func(ctx context.Context, tx pgx.Tx) ([]horizon.Step, error) {
+		notices, ended = nil, nil
 		run, err := store.RunGetForUpdate(ctx, tx, runID)
 		if err != nil {
 			return nil, err
 		}
 		if run.State.Terminal() {
 			return nil, nil // a duplicate delivery after the run ended
+		}
+		var team uuid.UUID
+		if run.StackID != nil {
+			s, err := store.StackGet(ctx, tx, auth.Scope{All: true}, *run.StackID)
+			if err != nil {
+				return nil, err
+			}
+			team = s.TeamID
+		}
+		notify := func(kind events.Kind, id uuid.UUID, state string, s *horizon.Step) {
+			e := events.Event{Type: kind, ID: id, TeamID: team, RunID: run.ID, State: state}
+			if run.StackID != nil {
+				e.StackID = *run.StackID
+			}
+			if s != nil {
+				e.Job, e.Execution = s.Job, s.ExecutionIndex
+			}
+			notices = append(notices, e)
 		}
 		steps, err := store.StepsOfRun(ctx, tx, runID)
 		if err != nil {
@@ -58,17 +85,20 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			if run, err = store.RunSetState(ctx, tx, runID, horizon.RunRunning, nil); err != nil {
 				return nil, err
 			}
+			notify(events.Run, run.ID, string(run.State), nil)
 		}
 		move := horizon.Advance(run.State, steps)
 		for _, i := range move.Hold {
 			if err := store.StepSetState(ctx, tx, steps[i].ID, horizon.StepHeld); err != nil {
 				return nil, err
 			}
+			notify(events.Step, steps[i].ID, string(horizon.StepHeld), &steps[i])
 		}
 		for _, i := range move.Cancel {
 			if err := store.StepSetState(ctx, tx, steps[i].ID, horizon.StepCanceled); err != nil {
 				return nil, err
 			}
+			notify(events.Step, steps[i].ID, string(horizon.StepCanceled), &steps[i])
 		}
 		var queued []horizon.Step
 		for _, i := range move.Queue {
@@ -77,10 +107,18 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 				return nil, err
 			}
 			queued = append(queued, s)
+			notify(events.Step, s.ID, string(s.State), &s)
 		}
 		if move.Done {
-			if err := finish(ctx, tx, run, move.Final, steps); err != nil {
+			stackState, err := finish(ctx, tx, run, move.Final, steps)
+			if err != nil {
 				return nil, err
+			}
+			run.State = move.Final
+			ended = &run
+			notify(events.Run, run.ID, string(move.Final), nil)
+			if run.StackID != nil {
+				notify(events.Stack, *run.StackID, string(stackState), nil)
 			}
 			log.InfoContext(ctx, "run finished", "state", move.Final)
 		}
@@ -88,6 +126,16 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, e := range notices {
+		if _, err := a.Events.Publish(ctx, e); err != nil {
+			log.WarnContext(ctx, "publish event", "error", err)
+		}
+	}
+	if ended != nil && ended.StackID != nil {
+		if err := a.Logs.End(ctx, ended.ID, *ended.StackID, string(ended.State), 0); err != nil {
+			log.WarnContext(ctx, "end the run's log stream", "error", err)
+		}
 	}
 	// After the commit: a lost enqueue leaves the step queued, and the reconciler re-queues it
 	// when its heartbeat grows old.
@@ -113,8 +161,9 @@ func deref(t *time.Time) time.Time {
 	return *t
 }
 
-// finish ends the run and moves its stack to the state the run's outcome gives.
-func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunState, steps []horizon.Step) error {
+// finish ends the run and moves its stack to the state the run's outcome gives, which it
+// returns.
+func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunState, steps []horizon.Step) (horizon.StackState, error) {
 	var firstErr *string
 	for _, s := range steps {
 		if s.State == horizon.StepFailed && s.Error != nil {
@@ -128,10 +177,10 @@ func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunSt
 		firstErr = &msg
 	}
 	if _, err := store.RunSetState(ctx, tx, run.ID, final, firstErr); err != nil {
-		return err
+		return "", err
 	}
 	if run.StackID == nil {
-		return nil
+		return "", nil
 	}
 	to := horizon.StackFailed
 	switch {
@@ -141,14 +190,14 @@ func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunSt
 		// Running one job again fixes nothing else: the stack returns to where it was.
 		before, err := store.StateBeforeRun(ctx, tx, run.ID)
 		if err != nil {
-			return err
+			return "", err
 		}
 		to = before
 	case final == horizon.RunSucceeded:
 		to = horizon.StackDeployed
 	}
 	_, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: *run.StackID, RunID: &run.ID, To: to, ActorID: run.ActorID, Error: firstErr})
-	return err
+	return to, err
 }
 
 func derefInt(p *int) int {

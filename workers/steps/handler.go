@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/horizon"
@@ -34,6 +35,7 @@ type Handler struct {
 	Git       *gitsource.Cache
 	Terraform *terraform.Runner
 	Logs      LogFactory
+	Events    *events.Publisher
 	Log       *slog.Logger
 	// Namespace prefixes the Redis cancel channel.
 	Namespace string
@@ -109,6 +111,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		log.DebugContext(ctx, "superseded before it started")
 		return nil
 	}
+	h.notify(ctx, w, horizon.StepRunning, "")
 
 	work, stop := h.watch(ctx, w)
 	defer stop()
@@ -174,10 +177,20 @@ func (h *Handler) finish(ctx context.Context, w *stepWork, state horizon.StepSta
 	if err != nil {
 		return err
 	}
+	h.notify(ctx, w, state, errLine)
 	if err := h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, w.run.ID)); err != nil {
 		h.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", w.run.ID, "error", err)
 	}
 	return nil
+}
+
+// notify announces a step's new state (the error line is already masked).
+func (h *Handler) notify(ctx context.Context, w *stepWork, state horizon.StepState, errLine string) {
+	e := events.Event{Type: events.Step, ID: w.step.ID, StackID: w.stack.ID, TeamID: w.stack.TeamID, RunID: w.run.ID,
+		State: string(state), Job: w.step.Job, Execution: w.step.ExecutionIndex, Error: events.MaskError(w.masker, errLine)}
+	if _, err := h.Events.Publish(ctx, e); err != nil {
+		h.Log.WarnContext(ctx, "publish step event", "step_id", w.step.ID, "error", err)
+	}
 }
 
 // watch returns a context that ends when the run is canceled (announced on Redis, or seen in

@@ -25,7 +25,6 @@ import (
 	"horizon/shared/logstream"
 	"horizon/shared/terraform"
 	"horizon/shared/testkit"
-	"horizon/workers/steps"
 	"horizon/workers/worker"
 )
 
@@ -120,7 +119,7 @@ func (e *engine) startWorker(o engineOpts) {
 	d := e.api.Deps
 	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: 8,
 		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
-		ShutdownTimeout: 10 * time.Second, Logs: steps.StreamLogs{Client: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace})},
+		ShutdownTimeout: 10 * time.Second, LogClient: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
 		Terraform: terraform.Config{Binary: bin, ConnString: d.DB.Config().ConnString(), WorkRoot: t.TempDir(), GracePeriod: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)

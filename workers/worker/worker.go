@@ -14,8 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
+	"horizon/shared/logstream"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
@@ -38,7 +40,8 @@ type Config struct {
 	ReconcileInterval time.Duration
 	Terraform         terraform.Config
 	Git               *gitsource.Cache
-	Logs              steps.LogFactory
+	// LogClient writes the deploy logs (Redis streams and log_lines).
+	LogClient *logstream.Client
 	// Heartbeat of running steps; the reconciler presumes a step dead after six of them.
 	Heartbeat time.Duration
 	// ScriptSSHTimeout bounds the wait for a new machine's SSH (default 5 min).
@@ -83,13 +86,14 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	enqueue := queue.Enqueuer{Client: client}
+	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace})
 	w := &Worker{Queues: queues, log: cfg.Log}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: 6 * cfg.Heartbeat, Log: cfg.Log, Now: time.Now}
 	handlers := map[string]asynq.Handler{
 		queue.TypeReconcile:  w.Reconcile,
-		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Log: cfg.Log},
+		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
 		queue.TypeStepRun: &steps.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
-			Git: cfg.Git, Terraform: tf, Logs: cfg.Logs, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,
+			Git: cfg.Git, Terraform: tf, Logs: steps.StreamLogs{Client: cfg.LogClient}, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,
 			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout},
 	}
 	w.mux = asynq.NewServeMux()
