@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"horizon/shared/horizon"
 	"horizon/shared/store"
 	"horizon/shared/testkit"
