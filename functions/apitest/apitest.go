@@ -52,6 +52,8 @@ type Server struct {
 	// Admin is the token of an admin user created for the test.
 	Admin   string
 	AdminID uuid.UUID
+	// SecretKey is the server's HORIZON_SECRET_KEY, for processes that must open its secrets.
+	SecretKey []byte
 
 	t      testing.TB
 	router routers.Router
@@ -105,6 +107,7 @@ func New(t testing.TB, opts *Options) *Server {
 	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Gate: g, Events: events.NewPublisher(rdb, events.Config{Prefix: ns}), Queue: queue.Enqueuer{Client: client}, Queues: queues,
 		Namespace: ns, Now: time.Now}
 	s := start(t, deps, opts)
+	s.SecretKey = key
 	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
 	return s
 }
@@ -117,7 +120,7 @@ func (s *Server) Replica(opts *Options) *Server {
 		opts = &Options{RateLimit: 100000, RateWindow: time.Minute}
 	}
 	r := start(s.t, s.Deps, opts)
-	r.Admin, r.AdminID = s.Admin, s.AdminID
+	r.Admin, r.AdminID, r.SecretKey = s.Admin, s.AdminID, s.SecretKey
 	return r
 }
 

@@ -13,8 +13,11 @@ import (
 // Waker normally brings a waiter forward as soon as it is first in line. Use it in
 // asynq.Config.RetryDelayFunc for errors IsBusy reports.
 func BusyRetryDelay() time.Duration {
-	return 3*time.Second + rand.N(2*time.Second)
+	return 3*time.Second + rand.N(MaxBusyRetryDelay-3*time.Second)
 }
+
+// MaxBusyRetryDelay is the longest BusyRetryDelay.
+const MaxBusyRetryDelay = 5 * time.Second
 
 // AsynqWaker returns a Waker for gated tasks in queue whose task IDs are the gate owner tokens.
 // It moves the owner's task from the scheduled or retry set to pending with Inspector.RunTask.

@@ -50,12 +50,14 @@ func StepQueue(ctx context.Context, q Querier, id uuid.UUID) (horizon.Step, erro
 	return s, translate(err)
 }
 
-// StepStart marks a step running for attempt. It reports false when the attempt is no longer
-// the step's (a superseded or duplicate delivery), which then must do nothing.
-func StepStart(ctx context.Context, q Querier, id uuid.UUID, attempt int, gateWait time.Duration, fence *int64) (bool, error) {
-	tag, err := q.Exec(ctx, `UPDATE steps SET state = 'running', started_at = COALESCE(started_at, now()), heartbeat_at = now(),
-		gate_wait_ms = gate_wait_ms + $3, fence = COALESCE($4, fence)
-		WHERE id = $1 AND attempt = $2 AND state IN ('queued', 'running')`, id, attempt, gateWait.Milliseconds(), fence)
+// StepStart marks a step running for attempt, recording how long it waited since it became
+// ready (for a machine build, mostly the wait for its node's gate). It reports false when the
+// attempt is no longer the step's (a superseded or duplicate delivery), which then must do
+// nothing.
+func StepStart(ctx context.Context, q Querier, id uuid.UUID, attempt int, fence *int64) (bool, error) {
+	tag, err := q.Exec(ctx, `UPDATE steps SET state = 'running', started_at = now(), heartbeat_at = now(),
+		gate_wait_ms = (extract(epoch FROM now() - COALESCE(ready_at, now())) * 1000)::bigint, fence = COALESCE($3, fence)
+		WHERE id = $1 AND attempt = $2 AND state IN ('queued', 'running')`, id, attempt, fence)
 	return tag.RowsAffected() == 1, translate(err)
 }
 
@@ -114,7 +116,7 @@ func StepSetState(ctx context.Context, q Querier, id uuid.UUID, state horizon.St
 // attempt, queued. It returns the step, or horizon.ErrNotFound when the step moved on
 // meanwhile (finished, or another pass requeued it).
 func StepRequeueStale(ctx context.Context, q Querier, id uuid.UUID, attempt int, before time.Time) (horizon.Step, error) {
-	s, err := scanStep(q.QueryRow(ctx, `UPDATE steps SET state = 'queued', attempt = attempt + 1, heartbeat_at = now()
+	s, err := scanStep(q.QueryRow(ctx, `UPDATE steps SET state = 'queued', attempt = attempt + 1, heartbeat_at = now(), ready_at = now()
 		WHERE id = $1 AND attempt = $2 AND state IN ('queued', 'running') AND heartbeat_at < $3 RETURNING `+stepColumns,
 		id, attempt, before))
 	return s, translate(err)

@@ -72,9 +72,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 
 	var lease *gate.Lease
-	var gateWait time.Duration
 	if w.machine() && w.step.Kind == horizon.StepApply {
-		started := time.Now()
 		taskID := queue.StepTaskID(w.step.ID, w.step.Attempt)
 		lease, err = h.Gate.Acquire(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), taskID, h.GateWait)
 		if gate.IsBusy(err) {
@@ -87,7 +85,6 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		if err != nil {
 			return err
 		}
-		gateWait = time.Since(started)
 		defer func() {
 			// Released after Terraform has exited (the work below returned). A release whose
 			// context is gone still has to happen: use a fresh one.
@@ -103,7 +100,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		f := lease.Fence()
 		fence = &f
 	}
-	owned, err := store.StepStart(ctx, h.DB, w.step.ID, w.step.Attempt, gateWait, fence)
+	owned, err := store.StepStart(ctx, h.DB, w.step.ID, w.step.Attempt, fence)
 	if err != nil {
 		return err
 	}
@@ -124,8 +121,8 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}()
 	out := &stepLog{w: logs}
 	out.horizon("%s of %s[%d] started (attempt %d)", w.step.Kind, w.step.Job, deref(w.step.ExecutionIndex), w.step.Attempt)
-	if gateWait > 100*time.Millisecond {
-		out.horizon("waited %s for node %s", gateWait.Round(time.Millisecond), *w.step.Node)
+	if wait := time.Since(deref(w.step.ReadyAt)); lease != nil && wait > time.Second {
+		out.horizon("waited %s for node %s to be free", wait.Round(time.Second), *w.step.Node)
 	}
 
 	var result outcome
@@ -245,9 +242,10 @@ func firstLine(s string) string {
 	return s
 }
 
-func deref(p *int) int {
+func deref[T any](p *T) T {
+	var zero T
 	if p == nil {
-		return 0
+		return zero
 	}
 	return *p
 }

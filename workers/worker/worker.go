@@ -88,7 +88,7 @@ func New(cfg Config) (*Worker, error) {
 	enqueue := queue.Enqueuer{Client: client}
 	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace})
 	w := &Worker{Queues: queues, log: cfg.Log}
-	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: 6 * cfg.Heartbeat, Log: cfg.Log, Now: time.Now}
+	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	handlers := map[string]asynq.Handler{
 		queue.TypeReconcile:  w.Reconcile,
 		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
@@ -136,6 +136,13 @@ func New(cfg Config) (*Worker, error) {
 		}
 	}
 	return w, nil
+}
+
+// staleAfter is how long a step may stay silent before the reconciler gives it a new attempt:
+// six heartbeats of a running step, and longer than a step waiting for its node's gate goes
+// between two of its retries (each refreshes its heartbeat).
+func staleAfter(heartbeat time.Duration) time.Duration {
+	return 6*heartbeat + 2*gate.MaxBusyRetryDelay
 }
 
 // Handlers lists the task types the workers serve (a test checks it covers every type).

@@ -1,0 +1,126 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"horizon/functions/apitest"
+)
+
+// TestSecretsNeverLeak: a secret parameter given by the user, a generated one and a secret
+// script output never appear in the deploy log (Postgres and Redis streams), anywhere else in
+// Redis (Asynq's task payloads and errors included), or in any API answer but reveal — neither
+// in clear nor in the common encodings.
+func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
+	// The app's script prints its secret parameter, in clear and base64: masking must catch it.
+	script := "jobs/app/scripts/configure.sh"
+	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaky := strings.Replace(string(original), "set -euo pipefail\n",
+		"set -euo pipefail\necho \"the password is $admin_password\"\nprintf %s \"$admin_password\" | base64\n", 1)
+	e := newEngine(t, engineOpts{override: map[string]string{script: leaky}})
+	given := "Sup3r-s3cret-" + fmt.Sprint(time.Now().UnixNano())
+	stack := e.draft("vault", 1)
+	etag := e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member}).Header.Get("ETag")
+	r := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: map[string]any{
+		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.machine(0, nil)}},
+			"app": map[string]any{"executions": []any{e.machine(1, map[string]any{"parameters": map[string]any{"admin_password": given}})}}}}})
+	if r.Status != 200 {
+		t.Fatalf("patch: %d %s", r.Status, r.Body)
+	}
+	var answers []string
+	record := func(r *apitest.Response) *apitest.Response { answers = append(answers, string(r.Body)); return r }
+	record(r)
+	record(e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}))
+	e.waitState(stack, "deployed", 3*time.Minute)
+	for _, path := range []string{"", "/outputs", "/pipeline", "/history", "/runs"} {
+		record(e.api.Do("GET", "/v1/stacks/"+stack+path, apitest.Req{Token: e.member}))
+	}
+	apiKey := e.api.Do("POST", "/v1/stacks/"+stack+"/outputs/app/0/api_key/reveal", apitest.Req{Token: e.member}).Map()["value"].(string)
+	if apiKey == "" {
+		t.Fatal("no api_key to look for")
+	}
+	secretsToFind := []string{given, apiKey}
+
+	var logs []string
+	rows, err := e.api.DB.Query(context.Background(), `SELECT text FROM log_lines WHERE stack_id = $1`, stack)
+	masked := false
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		_ = rows.Scan(&s)
+		logs = append(logs, s)
+		masked = masked || strings.Contains(s, "the password is [masked]")
+	}
+	rows.Close()
+	if len(logs) < 20 || !masked {
+		t.Fatalf("%d log lines, masked line seen: %v: the scan would prove nothing", len(logs), masked)
+	}
+	redisDump := e.redisDump(t)
+	for _, secret := range secretsToFind {
+		for _, form := range encodings(secret) {
+			for i, l := range logs {
+				if strings.Contains(l, form) {
+					t.Errorf("log line %d holds a secret (%q form): %s", i, form, l)
+				}
+			}
+			if strings.Contains(redisDump, form) {
+				t.Errorf("Redis holds a secret (%q form)", form)
+			}
+			for _, a := range answers {
+				if strings.Contains(a, form) {
+					t.Errorf("an API answer holds a secret: %.200s", a)
+				}
+			}
+		}
+	}
+}
+
+func encodings(s string) []string {
+	return []string{s, base64.StdEncoding.EncodeToString([]byte(s)), base64.RawURLEncoding.EncodeToString([]byte(s)), hex.EncodeToString([]byte(s))}
+}
+
+// redisDump returns the values of every key of the test's namespace and of its Asynq queues.
+func (e *engine) redisDump(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	rdb := e.api.Redis
+	var b strings.Builder
+	for _, pattern := range []string{e.api.Deps.Namespace + "*", "asynq:{" + e.api.Deps.Namespace + "*"} {
+		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			key := iter.Val()
+			switch typ, _ := rdb.Type(ctx, key).Result(); typ {
+			case "string":
+				b.WriteString(rdb.Get(ctx, key).Val())
+			case "hash":
+				for k, v := range rdb.HGetAll(ctx, key).Val() {
+					b.WriteString(k + "=" + v + "\n")
+				}
+			case "list":
+				b.WriteString(strings.Join(rdb.LRange(ctx, key, 0, -1).Val(), "\n"))
+			case "set":
+				b.WriteString(strings.Join(rdb.SMembers(ctx, key).Val(), "\n"))
+			case "zset":
+				b.WriteString(strings.Join(rdb.ZRange(ctx, key, 0, -1).Val(), "\n"))
+			case "stream":
+				for _, m := range rdb.XRange(ctx, key, "-", "+").Val() {
+					b.WriteString(fmt.Sprint(m.Values) + "\n")
+				}
+			}
+		}
+	}
+	return b.String()
+}
