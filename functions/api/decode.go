@@ -41,6 +41,15 @@ func Decode[T any](c *fiber.Ctx) (T, error) {
 	return v, nil
 }
 
+// DecodeOptional is Decode for a body that may be left out: an empty body gives the zero T.
+func DecodeOptional[T any](c *fiber.Ctx) (T, error) {
+	if len(bytes.TrimSpace(c.Body())) == 0 {
+		var v T
+		return v, nil
+	}
+	return Decode[T](c)
+}
+
 func decodeProblem(err error) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError

@@ -49,12 +49,7 @@ func askClusters(ctx context.Context, box *secrets.Box, cat *catalogue, execs []
 }
 
 func askCluster(ctx context.Context, box *secrets.Box, srv *horizon.ProxmoxServer, v *clusterView) error {
-	token, err := box.OpenString(horizon.PurposeProxmoxTokenSecret, srv.TokenSecret)
-	if err != nil {
-		return err
-	}
-	client, err := proxmox.New(proxmox.Config{URL: srv.APIURL, TokenID: srv.TokenID, TokenSecret: token,
-		Fingerprint: srv.TLSFingerprint, CACert: []byte(srv.CACert), Timeout: preflightTimeout, Retries: 2})
+	client, err := proxmox.ForServer(box, *srv, preflightTimeout)
 	if err != nil {
 		return err
 	}

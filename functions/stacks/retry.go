@@ -34,11 +34,9 @@ func Retry(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		req := RetryRequest{Mode: "failed"}
-		if len(c.Body()) > 0 {
-			if req, err = api.Decode[RetryRequest](c); err != nil {
-				return err
-			}
+		req, err := api.DecodeOptional[RetryRequest](c)
+		if err != nil {
+			return err
 		}
 		if req.Mode == "" {
 			req.Mode = "failed"

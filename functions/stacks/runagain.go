@@ -39,6 +39,9 @@ func RunAgain(d api.Deps) fiber.Handler {
 			if err := notBusy(ctx, tx, l.stack); err != nil {
 				return horizon.Run{}, err
 			}
+			if err := removalPending(ctx, tx, l.stack); err != nil {
+				return horizon.Run{}, err
+			}
 			var target *horizon.Execution
 			for i := range l.execs {
 				if l.execs[i].Job == job && l.execs[i].Index == n {

@@ -10,6 +10,9 @@ import (
 
 // ExecutionRequest is one execution's answers, as a client sends them.
 type ExecutionRequest struct {
+	// ID names an existing execution when editing a deployed stack: its answers change.
+	// Executions without an id are new; existing ones the request does not name are removed.
+	ID              *uuid.UUID     `json:"id"`
 	Parameters      map[string]any `json:"parameters"`
 	AddressID       *uuid.UUID     `json:"address_id"`
 	SSHKeyID        *uuid.UUID     `json:"ssh_key_id"`

@@ -12,6 +12,7 @@ import (
 	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
+	"horizon/shared/queue"
 	"horizon/shared/store"
 )
 
@@ -23,6 +24,9 @@ type UpdateRequest struct {
 	EnvironmentID   *uuid.UUID            `json:"environment_id"`
 	TemplateVersion *int                  `json:"template_version"`
 	Jobs            map[string]JobRequest `json:"jobs"`
+	// Confirm must be true to save an edit of a deployed or failed stack that runs Terraform
+	// (POST /plan shows what it does).
+	Confirm bool `json:"confirm"`
 }
 
 // Update edits a stack; If-Match is required (428 without it, 412 when stale). A draft can
@@ -49,8 +53,16 @@ func Update(d api.Deps) fiber.Handler {
 			return err
 		}
 		who := api.Principal(c)
+		ctx := c.UserContext()
+		cur, err := load(ctx, d.DB, who.Scope(), id, false)
+		if err != nil {
+			return err
+		}
+		if cur.stack.State != horizon.StackDraft && (req.Jobs != nil || !cur.stack.State.Busy() && req.Confirm) {
+			return saveEdit(c, d, cur, req, ifVersion, nil)
+		}
 		var out Stack
-		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
+		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
 			l, err := load(ctx, tx, who.Scope(), id, true)
 			if err != nil {
 				return err
@@ -61,25 +73,12 @@ func Update(d api.Deps) fiber.Handler {
 			if err := notBusy(ctx, tx, l.stack); err != nil {
 				return err
 			}
-			var p horizon.Problems
-			if req.Name != nil {
-				horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
-			}
-			if req.Description != nil {
-				horizon.CheckText(&p, "description", *req.Description, 2000)
-			}
-			if req.Labels != nil {
-				checkLabels(&p, *req.Labels)
+			if err := checkFields(l.stack, req); err != nil {
+				return err
 			}
 			draft := l.stack.State == horizon.StackDraft
-			if !draft && (req.Jobs != nil || req.TemplateVersion != nil) {
-				p.Add("jobs", "changing the executions or the template of a %s stack needs a plan and a confirmed re-apply, which this version does not offer yet", l.stack.State)
-			}
-			if req.EnvironmentID != nil && *req.EnvironmentID != l.stack.EnvironmentID && l.stack.DeployedAt != nil {
-				p.Add("environment_id", "cannot change once the stack has been deployed")
-			}
-			if err := p.Err(); err != nil {
-				return err
+			if !draft && req.TemplateVersion != nil && *req.TemplateVersion != l.stack.TemplateVersion {
+				return horizon.Invalid("template_version", "changes only through upgrade-template (admins)")
 			}
 			var preselected []string
 			if draft && (req.Jobs != nil || req.TemplateVersion != nil || req.EnvironmentID != nil) {
@@ -106,10 +105,34 @@ func Update(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		d.Notify(c.UserContext(), events.Event{Type: events.Stack, ID: out.ID, StackID: out.ID, TeamID: out.TeamID, State: out.State})
+		if req.Labels != nil && cur.stack.DeployedAt != nil {
+			// Labels are Proxmox tags on the VMs: written through the API, no Terraform run.
+			if err := d.Queue.Enqueue(ctx, queue.NewStackTags(d.Queues, id)); err != nil {
+				d.Log.WarnContext(ctx, "enqueue tag update", "stack_id", id, "error", err)
+			}
+		}
+		d.Notify(ctx, events.Event{Type: events.Stack, ID: out.ID, StackID: out.ID, TeamID: out.TeamID, State: out.State})
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(out)
 	}
+}
+
+// checkFields validates the plain fields of an edit.
+func checkFields(s horizon.Stack, req UpdateRequest) error {
+	var p horizon.Problems
+	if req.Name != nil {
+		horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+	}
+	if req.Description != nil {
+		horizon.CheckText(&p, "description", *req.Description, 2000)
+	}
+	if req.Labels != nil {
+		checkLabels(&p, *req.Labels)
+	}
+	if req.EnvironmentID != nil && *req.EnvironmentID != s.EnvironmentID && s.DeployedAt != nil {
+		p.Add("environment_id", "cannot change once the stack has been deployed")
+	}
+	return p.Err()
 }
 
 // replaceDraft writes a draft's executions anew from the request (or, when only the template

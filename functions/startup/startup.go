@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"horizon/functions/api"
-	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
 )
@@ -91,12 +90,7 @@ func askCluster(ctx context.Context, d api.Deps, id uuid.UUID) map[int]string {
 	if err != nil {
 		return nil
 	}
-	token, err := d.Box.OpenString(horizon.PurposeProxmoxTokenSecret, srv.TokenSecret)
-	if err != nil {
-		return nil
-	}
-	client, err := proxmox.New(proxmox.Config{URL: srv.APIURL, TokenID: srv.TokenID, TokenSecret: token, Fingerprint: srv.TLSFingerprint,
-		CACert: []byte(srv.CACert), Timeout: askTimeout, Retries: 1})
+	client, err := proxmox.ForServer(d.Box, srv, askTimeout)
 	if err != nil {
 		return nil
 	}

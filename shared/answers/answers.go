@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 
+	"horizon/shared/horizon"
 	"horizon/shared/template"
 )
 
@@ -89,4 +90,13 @@ func (ef Effective) Hash(commit string, extra map[string]any) string {
 	}{commit, ef.Parameters, ef.Inputs, extra})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Attachments are what, besides parameters and inputs, an apply of an execution applies, as
+// they enter its hash. Labels (Proxmox tags) are not among them: they are written to the VMs
+// through the Proxmox API, without a Terraform run.
+func Attachments(cfg horizon.ExecutionConfig) map[string]any {
+	return map[string]any{"server": cfg.ProxmoxServerID, "node": cfg.Node, "pool": cfg.Pool, "address": cfg.AddressID,
+		"ssh_key": cfg.SSHKeyID, "iso": cfg.ISOID, "node_exporter": cfg.NodeExporter, "startup_order": cfg.StartupOrder,
+		"nagios_hostgroup": cfg.NagiosHostgroup}
 }

@@ -1,6 +1,7 @@
 package horizon
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -190,6 +191,12 @@ type Step struct {
 	FinishedAt     *time.Time
 	HeartbeatAt    *time.Time
 	GateWaitMS     int64
+	// TemplateVersion, when set, is the template version whose code the step runs (the destroy
+	// of a job an upgrade removed); otherwise the stack's.
+	TemplateVersion *int
+	// OnlyIfChanged: the step is there because a job it depends on changes; it is skipped if
+	// its own answers turn out unchanged.
+	OnlyIfChanged bool
 }
 
 // StateChange is one entry of a stack's state history.
@@ -225,4 +232,15 @@ func VMName(stack, job string, index int) string {
 		name = strings.TrimRight(name[:63], "-")
 	}
 	return name
+}
+
+// VMTags are the Proxmox tags of a stack's VMs: "horizon", one naming the stack, and the
+// stack's labels.
+func VMTags(s Stack) []string {
+	return append([]string{"horizon", "stack-" + s.ID.String()[:8]}, s.Labels...)
+}
+
+// Workspace is the Terraform workspace (state) of one execution.
+func Workspace(stack uuid.UUID, job string, index int) string {
+	return fmt.Sprintf("s%s-%s-%d", stack, job, index)
 }

@@ -51,3 +51,19 @@ func (c *Client) End(ctx context.Context, run, stack uuid.UUID, status string, e
 	}
 	return errors.Join(errs...)
 }
+
+// DeleteStreams deletes the log streams of runs (of a removed stack; Postgres's copy goes in
+// the transaction that removes it).
+func (c *Client) DeleteStreams(ctx context.Context, runs []uuid.UUID) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	keys := make([]string, len(runs))
+	for i, r := range runs {
+		keys[i] = c.Key(r)
+	}
+	if err := c.rdb.Del(ctx, keys...).Err(); err != nil {
+		return fmt.Errorf("delete log streams: %w", err)
+	}
+	return nil
+}

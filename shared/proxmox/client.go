@@ -17,6 +17,7 @@ import (
 
 	pve "github.com/luthermonson/go-proxmox"
 
+	"horizon/shared/horizon"
 	"horizon/shared/secrets"
 )
 
@@ -201,4 +202,14 @@ func (c *Client) TrustBundle(ctx context.Context) ([]byte, error) {
 		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
 	}
 	return out, nil
+}
+
+// ForServer returns a client of a registered server, opening its token with box.
+func ForServer(box *secrets.Box, srv horizon.ProxmoxServer, timeout time.Duration) (*Client, error) {
+	token, err := box.OpenString(horizon.PurposeProxmoxTokenSecret, srv.TokenSecret)
+	if err != nil {
+		return nil, fmt.Errorf("open the token of %s: %w", srv.Name, err)
+	}
+	return New(Config{URL: srv.APIURL, TokenID: srv.TokenID, TokenSecret: token, Fingerprint: srv.TLSFingerprint,
+		CACert: []byte(srv.CACert), Timeout: timeout})
 }

@@ -30,6 +30,8 @@ const (
 	TypeRunAdvance = "run:advance"
 	// TypeStepRun executes one attempt of one step.
 	TypeStepRun = "step:run"
+	// TypeStackTags writes a stack's labels to its VMs as Proxmox tags (no Terraform run).
+	TypeStackTags = "stack:tags"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -119,6 +121,18 @@ func NewStepRun(q Queues, step uuid.UUID, attempt int) *asynq.Task {
 // once. Workers also notice a canceling run at their next heartbeat: a lost message only delays
 // the cancel.
 func CancelChannel(namespace string) string { return namespace + ":cancel" }
+
+// StackTags is the payload of stack:tags.
+type StackTags struct {
+	StackID uuid.UUID `json:"stack_id"`
+}
+
+// NewStackTags returns the stack:tags task of a stack. It reads the labels when it runs, so
+// duplicates and reorderings converge on the latest labels.
+func NewStackTags(q Queues, stack uuid.UUID) *asynq.Task {
+	payload, _ := json.Marshal(StackTags{StackID: stack})
+	return asynq.NewTask(TypeStackTags, payload, asynq.Queue(q.Control), asynq.MaxRetry(10), asynq.Timeout(2*time.Minute))
+}
 
 // Enqueuer enqueues tasks; a duplicate (same TaskID, or inside a Unique window) counts as
 // success, because it means the work is already queued.

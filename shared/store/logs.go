@@ -214,7 +214,7 @@ func LogEndGet(ctx context.Context, q Querier, run uuid.UUID) (LogEnd, error) {
 }
 
 // LogDeleteStack deletes every log line and log end of stack, and returns how many lines it
-// deleted. Call it in the transaction that removes the stack.
+// deleted.
 func LogDeleteStack(ctx context.Context, q Querier, stack uuid.UUID) (int64, error) {
 	tag, err := q.Exec(ctx, `DELETE FROM log_lines WHERE stack_id = $1`, stack)
 	if err != nil {

@@ -39,8 +39,10 @@ func RunInsertWithSteps(ctx context.Context, q Querier, run horizon.Run, steps [
 	out := make([]horizon.Step, 0, len(steps))
 	for i, s := range steps {
 		st, err := scanStep(q.QueryRow(ctx, `INSERT INTO steps (run_id, position, phase, phase_name, job, execution_id, execution_index,
-			kind, state, server_id, node, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+stepColumns,
-			r.ID, i, s.Phase, s.PhaseName, s.Job, s.ExecutionID, s.ExecutionIndex, s.Kind, stateOr(s.State), s.ServerID, s.Node, s.Reason))
+			kind, state, server_id, node, reason, template_version, only_if_changed)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+stepColumns,
+			r.ID, i, s.Phase, s.PhaseName, s.Job, s.ExecutionID, s.ExecutionIndex, s.Kind, stateOr(s.State), s.ServerID, s.Node, s.Reason,
+			s.TemplateVersion, s.OnlyIfChanged))
 		if err != nil {
 			return r, nil, translate(err)
 		}
@@ -119,6 +121,16 @@ func RunSetState(ctx context.Context, q Querier, id uuid.UUID, state horizon.Run
 // work list; a partial index keeps it proportional to the runs in progress).
 func RunsInProgress(ctx context.Context, q Querier, limit int) ([]uuid.UUID, error) {
 	rows, err := q.Query(ctx, `SELECT id FROM runs WHERE state IN ('queued', 'running', 'canceling') ORDER BY created_at LIMIT $1`, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, translate(err)
+}
+
+// RunIDsOfStack returns the ids of every run of a stack.
+func RunIDsOfStack(ctx context.Context, q Querier, stack uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT id FROM runs WHERE stack_id = $1 ORDER BY id`, stack)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -161,3 +161,11 @@ func StateBeforeRun(ctx context.Context, q Querier, run uuid.UUID) (horizon.Stac
 	err := q.QueryRow(ctx, `SELECT from_state FROM state_history WHERE run_id = $1 AND from_state IS NOT NULL ORDER BY id LIMIT 1`, run).Scan(&s)
 	return s, translate(err)
 }
+
+// StackNameTaken reports whether a stack of team that is not removed has name.
+func StackNameTaken(ctx context.Context, q Querier, team uuid.UUID, name string) (bool, error) {
+	var taken bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stacks WHERE team_id = $1 AND name = $2 AND state <> 'removed')`,
+		team, name).Scan(&taken)
+	return taken, translate(err)
+}

@@ -12,13 +12,13 @@ import (
 )
 
 const stepColumns = `id, run_id, position, phase, phase_name, job, execution_id, execution_index, kind, state, attempt,
-	server_id, node, fence, reason, error, ready_at, started_at, finished_at, heartbeat_at, gate_wait_ms`
+	server_id, node, fence, reason, error, ready_at, started_at, finished_at, heartbeat_at, gate_wait_ms, template_version, only_if_changed`
 
 func scanStep(row pgx.Row) (horizon.Step, error) {
 	var s horizon.Step
 	err := row.Scan(&s.ID, &s.RunID, &s.Position, &s.Phase, &s.PhaseName, &s.Job, &s.ExecutionID, &s.ExecutionIndex, &s.Kind,
 		&s.State, &s.Attempt, &s.ServerID, &s.Node, &s.Fence, &s.Reason, &s.Error, &s.ReadyAt, &s.StartedAt, &s.FinishedAt,
-		&s.HeartbeatAt, &s.GateWaitMS)
+		&s.HeartbeatAt, &s.GateWaitMS, &s.TemplateVersion, &s.OnlyIfChanged)
 	return s, err
 }
 

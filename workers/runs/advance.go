@@ -50,8 +50,9 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 	log := a.Log.With("run_id", runID)
 	var notices []events.Event
 	var ended *horizon.Run
+	var removed bool
 	queued, err := store.WithTxV(ctx, a.DB, func(ctx context.Context, tx pgx.Tx) ([]horizon.Step, error) {
-		notices, ended = nil, nil
+		notices, ended, removed = nil, nil, false
 		run, err := store.RunGetForUpdate(ctx, tx, runID)
 		if err != nil {
 			return nil, err
@@ -115,7 +116,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 				return nil, err
 			}
 			run.State = move.Final
-			ended = &run
+			ended, removed = &run, stackState == horizon.StackRemoved
 			notify(events.Run, run.ID, string(move.Final), nil)
 			if run.StackID != nil {
 				notify(events.Stack, *run.StackID, string(stackState), nil)
@@ -133,9 +134,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 		}
 	}
 	if ended != nil && ended.StackID != nil {
-		if err := a.Logs.End(ctx, ended.ID, *ended.StackID, string(ended.State), 0); err != nil {
-			log.WarnContext(ctx, "end the run's log stream", "error", err)
-		}
+		a.endLog(ctx, log, *ended, removed)
 	}
 	// After the commit: a lost enqueue leaves the step queued, and the reconciler re-queues it
 	// when its heartbeat grows old.
@@ -152,6 +151,39 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 		}
 	}
 	return nil
+}
+
+// removedLogRetention is how long the stream of a removal that succeeded outlives it: long
+// enough for its followers to read to its end. Everything else of the stack's logs goes.
+const removedLogRetention = time.Minute
+
+// endLog ends a finished run's log stream; once a removal succeeded, the streams of the
+// stack's other runs are deleted (its stored lines went with the removal's commit).
+func (a Advancer) endLog(ctx context.Context, log *slog.Logger, run horizon.Run, removed bool) {
+	retention := time.Duration(0)
+	if removed {
+		retention = removedLogRetention
+	}
+	if err := a.Logs.End(ctx, run.ID, *run.StackID, string(run.State), retention); err != nil {
+		log.WarnContext(ctx, "end the run's log stream", "error", err)
+	}
+	if !removed {
+		return
+	}
+	runs, err := store.RunIDsOfStack(ctx, a.DB, *run.StackID)
+	if err != nil {
+		log.WarnContext(ctx, "list the removed stack's runs", "error", err)
+		return
+	}
+	others := runs[:0]
+	for _, id := range runs {
+		if id != run.ID {
+			others = append(others, id)
+		}
+	}
+	if err := a.Logs.DeleteStreams(ctx, others); err != nil {
+		log.WarnContext(ctx, "delete the removed stack's logs", "error", err)
+	}
 }
 
 func deref(t *time.Time) time.Time {
@@ -186,6 +218,9 @@ func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunSt
 	switch {
 	case final == horizon.RunSucceeded && run.Kind == horizon.RunRemove:
 		to = horizon.StackRemoved
+		if _, err := store.LogDeleteStack(ctx, tx, *run.StackID); err != nil {
+			return "", err
+		}
 	case final == horizon.RunSucceeded && run.Kind == horizon.RunRunAgain:
 		// Running one job again fixes nothing else: the stack returns to where it was.
 		before, err := store.StateBeforeRun(ctx, tx, run.ID)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"horizon/shared/answers"
 	"horizon/shared/gate"
 	"horizon/shared/gitcred"
 	"horizon/shared/horizon"
@@ -125,7 +126,7 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 		names = append(names, k+" (secret)")
 	}
 	out.horizon("outputs: %s", strings.Join(sorted(names), ", "))
-	return outcome{hash: w.effective.Hash(w.exec.Commit, attachments(w)), outputs: outputs,
+	return outcome{hash: w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)), outputs: outputs,
 		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
 }
 
@@ -185,7 +186,7 @@ func (h *Handler) workdir(ctx context.Context, w *stepWork, out *stepLog) (*terr
 
 // workspace is the execution's Terraform workspace: stable for its whole life.
 func workspace(w *stepWork) string {
-	return fmt.Sprintf("s%s-%s-%d", w.stack.ID, w.exec.Job, w.exec.Index)
+	return horizon.Workspace(w.stack.ID, w.exec.Job, w.exec.Index)
 }
 
 // retryTransient runs op, trying it again with backoff while it fails on an error Proxmox

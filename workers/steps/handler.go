@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"horizon/shared/answers"
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
@@ -69,6 +70,11 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	log = log.With("run_id", w.run.ID, "job", w.step.Job, "execution", deref(w.step.ExecutionIndex))
 	if w.run.State == horizon.RunCanceling {
 		return h.finish(ctx, w, horizon.StepCanceled, "canceled before it started", nil)
+	}
+	if w.step.OnlyIfChanged && w.inputsErr == nil && w.exec.AppliedHash != nil &&
+		w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)) == *w.exec.AppliedHash {
+		// It is here only because a job it depends on ran; that job's outputs did not change.
+		return h.finishSkipped(ctx, w, "inputs unchanged")
 	}
 
 	var lease *gate.Lease
@@ -179,6 +185,16 @@ func (h *Handler) finish(ctx context.Context, w *stepWork, state horizon.StepSta
 		h.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", w.run.ID, "error", err)
 	}
 	return nil
+}
+
+// finishSkipped ends a step that turned out to have nothing to do.
+func (h *Handler) finishSkipped(ctx context.Context, w *stepWork, reason string) error {
+	owned, err := store.StepFinish(ctx, h.DB, w.step.ID, w.step.Attempt, horizon.StepSkipped, nil, &reason)
+	if err != nil || !owned {
+		return err
+	}
+	h.notify(ctx, w, horizon.StepSkipped, "")
+	return h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, w.run.ID))
 }
 
 // notify announces a step's new state (the error line is already masked).

@@ -70,16 +70,21 @@ func (h *Handler) load(ctx context.Context, p queue.StepRun) (*stepWork, error) 
 	if w.exec, err = store.ExecutionGet(ctx, h.DB, *step.ExecutionID); err != nil {
 		return nil, err
 	}
-	tv, err := store.TemplateVersionGet(ctx, h.DB, w.stack.TemplateID, w.stack.TemplateVersion)
+	// A destroy of a job an upgrade removed runs the code of the version that created it.
+	version := w.stack.TemplateVersion
+	if step.TemplateVersion != nil {
+		version = *step.TemplateVersion
+	}
+	tv, err := store.TemplateVersionGet(ctx, h.DB, w.stack.TemplateID, version)
 	if err != nil {
 		return nil, err
 	}
 	w.def = &template.Definition{}
 	if err := json.Unmarshal(tv.Definition, w.def); err != nil {
-		return nil, fmt.Errorf("decode template %s version %d: %w", w.stack.TemplateID, w.stack.TemplateVersion, err)
+		return nil, fmt.Errorf("decode template %s version %d: %w", w.stack.TemplateID, version, err)
 	}
 	if w.job = w.def.Job(step.Job); w.job == nil {
-		return nil, fmt.Errorf("template %s version %d has no job %s", w.stack.TemplateID, w.stack.TemplateVersion, step.Job)
+		return nil, fmt.Errorf("template %s version %d has no job %s", w.stack.TemplateID, version, step.Job)
 	}
 	if err := h.loadMachine(ctx, w); err != nil {
 		return nil, err

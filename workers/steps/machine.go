@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -30,7 +31,7 @@ func (h *Handler) variables(ctx context.Context, w *stepWork) (map[string]any, e
 		vars[k] = v
 	}
 	vars["horizon_name"] = vmName(w)
-	vars["horizon_tags"] = tags(w)
+	vars["horizon_tags"] = horizon.VMTags(w.stack)
 	if !w.machine() {
 		return vars, nil
 	}
@@ -68,13 +69,6 @@ func (h *Handler) variables(ctx context.Context, w *stepWork) (map[string]any, e
 
 // vmName is the execution's machine name.
 func vmName(w *stepWork) string { return horizon.VMName(w.stack.Name, w.exec.Job, w.exec.Index) }
-
-// tags are the stack's labels as Proxmox tags, plus one naming the stack.
-func tags(w *stepWork) []string {
-	out := []string{"horizon", "stack-" + w.stack.ID.String()[:8]}
-	out = append(out, w.stack.Labels...)
-	return out
-}
 
 func snippetName(w *stepWork) string {
 	return cloudinit.SnippetName("horizon", w.stack.ID.String()[:8], w.exec.Job, fmt.Sprint(w.exec.Index))
@@ -209,8 +203,7 @@ func (h *Handler) proxmoxEnv(ctx context.Context, w *stepWork, dir string) (map[
 	if err != nil {
 		return nil, err
 	}
-	client, err := proxmox.New(proxmox.Config{URL: w.server.APIURL, TokenID: w.server.TokenID, TokenSecret: token,
-		Fingerprint: w.server.TLSFingerprint, CACert: []byte(w.server.CACert)})
+	client, err := proxmox.ForServer(h.Box, *w.server, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -230,13 +223,6 @@ func (h *Handler) proxmoxEnv(ctx context.Context, w *stepWork, dir string) (map[
 		"PM_API_TOKEN_SECRET":     token.Reveal(),
 		"HORIZON_PROXMOX_CA_FILE": caFile,
 	}, nil
-}
-
-// attachments are what, besides parameters and inputs, an apply applies (part of the hash).
-func attachments(w *stepWork) map[string]any {
-	cfg := w.exec.Config
-	return map[string]any{"node": cfg.Node, "pool": cfg.Pool, "address": cfg.AddressID, "ssh_key": cfg.SSHKeyID,
-		"iso": cfg.ISOID, "node_exporter": cfg.NodeExporter, "startup_order": cfg.StartupOrder, "tags": tags(w)}
 }
 
 func contains(xs []string, x string) bool {

@@ -24,6 +24,7 @@ import (
 	"horizon/workers/reconcile"
 	"horizon/workers/runs"
 	"horizon/workers/steps"
+	"horizon/workers/tags"
 )
 
 // Config is what the workers need.
@@ -91,6 +92,7 @@ func New(cfg Config) (*Worker, error) {
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	handlers := map[string]asynq.Handler{
 		queue.TypeReconcile:  w.Reconcile,
+		queue.TypeStackTags:  tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
 		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
 		queue.TypeStepRun: &steps.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
 			Git: cfg.Git, Terraform: tf, Logs: steps.StreamLogs{Client: cfg.LogClient}, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,

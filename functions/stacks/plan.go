@@ -1,0 +1,75 @@
+package stacks
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+)
+
+// PlanEdit answers exactly what saving an edit (the body of PATCH) would do: executions to
+// create, to destroy (with the cleanup scripts that run first), to re-apply because their
+// answers changed, dependents that run again, addresses attached and freed — each with why,
+// in run order, and the stack version it was computed from. It changes nothing. With another
+// template_version it previews upgrade-template.
+func PlanEdit(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireWriter(c); err != nil {
+			return err
+		}
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		req, err := api.Decode[UpdateRequest](c)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		ctx := c.UserContext()
+		l, err := load(ctx, d.DB, who.Scope(), id, false)
+		if err != nil {
+			return err
+		}
+		if err := notBusy(ctx, d.DB, l.stack); err != nil {
+			return err
+		}
+		if err := removalPending(ctx, d.DB, l.stack); err != nil {
+			return err
+		}
+		// Another template version previews upgrade-template.
+		var upgradeTo *int
+		if v := req.TemplateVersion; v != nil && *v != l.stack.TemplateVersion {
+			upgradeTo, req.TemplateVersion = v, nil
+		}
+		if err := editable(l.stack, req); err != nil {
+			return err
+		}
+		ed, err := planEdit(ctx, d.DB, d, l, req, upgradeTo)
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderETag, api.ETag(l.stack.Version))
+		return c.JSON(ed.plan())
+	}
+}
+
+// editable refuses what no edit of a stack in its state may do.
+func editable(s horizon.Stack, req UpdateRequest) error {
+	var p horizon.Problems
+	switch s.State {
+	case horizon.StackDeployed, horizon.StackFailed:
+	case horizon.StackDraft:
+		return problem.Conflict("The stack is a draft: edit it with PATCH; nothing runs until it is deployed.")
+	default:
+		return problem.Conflict("The stack is %s: it cannot be edited.", s.State)
+	}
+	if req.EnvironmentID != nil && *req.EnvironmentID != s.EnvironmentID {
+		p.Add("environment_id", "cannot change once the stack has been deployed")
+	}
+	if req.TemplateVersion != nil && *req.TemplateVersion != s.TemplateVersion {
+		p.Add("template_version", "changes only through upgrade-template (admins)")
+	}
+	return p.Err()
+}

@@ -1,0 +1,62 @@
+package stacks
+
+import (
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+)
+
+// UpgradeRequest is the body of POST /v1/stacks/{id}/upgrade-template.
+type UpgradeRequest struct {
+	Version int `json:"version"`
+	// TemplateID, when given, must be the stack's template: a stack never changes template.
+	TemplateID *uuid.UUID `json:"template_id"`
+}
+
+// UpgradeTemplate (admins) moves a deployed or failed stack to another version of its
+// template in one run: jobs the version no longer has are destroyed first, with the code of
+// the version that created them; every other execution is re-pinned to the version's commits
+// and re-applied where that changes what is applied. POST /plan with template_version
+// previews it. If-Match is checked when sent.
+func UpgradeTemplate(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireAdmin(c); err != nil {
+			return err
+		}
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		ifVersion, err := api.IfMatch(c)
+		if err != nil {
+			return err
+		}
+		req, err := api.Decode[UpgradeRequest](c)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		l, err := load(c.UserContext(), d.DB, who.Scope(), id, false)
+		if err != nil {
+			return err
+		}
+		var p horizon.Problems
+		switch {
+		case req.TemplateID != nil && *req.TemplateID != l.stack.TemplateID:
+			p.Add("template_id", "is another template: a stack is upgraded only to versions of its own template (%s)", l.stack.TemplateID)
+		case req.Version < 1:
+			p.Add("version", "is required (a version number of the stack's template)")
+		case req.Version == l.stack.TemplateVersion:
+			p.Add("version", "is the stack's version already")
+		}
+		if err := p.Err(); err != nil {
+			return err
+		}
+		if ifVersion == 0 {
+			ifVersion = l.stack.Version
+		}
+		return saveEdit(c, d, l, UpdateRequest{Confirm: true}, ifVersion, &req.Version)
+	}
+}
