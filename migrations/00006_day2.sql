@@ -7,6 +7,16 @@ ALTER TABLE steps ADD COLUMN template_version int;
 -- change once that job has run (otherwise it is skipped: "inputs unchanged").
 ALTER TABLE steps ADD COLUMN only_if_changed bool NOT NULL DEFAULT false;
 
+-- The kind of a stack's latest run: a failed stack whose last run was a removal offers only
+-- to finish (or force) the removal.
+ALTER TABLE stacks ADD COLUMN last_run_kind text;
+
+-- When an execution's cleanup scripts last succeeded: a destroy tried again (a removal retried
+-- after its VM was already stopped) does not need, and could not reach, the machine again.
+ALTER TABLE executions ADD COLUMN cleaned_up_at timestamptz;
+
 -- +goose Down
+ALTER TABLE executions DROP COLUMN cleaned_up_at;
+ALTER TABLE stacks DROP COLUMN last_run_kind;
 ALTER TABLE steps DROP COLUMN only_if_changed;
 ALTER TABLE steps DROP COLUMN template_version;

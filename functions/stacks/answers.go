@@ -67,6 +67,8 @@ func executionFrom(job *template.Job, i int, r ExecutionRequest, box *secrets.Bo
 		case param == nil:
 			p.Add(execField(job.Name, i, "parameters."+name), "is not a parameter of job %s", job.Name)
 			ok = false
+		case param.Secret && isSecretMarker(v):
+			// {"secret": true}, as GET shows a set secret: sent back, it keeps its value.
 		case param.Secret:
 			s, isString := v.(string)
 			if !isString {
@@ -102,6 +104,12 @@ func setSecrets(e *horizon.Execution, values map[string]string, box *secrets.Box
 	sort.Strings(e.Config.SecretParameterNames)
 	b, _ := json.Marshal(values) // a map of strings always marshals
 	e.SecretParameters = box.Seal(horizon.PurposeSecretParameters, b)
+}
+
+// isSecretMarker reports whether v is {"secret": true}, how the API shows a secret that is set.
+func isSecretMarker(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 1 && m["secret"] == true
 }
 
 func findParam(job *template.Job, name string) *template.Parameter {

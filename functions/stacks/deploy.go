@@ -92,7 +92,7 @@ func deployable(ctx context.Context, q store.Querier, s horizon.Stack) error {
 	if s.State != horizon.StackDraft && s.State != horizon.StackFailed {
 		return problem.Conflict("The stack is %s: deploy starts drafts and failed stacks; edit or retry it instead.", s.State)
 	}
-	return removalPending(ctx, q, s)
+	return removalPending(s)
 }
 
 // notBusy answers 409 naming the run in progress, if any.

@@ -118,6 +118,12 @@ func (ed *edit) desire(req UpdateRequest, box *secrets.Box, p *horizon.Problems)
 					p.Add(execField(job.Name, i, "id"), "is not an execution of job %s of this stack", job.Name)
 					continue
 				}
+				// Its VM id and Terraform state belong to its cluster: moving it to another
+				// one is a replacement, which the user asks for explicitly.
+				if was, now := old.Config.ProxmoxServerID, e.Config.ProxmoxServerID; was != nil && old.AppliedHash != nil && !sameID(was, now) {
+					p.Add(execField(job.Name, i, "proxmox_server_id"), "cannot change on a built machine: remove this execution and add a new one")
+					continue
+				}
 				prev := openSecrets(box, old.SecretParameters)
 				for k, v := range values {
 					if prev[k] != v {
@@ -315,7 +321,7 @@ func (ed *edit) plan() Plan {
 		case runplan.ActionReapply:
 			p.Reapply = append(p.Reapply, entry)
 			was, now := old[c.Execution.ID].Config.AddressID, c.Execution.Config.AddressID
-			if !sameAddress(was, now) {
+			if !sameID(was, now) {
 				if was != nil {
 					p.Addresses.Free = append(p.Addresses.Free, *was)
 				}
@@ -332,6 +338,6 @@ func (ed *edit) plan() Plan {
 	return p
 }
 
-func sameAddress(a, b *uuid.UUID) bool {
+func sameID(a, b *uuid.UUID) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }

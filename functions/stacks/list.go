@@ -55,7 +55,7 @@ func List(d api.Deps) fiber.Handler {
 		return c.JSON(api.NewList(api.Map(stacks, func(s horizon.Stack) Summary {
 			return Summary{ID: s.ID.String(), TeamID: s.TeamID.String(), Name: s.Name, Description: s.Description, Labels: nonNilStrings(s.Labels),
 				EnvironmentID: s.EnvironmentID.String(), TemplateID: s.TemplateID.String(), TemplateVersion: s.TemplateVersion, State: string(s.State),
-				AllowedActions: horizon.StackActions(s.State, s.State.Busy(), can), Version: s.Version,
+				AllowedActions: horizon.StackActions(s, s.State.Busy(), can), Version: s.Version,
 				CreatedAt: s.CreatedAt.UTC().Format(rfc3339), UpdatedAt: s.UpdatedAt.UTC().Format(rfc3339)}
 		}), next))
 	}

@@ -91,7 +91,7 @@ func toStack(l *loaded, run *horizon.Run, problems []horizon.FieldError, presele
 		out.Jobs[e.Job] = job
 	}
 	inProgress := run != nil && !run.State.Terminal()
-	out.AllowedActions = horizon.StackActions(s.State, inProgress, can)
+	out.AllowedActions = horizon.StackActions(s, inProgress, can)
 	if inProgress {
 		r := toRun(*run, can)
 		out.CurrentRun = &r

@@ -35,7 +35,7 @@ func PlanEdit(d api.Deps) fiber.Handler {
 		if err := notBusy(ctx, d.DB, l.stack); err != nil {
 			return err
 		}
-		if err := removalPending(ctx, d.DB, l.stack); err != nil {
+		if err := removalPending(l.stack); err != nil {
 			return err
 		}
 		// Another template version previews upgrade-template.

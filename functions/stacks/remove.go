@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5"
@@ -76,21 +75,11 @@ func removeDraft(ctx context.Context, tx pgx.Tx, l *loaded, who auth.Principal) 
 		ObjectID: &l.stack.ID, TeamID: &l.stack.TeamID, Details: map[string]any{"draft": true}})
 }
 
-// removalPending refuses anything but retry (or force-remove) on a stack whose last run was a
-// removal that failed: what is left of it is half destroyed.
-func removalPending(ctx context.Context, q store.Querier, s horizon.Stack) error {
-	if s.State != horizon.StackFailed {
-		return nil
-	}
-	last, err := store.RunLatest(ctx, q, s.ID)
-	if errors.Is(err, horizon.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if last.Kind == horizon.RunRemove {
-		return problem.Conflict("The stack's removal failed (run %s): retry it to finish the removal, or force-remove it (admins).", last.ID)
+// removalPending refuses anything but finishing the removal (retry, remove) or force-remove on
+// a stack whose removal failed: what is left of it is half destroyed.
+func removalPending(s horizon.Stack) error {
+	if s.RemovalFailed() {
+		return problem.Conflict("The stack's removal failed: retry it to finish the removal, or force-remove it (admins).")
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func RunAgain(d api.Deps) fiber.Handler {
 			if err := notBusy(ctx, tx, l.stack); err != nil {
 				return horizon.Run{}, err
 			}
-			if err := removalPending(ctx, tx, l.stack); err != nil {
+			if err := removalPending(l.stack); err != nil {
 				return horizon.Run{}, err
 			}
 			var target *horizon.Execution

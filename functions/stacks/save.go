@@ -28,7 +28,7 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 	if err := notBusy(ctx, d.DB, l.stack); err != nil {
 		return err
 	}
-	if err := removalPending(ctx, d.DB, l.stack); err != nil {
+	if err := removalPending(l.stack); err != nil {
 		return err
 	}
 	if err := editable(l.stack, req); err != nil {
@@ -84,7 +84,7 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 		if upgradeTo != nil {
 			kind = horizon.RunUpgrade
 		}
-		r, err := startRun(ctx, tx, locked, kind, runplan.Steps(ed.changes), who)
+		r, err := startRun(ctx, tx, locked, kind, runplan.Steps(ed.def, ed.changes, locked.execs), who)
 		return &r, err
 	})
 	if err != nil {

@@ -30,8 +30,11 @@ type UpdateRequest struct {
 }
 
 // Update edits a stack; If-Match is required (428 without it, 412 when stale). A draft can
-// change everything (jobs replace its executions); a deployed stack its name, description and
-// labels, which need no Terraform run.
+// change everything (jobs replace its executions). On a deployed or failed stack, name,
+// description and labels change at once, without a Terraform run (labels reach the VMs as
+// Proxmox tags through the API); an edit of its jobs — or, on a failed stack, confirm alone,
+// which finishes what failed — is saved as one re-apply run (202) and needs "confirm": true.
+// POST /plan shows what such a save does.
 func Update(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if err := api.RequireWriter(c); err != nil {

@@ -21,16 +21,25 @@ type Capabilities struct {
 	Admin bool
 }
 
-// StackActions is the one place that says what can be done to a stack in a state, so that
-// bots and the frontend never guess. A stack with a run in progress can only be canceled.
-func StackActions(state StackState, runInProgress bool, can Capabilities) []string {
+// StackActions is the one place that says what can be done to a stack, so that bots and the
+// frontend never guess. A stack with a run in progress can only be canceled; a stack whose
+// removal failed can only finish it or be force-removed.
+func StackActions(s Stack, runInProgress bool, can Capabilities) []string {
 	if !can.Write {
 		return []string{}
 	}
+	state := s.State
 	if runInProgress || state.Busy() {
 		return []string{ActionCancel}
 	}
 	var out []string
+	if s.RemovalFailed() {
+		out = []string{ActionRetryFailed, ActionRemove}
+		if can.Admin {
+			out = append(out, ActionForceRemove)
+		}
+		return out
+	}
 	switch state {
 	case StackDraft:
 		out = []string{ActionEdit, ActionDeploy, ActionRemove, ActionDuplicate}
@@ -44,8 +53,6 @@ func StackActions(state StackState, runInProgress bool, can Capabilities) []stri
 		if can.Admin {
 			out = append(out, ActionForceRemove, ActionUpgradeTemplate)
 		}
-	case StackRemoved:
-		out = []string{ActionDuplicate}
 	default:
 		out = []string{}
 	}

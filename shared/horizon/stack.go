@@ -104,6 +104,14 @@ type Stack struct {
 	CreatedBy       *uuid.UUID
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	// LastRun is the kind of the stack's latest run, if any.
+	LastRun *RunKind
+}
+
+// RemovalFailed reports whether the stack is failed because its removal failed: only
+// finishing the removal (retry, remove again) or force-removing it is then allowed.
+func (s Stack) RemovalFailed() bool {
+	return s.State == StackFailed && s.LastRun != nil && *s.LastRun == RunRemove
 }
 
 // ExecutionConfig is a user's answers for one execution: the parameters that are not secret
@@ -153,6 +161,8 @@ type Execution struct {
 	State              ExecutionState
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+	// CleanedUpAt is when its cleanup scripts last succeeded (before a destroy).
+	CleanedUpAt *time.Time
 }
 
 // Run is one unit of user intent on a stack.
@@ -197,6 +207,12 @@ type Step struct {
 	// OnlyIfChanged: the step is there because a job it depends on changes; it is skipped if
 	// its own answers turn out unchanged.
 	OnlyIfChanged bool
+}
+
+// TakesGate reports whether the step builds a machine on a node, under that node's gate (the
+// one-build-per-node rule): applies placed on a node. Destroys do not upload and do not wait.
+func (s Step) TakesGate() bool {
+	return s.Kind == StepApply && s.ServerID != nil && s.Node != nil
 }
 
 // StateChange is one entry of a stack's state history.

@@ -17,6 +17,8 @@ const (
 	ActionDestroy   = "destroy"
 	ActionReapply   = "reapply"
 	ActionDependent = "dependent"
+	// actionUnchanged marks, in a run's steps only, an execution the edit leaves alone.
+	actionUnchanged = "unchanged"
 )
 
 // Reason says why an execution is touched.
@@ -222,8 +224,26 @@ func place(def *template.Definition, changes []Change) {
 	}
 }
 
-// Steps turns changes (every one with its execution's id) into the steps of the run.
-func Steps(changes []Change) []horizon.Step {
+// Steps turns changes (every one with its execution's id) into the steps of the run. The
+// executions of current that no change touches are written as skipped ("unchanged"), so the
+// run's pipeline shows every card, as other runs' do.
+func Steps(def *template.Definition, changes []Change, current []horizon.Execution) []horizon.Step {
+	touched := map[uuid.UUID]bool{}
+	for _, c := range changes {
+		touched[c.Execution.ID] = true
+	}
+	for _, e := range current {
+		if !touched[e.ID] && e.State == horizon.ExecutionActive && def.Job(e.Job) != nil {
+			changes = append(changes, Change{Action: actionUnchanged, Job: e.Job, Index: e.Index, Execution: e})
+		}
+	}
+	place(def, changes)
+	sort.SliceStable(changes, func(i, j int) bool {
+		if changes[i].Phase != changes[j].Phase {
+			return changes[i].Phase < changes[j].Phase
+		}
+		return changes[i].Job < changes[j].Job || changes[i].Job == changes[j].Job && changes[i].Index < changes[j].Index
+	})
 	steps := make([]horizon.Step, 0, len(changes))
 	for _, c := range changes {
 		id, idx := c.Execution.ID, c.Execution.Index
@@ -238,6 +258,9 @@ func Steps(changes []Change) []horizon.Step {
 			s.ServerID, s.Node = c.Execution.Config.ProxmoxServerID, &node
 		}
 		reason := summary(c)
+		if c.Action == actionUnchanged {
+			s.State = horizon.StepSkipped
+		}
 		s.Reason = &reason
 		steps = append(steps, s)
 	}

@@ -12,12 +12,12 @@ import (
 )
 
 const executionColumns = `id, stack_id, job, index, config, secret_parameters, commit, applied_hash, outputs, secret_outputs,
-	server_id, node, vmid, host_key, host_key_fingerprint, state, created_at, updated_at`
+	server_id, node, vmid, host_key, host_key_fingerprint, state, created_at, updated_at, cleaned_up_at`
 
 func scanExecution(row pgx.Row) (horizon.Execution, error) {
 	var e horizon.Execution
 	err := row.Scan(&e.ID, &e.StackID, &e.Job, &e.Index, &e.Config, &e.SecretParameters, &e.Commit, &e.AppliedHash, &e.Outputs,
-		&e.SecretOutputs, &e.ServerID, &e.Node, &e.VMID, &e.HostKey, &e.HostKeyFingerprint, &e.State, &e.CreatedAt, &e.UpdatedAt)
+		&e.SecretOutputs, &e.ServerID, &e.Node, &e.VMID, &e.HostKey, &e.HostKeyFingerprint, &e.State, &e.CreatedAt, &e.UpdatedAt, &e.CleanedUpAt)
 	if e.Outputs == nil {
 		e.Outputs = map[string]any{}
 	}
@@ -133,4 +133,10 @@ func MachinesInStartupOrder(ctx context.Context, q Querier, scope auth.Scope) ([
 		return m, err
 	})
 	return ms, translate(err)
+}
+
+// ExecutionCleanedUp records that an execution's cleanup scripts succeeded.
+func ExecutionCleanedUp(ctx context.Context, q Querier, id uuid.UUID) error {
+	_, err := q.Exec(ctx, `UPDATE executions SET cleaned_up_at = now() WHERE id = $1`, id)
+	return translate(err)
 }

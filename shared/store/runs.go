@@ -36,6 +36,11 @@ func RunInsertWithSteps(ctx context.Context, q Querier, run horizon.Run, steps [
 		}
 		return r, nil, translate(err)
 	}
+	if run.StackID != nil {
+		if _, err := q.Exec(ctx, `UPDATE stacks SET last_run_kind = $2 WHERE id = $1`, run.StackID, run.Kind); err != nil {
+			return r, nil, translate(err)
+		}
+	}
 	out := make([]horizon.Step, 0, len(steps))
 	for i, s := range steps {
 		st, err := scanStep(q.QueryRow(ctx, `INSERT INTO steps (run_id, position, phase, phase_name, job, execution_id, execution_index,

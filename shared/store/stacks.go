@@ -12,12 +12,12 @@ import (
 )
 
 const stackColumns = `id, team_id, name, description, labels, environment_id, template_id, template_version, state, deployed_at,
-	version, created_by, created_at, updated_at`
+	version, created_by, created_at, updated_at, last_run_kind`
 
 func scanStack(row pgx.Row) (horizon.Stack, error) {
 	var s horizon.Stack
 	err := row.Scan(&s.ID, &s.TeamID, &s.Name, &s.Description, &s.Labels, &s.EnvironmentID, &s.TemplateID, &s.TemplateVersion, &s.State,
-		&s.DeployedAt, &s.Version, &s.CreatedBy, &s.CreatedAt, &s.UpdatedAt)
+		&s.DeployedAt, &s.Version, &s.CreatedBy, &s.CreatedAt, &s.UpdatedAt, &s.LastRun)
 	return s, err
 }
 

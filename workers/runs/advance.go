@@ -51,8 +51,9 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 	var notices []events.Event
 	var ended *horizon.Run
 	var removed bool
+	var canceled []horizon.Step
 	queued, err := store.WithTxV(ctx, a.DB, func(ctx context.Context, tx pgx.Tx) ([]horizon.Step, error) {
-		notices, ended, removed = nil, nil, false
+		notices, ended, removed, canceled = nil, nil, false, nil
 		run, err := store.RunGetForUpdate(ctx, tx, runID)
 		if err != nil {
 			return nil, err
@@ -100,6 +101,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 				return nil, err
 			}
 			notify(events.Step, steps[i].ID, string(horizon.StepCanceled), &steps[i])
+			canceled = append(canceled, steps[i])
 		}
 		var queued []horizon.Step
 		for _, i := range move.Queue {
@@ -136,11 +138,20 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 	if ended != nil && ended.StackID != nil {
 		a.endLog(ctx, log, *ended, removed)
 	}
+	// A queued step canceled before it ran leaves its node's line, which would otherwise wait
+	// for it to go stale.
+	for _, s := range canceled {
+		if s.TakesGate() {
+			if err := a.Gate.Leave(ctx, queue.GateNode(*s.ServerID, *s.Node), queue.StepTaskID(s.ID, s.Attempt)); err != nil {
+				log.WarnContext(ctx, "leave gate line", "step_id", s.ID, "error", err)
+			}
+		}
+	}
 	// After the commit: a lost enqueue leaves the step queued, and the reconciler re-queues it
 	// when its heartbeat grows old.
 	for _, s := range queued {
 		taskID := queue.StepTaskID(s.ID, s.Attempt)
-		if s.Node != nil && s.ServerID != nil {
+		if s.TakesGate() {
 			// Register the waiter now, so the node builds in the order steps became ready.
 			if err := a.Gate.Enqueue(ctx, queue.GateNode(*s.ServerID, *s.Node), taskID, deref(s.ReadyAt)); err != nil {
 				log.WarnContext(ctx, "register gate waiter", "step_id", s.ID, "error", err)

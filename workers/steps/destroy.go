@@ -2,14 +2,25 @@ package steps
 
 import (
 	"context"
+	"time"
+
+	"horizon/shared/store"
 )
 
 // destroy removes the execution: cleanup scripts on the machine first (while it still runs),
 // then terraform destroy, then its Terraform workspace. The step's outcome frees the address
-// and the VM id.
+// and the VM id. Cleanup runs once: a destroy tried again after the scripts succeeded (the
+// VM may be stopped by then) goes straight to Terraform.
 func (h *Handler) destroy(ctx context.Context, w *stepWork, out *stepLog) (outcome, error) {
-	if len(w.job.Cleanup) > 0 && w.exec.AppliedHash != nil {
+	switch {
+	case len(w.job.Cleanup) == 0 || w.exec.AppliedHash == nil:
+	case w.exec.CleanedUpAt != nil:
+		out.horizon("cleanup scripts already succeeded at %s; not running them again", w.exec.CleanedUpAt.UTC().Format(time.RFC3339))
+	default:
 		if _, err := h.runScripts(ctx, w, out, w.exec.Outputs, w.job.Cleanup, "cleanup"); err != nil {
+			return outcome{}, err
+		}
+		if err := store.ExecutionCleanedUp(ctx, h.DB, w.exec.ID); err != nil {
 			return outcome{}, err
 		}
 	}

@@ -69,11 +69,13 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	log = log.With("run_id", w.run.ID, "job", w.step.Job, "execution", deref(w.step.ExecutionIndex))
 	if w.run.State == horizon.RunCanceling {
+		h.leaveGate(ctx, w)
 		return h.finish(ctx, w, horizon.StepCanceled, "canceled before it started", nil)
 	}
 	if w.step.OnlyIfChanged && w.inputsErr == nil && w.exec.AppliedHash != nil &&
 		w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)) == *w.exec.AppliedHash {
 		// It is here only because a job it depends on ran; that job's outputs did not change.
+		h.leaveGate(ctx, w)
 		return h.finishSkipped(ctx, w, "inputs unchanged")
 	}
 
@@ -185,6 +187,17 @@ func (h *Handler) finish(ctx context.Context, w *stepWork, state horizon.StepSta
 		h.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", w.run.ID, "error", err)
 	}
 	return nil
+}
+
+// leaveGate takes a step that will not build after all out of its node's line (run:advance
+// put it there), so the steps behind it need not wait for it to go stale.
+func (h *Handler) leaveGate(ctx context.Context, w *stepWork) {
+	if !w.step.TakesGate() {
+		return
+	}
+	if err := h.Gate.Leave(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), queue.StepTaskID(w.step.ID, w.step.Attempt)); err != nil {
+		h.Log.WarnContext(ctx, "leave gate line", "step_id", w.step.ID, "error", err)
+	}
 }
 
 // finishSkipped ends a step that turned out to have nothing to do.
