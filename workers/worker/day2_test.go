@@ -262,6 +262,11 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	}
 	resume()
 	e.waitState(stack, "deployed", 3*time.Minute)
+	// The plan was computed from a version the stack has moved past: saving it again is stale.
+	if stale := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, plan["version"])},
+		Body: withConfirm(raise("app", app1, "memory_mb", 2048))}); stale.Status != 412 {
+		t.Fatalf("saving a plan of a moved stack: %d %s, want 412", stale.Status, stale.Body)
+	}
 	cards := e.pipeline(stack)
 	if cards["app[1]"]["state"] != "succeeded" || cards["app[0]"]["state"] != "skipped" || cards["db[0]"]["state"] != "skipped" {
 		t.Fatalf("the re-apply ran %v, want app[1] alone", cards)
