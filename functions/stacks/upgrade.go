@@ -13,6 +13,9 @@ type UpgradeRequest struct {
 	Version int `json:"version"`
 	// TemplateID, when given, must be the stack's template: a stack never changes template.
 	TemplateID *uuid.UUID `json:"template_id"`
+	// Jobs answers jobs the version adds (and may edit others, as PATCH does); jobs left out
+	// keep their executions.
+	Jobs map[string]JobRequest `json:"jobs"`
 }
 
 // UpgradeTemplate (admins) moves a deployed or failed stack to another version of its
@@ -57,6 +60,6 @@ func UpgradeTemplate(d api.Deps) fiber.Handler {
 		if ifVersion == 0 {
 			ifVersion = l.stack.Version
 		}
-		return saveEdit(c, d, l, UpdateRequest{Confirm: true}, ifVersion, &req.Version)
+		return saveEdit(c, d, l, UpdateRequest{Confirm: true, Jobs: req.Jobs}, ifVersion, &req.Version)
 	}
 }
