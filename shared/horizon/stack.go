@@ -155,10 +155,12 @@ type Execution struct {
 	UpdatedAt          time.Time
 }
 
-// Run is one unit of user intent on a stack.
+// Run is one unit of user intent on a stack (StackID set) or on an ISO (ISOID set); never
+// both.
 type Run struct {
 	ID         uuid.UUID
 	StackID    *uuid.UUID
+	ISOID      *uuid.UUID
 	Kind       RunKind
 	State      RunState
 	ActorID    *uuid.UUID
