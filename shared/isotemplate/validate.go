@@ -29,6 +29,7 @@ var (
 	pciRE        = regexp.MustCompile(`^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(\.[0-7])?$`)
 	mdevRE       = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	cpuRE        = regexp.MustCompile(`^[A-Za-z0-9_.+-]{1,64}$`)
+	packageRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9+.:=~_-]*$`)
 )
 
 var osTypes = []string{"other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8", "win10", "win11", "l24", "l26", "solaris"}
@@ -183,7 +184,7 @@ func (ci *CloudInit) validate(p *horizon.Problems, f func(string) string) {
 	}
 	if v := ci.Vendor; v != nil {
 		for i, pkg := range v.Packages {
-			if !regexp.MustCompile(`^[a-z0-9][a-z0-9+.:=~_-]*$`).MatchString(pkg) {
+			if !packageRE.MatchString(pkg) {
 				p.Add(f(fmt.Sprintf("cloud_init.vendor.packages[%d]", i)), "must be a package name")
 			}
 		}
