@@ -2,6 +2,8 @@ package horizon
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -213,4 +215,31 @@ func ISOActions(state ISOState, runInProgress bool, can Capabilities) []string {
 		return []string{ActionCancel}
 	}
 	return []string{ActionEdit, ActionRetry, ActionDelete}
+}
+
+// Reach says how a machine on node of the Proxmox server server reaches what the ISO built —
+// "shared storage <s>" or "storage <s> of node <n>, the machine's own" — or, as an error, why
+// it cannot use the ISO: not built (or not any more), built on another cluster, or on a storage
+// of another node that is not shared. storages are the ISO's cluster's.
+func (i ISO) Reach(server uuid.UUID, storages []ProxmoxStorage, node string) (string, error) {
+	a, built := i.Artifact()
+	switch {
+	case i.State == ISORemoved:
+		return "", fmt.Errorf("ISO %s was removed", i.Name)
+	case i.State != ISOBuilt:
+		return "", fmt.Errorf("ISO %s is %s, not built: it can be used once a build succeeds", i.Name, i.State)
+	case !built:
+		return "", fmt.Errorf("ISO %s has not built what stacks use yet (its last build did not run every stage)", i.Name)
+	case i.ServerID != server:
+		return "", fmt.Errorf("ISO %s was built on another Proxmox cluster: a machine uses the ISOs of its own cluster", i.Name)
+	}
+	for _, s := range storages {
+		if s.Name == a.Storage && s.Shared && slices.Contains(s.Nodes, node) {
+			return "shared storage " + a.Storage, nil
+		}
+	}
+	if node == a.Node {
+		return fmt.Sprintf("storage %s of node %s, the machine's own", a.Storage, a.Node), nil
+	}
+	return "", fmt.Errorf("ISO %s is on storage %s of node %s, which is not shared: node %s cannot reach it", i.Name, a.Storage, a.Node, node)
 }
