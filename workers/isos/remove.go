@@ -121,7 +121,7 @@ func (h *Handler) removeImage(ctx context.Context, c *proxmox.Client, w *work, o
 		out.say("image %s is not on storage %s", volid, storage)
 		return "", nil
 	}
-	path := fmt.Sprintf("/nodes/%s/storage/%s/content/%s", url.PathEscape(w.iso.Node), url.PathEscape(storage), url.PathEscape(volid))
+	path := fmt.Sprintf("/nodes/%s/storage/%s/content/%s", url.PathEscape(w.iso.Node), url.PathEscape(storage), volumePath(volid))
 	if err := h.do(ctx, c, "DELETE", w.iso.Node, path, nil, out); err != nil {
 		return "", fmt.Errorf("delete image %s: %w", volid, err)
 	}
@@ -149,7 +149,7 @@ func (h *Handler) removeSnippets(ctx context.Context, c *proxmox.Client, w *work
 		if !found {
 			continue
 		}
-		path := fmt.Sprintf("/nodes/%s/storage/%s/content/%s", url.PathEscape(w.iso.Node), url.PathEscape(storage.Name), url.PathEscape(volid))
+		path := fmt.Sprintf("/nodes/%s/storage/%s/content/%s", url.PathEscape(w.iso.Node), url.PathEscape(storage.Name), volumePath(volid))
 		if err := h.do(ctx, c, "DELETE", w.iso.Node, path, nil, out); err != nil {
 			return n, fmt.Errorf("delete snippet %s: %w", volid, err)
 		}

@@ -266,6 +266,51 @@ func TestISOCloudImageBuildRerunAndRemoval(t *testing.T) {
 		}
 	}
 
+	// The stages that build on the node held its gate (their fence is recorded); the others not.
+	rows, err := e.api.DB.Query(context.Background(), `SELECT s.job, s.fence IS NOT NULL FROM steps s JOIN runs r ON r.id = s.run_id
+		WHERE r.iso_id = $1`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var job string
+		var fenced bool
+		if err := rows.Scan(&job, &fenced); err != nil {
+			t.Fatal(err)
+		}
+		if want := job != "preflight" && job != "image"; fenced != want {
+			t.Errorf("stage %s went through the node's gate: %v, want %v", job, fenced, want)
+		}
+	}
+	rows.Close()
+	if n := e.sb.Cluster("demo").Node("pve1").RejectedUploads(); n != 0 {
+		t.Errorf("%d uploads to pve1 ran concurrently", n)
+	}
+	// ISO, run and step events were published, without a team.
+	events := e.api.Redis.XRange(context.Background(), e.api.Deps.Namespace+":events", "-", "+").Val()
+	var sawISO, sawStep bool
+	for _, m := range events {
+		ev := fmt.Sprint(m.Values["event"])
+		sawISO = sawISO || strings.Contains(ev, `"type":"iso","id":"`+id+`"`) && strings.Contains(ev, `"state":"built"`)
+		sawStep = sawStep || strings.Contains(ev, `"type":"step"`) && strings.Contains(ev, `"iso_id":"`+id+`"`) && strings.Contains(ev, `"job":"template"`)
+	}
+	if !sawISO || !sawStep {
+		t.Errorf("events: ISO built %v, template step %v, among %d", sawISO, sawStep, len(events))
+	}
+	// The stream resumes after the Last-Event-ID it was given, with no line twice.
+	var ids []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.HasPrefix(line, "id: ") {
+			ids = append(ids, strings.TrimPrefix(line, "id: "))
+		}
+	}
+	mid := ids[len(ids)/2]
+	rest := e.api.Do("GET", "/v1/isos/"+id+"/logs/stream", apitest.Req{Headers: map[string]string{"Last-Event-ID": mid}})
+	if rest.Status != 200 || strings.Contains(string(rest.Body), "id: "+mid+"\n") || !strings.Contains(string(rest.Body), "event: end") ||
+		strings.Count(string(rest.Body), "event: line") != len(ids)-len(ids)/2-2 {
+		t.Errorf("resume after %s: %d, %d lines of %d", mid, rest.Status, strings.Count(string(rest.Body), "event: line"), strings.Count(log, "event: line"))
+	}
+
 	// A re-run finds everything in place: every stage is skipped, and says why.
 	if r := e.api.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{}); r.Status != 202 {
 		t.Fatalf("re-run: %d %s", r.Status, r.Body)
@@ -384,6 +429,57 @@ func TestISOChecksumMismatch(t *testing.T) {
 	}
 	if h := d["history"].([]any)[0].(map[string]any); h["to"] != "failed" || !strings.Contains(fmt.Sprint(h["error"]), "image: checksum mismatch") {
 		t.Errorf("history %v", h)
+	}
+}
+
+// TestISOImageCache: an image already on the storage is used when its checksum is right —
+// known from this ISO's download, or computed over SFTP for a file another ISO put there — and
+// replaced when it is not; removing one of two ISOs that share the file keeps it.
+func TestISOImageCache(t *testing.T) {
+	t.Parallel()
+	e := newISOEngine(t, engineOpts{})
+	spec := map[string]any{"source": map[string]any{"url": e.imageURL, "checksum": e.checksum(), "file_name": "noble.iso"}, "storage": "local"}
+	tmpl := e.isoTemplate("debian", "iso", spec)
+	first := e.build(tmpl, map[string]any{"name": "first"})
+	e.waitISO(first, "built")
+	second := e.build(tmpl, map[string]any{"name": "second"})
+	d := e.waitISO(second, "built")
+	if img := stages(d)["image"]; img["state"] != "skipped" || img["reason"] != "image cached: local:iso/noble.iso (checksum verified)" {
+		t.Fatalf("another ISO's file: %v", img)
+	}
+	if log := e.runLog(second); !strings.Contains(log, "verified on node pve1") || strings.Contains(log, "downloading") {
+		t.Errorf("the cached file was not verified over SSH, or was downloaded again")
+	}
+
+	// A new version of the image under the same name replaces the file.
+	other := append([]byte("another image "), e.image...)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(other) }))
+	t.Cleanup(srv.Close)
+	sum := sha256.Sum256(other)
+	spec["source"] = map[string]any{"url": srv.URL + "/v2.iso", "checksum": hex.EncodeToString(sum[:]), "file_name": "noble.iso"}
+	if r := e.api.Do("POST", "/v1/iso-templates/"+tmpl+"/versions", apitest.Req{Body: map[string]any{"spec": spec}}); r.Status != 201 {
+		t.Fatalf("version 2: %d %s", r.Status, r.Body)
+	}
+	if r := e.api.Do("PATCH", "/v1/isos/"+second, apitest.Req{Body: map[string]any{"version": 2}}); r.Status != 200 || r.Map()["outdated"] != true {
+		t.Fatalf("edit: %d %s", r.Status, r.Body)
+	}
+	if r := e.api.Do("POST", "/v1/isos/"+second+"/retry", apitest.Req{}); r.Status != 202 {
+		t.Fatalf("rebuild: %d %s", r.Status, r.Body)
+	}
+	d = e.waitISO(second, "built")
+	log := e.runLog(second)
+	if stages(d)["image"]["state"] != "succeeded" || !strings.Contains(log, "expected "+hex.EncodeToString(sum[:])+": replacing it") {
+		t.Fatalf("the stale file was not replaced: %v\n%s", stages(d)["image"], log)
+	}
+
+	// Both ISOs record the file; removing one keeps it for the other.
+	e.waitISO(first, "built")
+	if r := e.api.Do("DELETE", "/v1/isos/"+first, apitest.Req{}); r.Status != 202 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	e.waitISO(first, "removed")
+	if !strings.Contains(e.runLog(first), "image local:iso/noble.iso kept: ISO second uses it too") || len(e.content("local", "iso")) != 1 {
+		t.Errorf("a shared image was not kept: %v", e.content("local", "iso"))
 	}
 }
 
