@@ -27,7 +27,9 @@ import (
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
+	"horizon/shared/logstream"
 	"horizon/shared/queue"
+	"horizon/shared/rstream"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 )
@@ -99,7 +101,14 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g,
+	// The log hub reads with a Redis client of its own: each followed run holds one of its
+	// connections in XREAD.
+	hubRedis := redis.NewClient(ropts)
+	defer hubRedis.Close()
+	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace})
+	hub := logstream.NewHub(logs, hubRedis, rstream.Config{})
+	defer hub.Close()
+	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g, Logs: logs, LogHub: hub,
 		Events: events.NewPublisher(rdb, events.Config{Prefix: cfg.Namespace}), Queue: queue.Enqueuer{Client: client},
 		Queues: queue.Names(cfg.Namespace), Namespace: cfg.Namespace, Now: time.Now}
 	a := app.New(deps, app.Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,

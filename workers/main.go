@@ -73,7 +73,7 @@ func run(cfg config.Config, log *slog.Logger) error {
 	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace})
 	w, err := worker.New(worker.Config{DB: pool, Redis: rdb, RedisOpt: redisOpt, Box: box, Log: log, Namespace: cfg.Namespace,
 		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, Heartbeat: cfg.StepHeartbeat, Git: git,
-		LogClient: logs,
+		LogClient: logs, ISODownloadAttempts: cfg.ISODownloadAttempts, ISORetryBackoff: cfg.ISORetryBackoff, ProxmoxTaskPoll: cfg.ProxmoxTaskPoll,
 		Terraform: terraform.Config{Binary: bin, ConnString: cfg.DatabaseURL, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
+	"horizon/shared/logstream"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 )
@@ -30,6 +31,10 @@ type Deps struct {
 	Gate *gate.Gate
 	// Events announces state changes to /v1/events followers (after the change commits).
 	Events *events.Publisher
+	// Logs reads stored run logs (downloads); LogHub follows live ones (SSE), one Redis reader
+	// per followed run per process.
+	Logs   *logstream.Client
+	LogHub *logstream.Hub
 	// Queue enqueues tasks for the workers, on Queues.
 	Queue  queue.Enqueuer
 	Queues queue.Queues

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,7 +37,9 @@ import (
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
+	"horizon/shared/logstream"
 	"horizon/shared/queue"
+	"horizon/shared/rstream"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 	"horizon/shared/testkit"
@@ -104,8 +107,11 @@ func New(t testing.TB, opts *Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	logs := logstream.New(rdb, db, logstream.Config{Prefix: ns})
+	hub := logstream.NewHub(logs, rdb, rstream.Config{})
+	t.Cleanup(hub.Close)
 	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Gate: g, Events: events.NewPublisher(rdb, events.Config{Prefix: ns}), Queue: queue.Enqueuer{Client: client}, Queues: queues,
-		Namespace: ns, Now: time.Now}
+		Namespace: ns, Now: time.Now, Logs: logs, LogHub: hub}
 	s := start(t, deps, opts)
 	s.SecretKey = key
 	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
@@ -148,10 +154,20 @@ func start(t testing.TB, deps api.Deps, opts *Options) *Server {
 		router: Router(t), client: &http.Client{Timeout: 30 * time.Second}}
 }
 
+// streamDecoders registers, once per process, how kin-openapi reads the bodies of the
+// streaming media types the API serves (event streams, NDJSON logs): as opaque text, which is
+// what their schemas say.
+var streamDecoders sync.Once
+
 // Router returns a router over the OpenAPI document, failing the test if it does not load or
 // validate.
 func Router(t testing.TB) routers.Router {
 	t.Helper()
+	streamDecoders.Do(func() {
+		for _, ct := range []string{"text/event-stream", "application/x-ndjson"} {
+			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+		}
+	})
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
 	if err != nil {
 		t.Fatalf("load openapi.yaml: %v", err)

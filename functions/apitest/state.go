@@ -11,7 +11,7 @@ import (
 var domainTables = []string{"teams", "users", "memberships", "api_tokens", "networks", "addresses",
 	"address_attachments", "environments", "environment_networks", "environment_proxmox_servers", "ssh_keys", "nagios_servers",
 	"proxmox_servers", "proxmox_nodes", "proxmox_storages", "proxmox_pools", "proxmox_iso_files", "activity",
-	"templates", "template_versions", "git_credentials"}
+	"templates", "template_versions", "git_credentials", "iso_templates", "iso_template_versions", "isos", "iso_state_history"}
 
 // State returns a digest of every domain table's rows (api_tokens without last_used_at, which
 // reads touch). Compare two States to prove a request changed nothing.

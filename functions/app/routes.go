@@ -6,6 +6,8 @@ import (
 	"horizon/functions/api"
 	"horizon/functions/environments"
 	"horizon/functions/gitcredentials"
+	"horizon/functions/isos"
+	"horizon/functions/isotemplates"
 	"horizon/functions/me"
 	"horizon/functions/nagiosservers"
 	"horizon/functions/networks"
@@ -108,5 +110,22 @@ func routes(d api.Deps) []route {
 		{fiber.MethodGet, "/templates/:id/versions/:v", templates.GetVersion(d)},
 		{fiber.MethodGet, "/templates/:id/versions/:v/form", templates.Form(d)},
 		{fiber.MethodGet, "/templates/:id/versions/:v/changes", templates.Changes(d)},
+
+		{fiber.MethodPost, "/iso-templates", isotemplates.Create(d)},
+		{fiber.MethodGet, "/iso-templates", isotemplates.List(d)},
+		{fiber.MethodGet, "/iso-templates/:id", isotemplates.Get(d)},
+		{fiber.MethodPatch, "/iso-templates/:id", isotemplates.Update(d)},
+		{fiber.MethodPost, "/iso-templates/:id/versions", isotemplates.CreateVersion(d)},
+		{fiber.MethodGet, "/iso-templates/:id/versions/:v", isotemplates.GetVersion(d)},
+
+		{fiber.MethodPost, "/isos", isos.Create(d)},
+		{fiber.MethodGet, "/isos", isos.List(d)},
+		{fiber.MethodGet, "/isos/:id", isos.Get(d)},
+		{fiber.MethodPatch, "/isos/:id", isos.Update(d)},
+		{fiber.MethodDelete, "/isos/:id", isos.Delete(d)},
+		{fiber.MethodPost, "/isos/:id/retry", isos.Retry(d)},
+		{fiber.MethodPost, "/isos/:id/cancel", isos.Cancel(d)},
+		{fiber.MethodGet, "/isos/:id/logs", isos.GetLogs(d)},
+		{fiber.MethodGet, "/isos/:id/logs/stream", isos.GetLogStream(d)},
 	}
 }

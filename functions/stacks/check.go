@@ -211,8 +211,6 @@ func checkMachine(ctx context.Context, q store.Querier, p *horizon.Problems, fie
 	}
 	if job.ISO && cfg.ISOID == nil {
 		p.Add(field("iso_id"), "is required: this job installs from an ISO")
-	} else if job.ISO {
-		p.Add(field("iso_id"), "is not an ISO Horizon has built (ISO builds are not available yet)")
 	}
 	if cfg.ProxmoxServerID == nil {
 		p.Add(field("proxmox_server_id"), "is required")
@@ -239,6 +237,9 @@ func checkMachine(ctx context.Context, q store.Querier, p *horizon.Problems, fie
 		p.Add(field("pool"), "is required")
 	} else if !hasPool(srv, cfg.Pool) {
 		p.Add(field("pool"), "is not a resource pool of %s", srv.Name)
+	}
+	if job.ISO && cfg.ISOID != nil {
+		return checkISO(ctx, q, p, field, cfg, srv)
 	}
 	return nil
 }

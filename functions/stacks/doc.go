@@ -9,7 +9,9 @@
 // Preflight runs inside the deploy request, before anything is queued, and reports every
 // problem at once: incomplete answers, parameter values, addresses (free, in the environment's
 // networks), Proxmox servers and nodes (in the environment, online — asked live), pools and
-// snippet storage in the inventory, VM names already taken in the cluster. VM ids are
+// snippet storage in the inventory, the ISO a machine picked (built, of the machine's cluster,
+// on a storage its node reaches: shared or its own; checkISO), VM names already taken in the
+// cluster. VM ids are
 // allocated by Horizon, unique per cluster in Postgres and checked against the cluster's
 // inventory, and stay with their execution.
 //

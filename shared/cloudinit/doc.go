@@ -1,7 +1,8 @@
 // Package cloudinit renders the cloud-init documents Horizon hands to a Proxmox VM: the
-// user-data of a machine (RenderUserData), optional vendor-data for image builds
-// (RenderVendorData), the pinned SSH host key they carry (NewHostKey), and the names under which
-// the documents are stored as snippets (SnippetName, VolumeID).
+// user-data of a machine (RenderUserData), the user-data and optional vendor-data of image
+// builds (RenderImageUserData, RenderVendorData), the pinned SSH host key they carry
+// (NewHostKey), and the names under which the documents are stored as snippets (SnippetName,
+// VolumeID).
 //
 // Decisions a newcomer would otherwise rediscover:
 //

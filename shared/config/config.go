@@ -82,6 +82,17 @@ type Config struct {
 	// GitCAFile (HORIZON_GIT_CA_FILE, default none: the system's roots): a PEM bundle of the
 	// certificate authorities https:// git servers are verified against.
 	GitCAFile string
+	// ISODownloadAttempts (HORIZON_ISO_DOWNLOAD_ATTEMPTS, default 3): how many times an ISO
+	// build's image download is tried before its stage fails (a checksum mismatch is not
+	// retried).
+	ISODownloadAttempts int
+	// ISORetryBackoff (HORIZON_ISO_RETRY_BACKOFF, default 10s): the first pause between two
+	// download attempts, or two attempts of a Proxmox call that failed transiently (a lock, a
+	// timeout); it doubles after each.
+	ISORetryBackoff time.Duration
+	// ProxmoxTaskPoll (HORIZON_PROXMOX_TASK_POLL, default 500ms): how often workers ask Proxmox
+	// whether a task (UPID) they wait on has ended.
+	ProxmoxTaskPoll time.Duration
 }
 
 // Load reads the configuration through lookup (os.LookupEnv in production).
@@ -104,6 +115,10 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		PluginCacheDir:    l.str("HORIZON_PLUGIN_CACHE_DIR", ""),
 		StepHeartbeat:     l.duration("HORIZON_STEP_HEARTBEAT", 10*time.Second),
 		GitCAFile:         l.str("HORIZON_GIT_CA_FILE", ""),
+
+		ISODownloadAttempts: l.positiveInt("HORIZON_ISO_DOWNLOAD_ATTEMPTS", 3),
+		ISORetryBackoff:     l.duration("HORIZON_ISO_RETRY_BACKOFF", 10*time.Second),
+		ProxmoxTaskPoll:     l.duration("HORIZON_PROXMOX_TASK_POLL", 500*time.Millisecond),
 	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

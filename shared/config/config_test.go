@@ -84,3 +84,24 @@ func TestLoadGitCacheDir(t *testing.T) {
 		t.Fatalf("GitCacheDir = %q, GitCAFile = %q; want the values set", c.GitCacheDir, c.GitCAFile)
 	}
 }
+
+func TestLoadISOSettings(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"HORIZON_DATABASE_URL": "postgres://h@db/horizon", "HORIZON_REDIS_URL": "redis://cache:6379/0", "HORIZON_SECRET_KEY": key}
+	c, err := config.Load(lookup(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ISODownloadAttempts != 3 || c.ISORetryBackoff != 10*time.Second || c.ProxmoxTaskPoll != 500*time.Millisecond {
+		t.Fatalf("defaults: attempts %d, backoff %s, poll %s", c.ISODownloadAttempts, c.ISORetryBackoff, c.ProxmoxTaskPoll)
+	}
+	base["HORIZON_ISO_DOWNLOAD_ATTEMPTS"], base["HORIZON_ISO_RETRY_BACKOFF"], base["HORIZON_PROXMOX_TASK_POLL"] = "5", "2s", "100ms"
+	if c, err = config.Load(lookup(base)); err != nil || c.ISODownloadAttempts != 5 || c.ISORetryBackoff != 2*time.Second || c.ProxmoxTaskPoll != 100*time.Millisecond {
+		t.Fatalf("set: %v %+v", err, c)
+	}
+	base["HORIZON_ISO_DOWNLOAD_ATTEMPTS"], base["HORIZON_ISO_RETRY_BACKOFF"] = "0", "soon"
+	_, err = config.Load(lookup(base))
+	if err == nil || !strings.Contains(err.Error(), "HORIZON_ISO_DOWNLOAD_ATTEMPTS") || !strings.Contains(err.Error(), "HORIZON_ISO_RETRY_BACKOFF") {
+		t.Fatalf("bad values: %v", err)
+	}
+}

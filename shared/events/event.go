@@ -35,9 +35,11 @@ type Event struct {
 	Type Kind      `json:"type"`
 	ID   uuid.UUID `json:"id"` // the object's id
 	// StackID and TeamID say whose the object is; the API filters on them. Both are required
-	// except for ISO events (catalogue objects, not a team's).
+	// except for ISO events and the run and step events of ISO runs (catalogue objects, not a
+	// team's), which carry ISOID instead.
 	StackID uuid.UUID `json:"stack_id,omitzero"`
 	TeamID  uuid.UUID `json:"team_id,omitzero"`
+	ISOID   uuid.UUID `json:"iso_id,omitzero"`
 	RunID   uuid.UUID `json:"run_id,omitzero"` // for run and step events
 	State   string    `json:"state"`           // the new state, as named in DESIGN §2
 	At      time.Time `json:"at"`              // when it changed; Publish sets it when zero
@@ -56,9 +58,13 @@ var (
 func (e Event) validate() error {
 	var errs []error
 	switch e.Type {
-	case Stack, Run, Step:
+	case Stack:
 		if e.StackID == uuid.Nil || e.TeamID == uuid.Nil {
 			errs = append(errs, fmt.Errorf("%s event without stack_id and team_id", e.Type))
+		}
+	case Run, Step:
+		if (e.StackID == uuid.Nil || e.TeamID == uuid.Nil) == (e.ISOID == uuid.Nil) {
+			errs = append(errs, fmt.Errorf("%s event without stack_id and team_id, or iso_id, or with both", e.Type))
 		}
 	case ISO:
 	default:

@@ -165,10 +165,12 @@ type Execution struct {
 	CleanedUpAt *time.Time
 }
 
-// Run is one unit of user intent on a stack.
+// Run is one unit of user intent on a stack (StackID set) or on an ISO (ISOID set); never
+// both.
 type Run struct {
 	ID         uuid.UUID
 	StackID    *uuid.UUID
+	ISOID      *uuid.UUID
 	Kind       RunKind
 	State      RunState
 	ActorID    *uuid.UUID
@@ -209,10 +211,12 @@ type Step struct {
 	OnlyIfChanged bool
 }
 
-// TakesGate reports whether the step builds a machine on a node, under that node's gate (the
-// one-build-per-node rule): applies placed on a node. Destroys do not upload and do not wait.
+// TakesGate reports whether the step builds on a node, under that node's gate (the
+// one-build-per-node rule): applies placed on a node, and the ISO stages placed on one (those
+// that build the VM; preflight and the download have no node). Destroys do not upload and do
+// not wait.
 func (s Step) TakesGate() bool {
-	return s.Kind == StepApply && s.ServerID != nil && s.Node != nil
+	return (s.Kind == StepApply || s.Kind.ISO()) && s.ServerID != nil && s.Node != nil
 }
 
 // StateChange is one entry of a stack's state history.

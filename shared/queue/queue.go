@@ -32,6 +32,9 @@ const (
 	TypeStepRun = "step:run"
 	// TypeStackTags writes a stack's labels to its VMs as Proxmox tags (no Terraform run).
 	TypeStackTags = "stack:tags"
+	// TypeISOStage executes one attempt of one step of an ISO run: a build stage, a clone, or
+	// the removal. Its payload is a StepRun.
+	TypeISOStage = "iso:stage"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -114,6 +117,23 @@ func NewStepRun(q Queues, step uuid.UUID, attempt int) *asynq.Task {
 	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})
 	return asynq.NewTask(TypeStepRun, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(step, attempt)),
 		asynq.MaxRetry(5), asynq.Timeout(StepTimeout), asynq.Retention(time.Hour))
+}
+
+// NewISOStage returns the iso:stage task of an ISO run step's attempt: like step:run (same
+// queue, task id and retries, so the node gate's waker finds it), for the ISO handler.
+func NewISOStage(q Queues, step uuid.UUID, attempt int) *asynq.Task {
+	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})
+	return asynq.NewTask(TypeISOStage, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(step, attempt)),
+		asynq.MaxRetry(5), asynq.Timeout(StepTimeout), asynq.Retention(time.Hour))
+}
+
+// NewStep returns the task that runs an attempt of a step: iso:stage for the steps of ISO
+// runs (iso is true), step:run for the others.
+func NewStep(q Queues, iso bool, step uuid.UUID, attempt int) *asynq.Task {
+	if iso {
+		return NewISOStage(q, step, attempt)
+	}
+	return NewStepRun(q, step, attempt)
 }
 
 // CancelChannel is the Redis pub/sub channel on which the API announces that a run is being

@@ -142,6 +142,35 @@ func (c *Client) ReadFile(ctx context.Context, name string, limit int64) ([]byte
 	return data, nil
 }
 
+// CopyFile streams the remote file name into w, however large, and returns how many bytes it
+// copied: for hashing an image on a node without holding it in memory. A missing file wraps
+// fs.ErrNotExist. Errors name the path.
+func (c *Client) CopyFile(ctx context.Context, name string, w io.Writer) (int64, error) {
+	var n int64
+	err := c.withSFTP(ctx, func(sc *sftp.Client) error {
+		f, err := sc.Open(name)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }() // read-only: a close error changes nothing we return
+		n, err = f.WriteTo(writerFunc(func(p []byte) (int, error) {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			return w.Write(p)
+		}))
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("read %s on %s: %w", name, c.addr, err)
+	}
+	return n, nil
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 // withSFTP runs fn with an SFTP session of its own, which is closed when fn returns or ctx ends,
 // whichever comes first; closing aborts fn's in-flight requests. When ctx ended, ctx.Err() is
 // returned instead of the error the abort caused, and when the connection dropped, its cause.

@@ -184,3 +184,23 @@ func TestReadFile(t *testing.T) {
 		t.Errorf("missing file: got %v, want fs.ErrNotExist", err)
 	}
 }
+
+func TestCopyFile(t *testing.T) {
+	t.Parallel()
+	srv := sshxtest.Start(t, sshxtest.Options{})
+	c := dial(t, config(t, srv))
+	dir := t.TempDir()
+	name := filepath.Join(dir, "image.qcow2")
+	want := bytes.Repeat([]byte("cloud image "), 200_000) // 2.4 MB, larger than one SFTP packet or ReadFile's limit
+	if err := os.WriteFile(name, want, 0o600); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	var got bytes.Buffer
+	n, err := c.CopyFile(context.Background(), name, &got)
+	if err != nil || n != int64(len(want)) || !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("got %d bytes (equal %v), %v; want the whole file", n, bytes.Equal(got.Bytes(), want), err)
+	}
+	if _, err := c.CopyFile(context.Background(), filepath.Join(dir, "missing"), io.Discard); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: got %v, want fs.ErrNotExist", err)
+	}
+}

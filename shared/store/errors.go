@@ -27,6 +27,7 @@ var conflictFields = map[string]string{
 	"api_tokens_hash_key":               "token",
 	"proxmox_servers_name_key":          "name",
 	"templates_name_key":                "name",
+	"iso_templates_name_key":            "name",
 	"git_credentials_name_key":          "name",
 	"git_credentials_url_prefix_key":    "url_prefix",
 }

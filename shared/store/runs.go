@@ -11,11 +11,11 @@ import (
 	"horizon/shared/horizon"
 )
 
-const runColumns = `id, stack_id, kind, state, actor_id, error, created_at, started_at, finished_at`
+const runColumns = `id, stack_id, iso_id, kind, state, actor_id, error, created_at, started_at, finished_at`
 
 func scanRun(row pgx.Row) (horizon.Run, error) {
 	var r horizon.Run
-	err := row.Scan(&r.ID, &r.StackID, &r.Kind, &r.State, &r.ActorID, &r.Error, &r.CreatedAt, &r.StartedAt, &r.FinishedAt)
+	err := row.Scan(&r.ID, &r.StackID, &r.ISOID, &r.Kind, &r.State, &r.ActorID, &r.Error, &r.CreatedAt, &r.StartedAt, &r.FinishedAt)
 	return r, err
 }
 
@@ -24,14 +24,14 @@ func scanRun(row pgx.Row) (horizon.Run, error) {
 var ErrRunInProgress = fmt.Errorf("a run is in progress: %w", horizon.ErrBusy)
 
 // RunInsertWithSteps inserts a run and its steps (positions are assigned in order). At most one
-// run per stack may be in progress: the partial unique index makes a concurrent second insert
-// fail with ErrRunInProgress, whatever the callers checked before.
+// run per stack (or per ISO) may be in progress: the partial unique indexes make a concurrent
+// second insert fail with ErrRunInProgress, whatever the callers checked before.
 func RunInsertWithSteps(ctx context.Context, q Querier, run horizon.Run, steps []horizon.Step) (horizon.Run, []horizon.Step, error) {
-	r, err := scanRun(q.QueryRow(ctx, `INSERT INTO runs (stack_id, kind, actor_id) VALUES ($1, $2, $3) RETURNING `+runColumns,
-		run.StackID, run.Kind, run.ActorID))
+	r, err := scanRun(q.QueryRow(ctx, `INSERT INTO runs (stack_id, iso_id, kind, actor_id) VALUES ($1, $2, $3, $4) RETURNING `+runColumns,
+		run.StackID, run.ISOID, run.Kind, run.ActorID))
 	if err != nil {
 		var ce *horizon.ConflictError
-		if errors.As(translate(err), &ce) && ce.Constraint == "runs_one_active_key" {
+		if errors.As(translate(err), &ce) && (ce.Constraint == "runs_one_active_key" || ce.Constraint == "runs_one_active_iso_key") {
 			return r, nil, ErrRunInProgress
 		}
 		return r, nil, translate(err)
@@ -141,4 +141,32 @@ func RunIDsOfStack(ctx context.Context, q Querier, stack uuid.UUID) ([]uuid.UUID
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return ids, translate(err)
+}
+
+// RunActiveOfISO returns the ISO's run in progress, or horizon.ErrNotFound.
+func RunActiveOfISO(ctx context.Context, q Querier, iso uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs
+		WHERE iso_id = $1 AND state IN ('queued', 'running', 'canceling')`, iso))
+	return r, translate(err)
+}
+
+// RunLatestOfISO returns the ISO's most recent run, or horizon.ErrNotFound.
+func RunLatestOfISO(ctx context.Context, q Querier, iso uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE iso_id = $1 ORDER BY id DESC LIMIT 1`, iso))
+	return r, translate(err)
+}
+
+// RunListOfISO returns one page of an ISO's runs, newest first.
+func RunListOfISO(ctx context.Context, q Querier, iso uuid.UUID, p Page) ([]horizon.Run, *uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE iso_id = $1 AND ($2::uuid IS NULL OR id < $2)
+		ORDER BY id DESC LIMIT $3`, iso, p.After, p.limit())
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.Run, error) { return scanRun(r) })
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	runs, next := cut(runs, p, func(r horizon.Run) uuid.UUID { return r.ID })
+	return runs, next, nil
 }

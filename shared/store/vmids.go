@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -39,11 +40,11 @@ func VMIDAllocate(ctx context.Context, q Querier, server, execution uuid.UUID, i
 		if err != nil {
 			return 0, translate(err)
 		}
-		var owner uuid.UUID
+		var owner *uuid.UUID // NULL when an ISO holds the id
 		if err := q.QueryRow(ctx, `SELECT execution_id FROM vm_ids WHERE server_id = $1 AND vmid = $2`, server, vmid).Scan(&owner); err != nil {
 			return 0, translate(err)
 		}
-		if owner == execution {
+		if owner != nil && *owner == execution {
 			return vmid, nil
 		}
 	}
@@ -53,5 +54,58 @@ func VMIDAllocate(ctx context.Context, q Querier, server, execution uuid.UUID, i
 // VMIDRelease frees an execution's VM id once its VM is destroyed.
 func VMIDRelease(ctx context.Context, q Querier, execution uuid.UUID) error {
 	_, err := q.Exec(ctx, `DELETE FROM vm_ids WHERE execution_id = $1`, execution)
+	return translate(err)
+}
+
+// VMIDTakenError says which VM id an ISO could not reserve, and who holds it.
+type VMIDTakenError struct {
+	VMID int
+	// Holder describes the owner: "stack <name> (job[n])" or "ISO <name>".
+	Holder string
+}
+
+func (e *VMIDTakenError) Error() string {
+	return fmt.Sprintf("VM id %d is reserved in this cluster by %s", e.VMID, e.Holder)
+}
+
+func (e *VMIDTakenError) Unwrap() error { return horizon.ErrConflict }
+
+// VMIDReserveISO makes vmids exactly the VM ids an ISO holds on a cluster: ids it held and no
+// longer names are released, new ones reserved. An id another ISO or an execution holds is a
+// *VMIDTakenError naming it.
+func VMIDReserveISO(ctx context.Context, q Querier, server, iso uuid.UUID, vmids []int) error {
+	if _, err := q.Exec(ctx, `DELETE FROM vm_ids WHERE iso_id = $1 AND NOT (server_id = $2 AND vmid = ANY($3))`, iso, server, vmids); err != nil {
+		return translate(err)
+	}
+	for _, vmid := range vmids {
+		tag, err := q.Exec(ctx, `INSERT INTO vm_ids (server_id, vmid, iso_id) VALUES ($1, $2, $3) ON CONFLICT (server_id, vmid) DO NOTHING`,
+			server, vmid, iso)
+		if err != nil {
+			return translate(err)
+		}
+		if tag.RowsAffected() == 1 {
+			continue
+		}
+		var holder string
+		err = q.QueryRow(ctx, `SELECT CASE
+				WHEN v.iso_id = $3 THEN ''
+				WHEN v.iso_id IS NOT NULL THEN 'ISO ' || i.name
+				ELSE 'stack ' || s.name || ' (' || e.job || '[' || e.index || '])' END
+			FROM vm_ids v LEFT JOIN isos i ON i.id = v.iso_id
+				LEFT JOIN executions e ON e.id = v.execution_id LEFT JOIN stacks s ON s.id = e.stack_id
+			WHERE v.server_id = $1 AND v.vmid = $2`, server, vmid, iso).Scan(&holder)
+		if err != nil {
+			return translate(err)
+		}
+		if holder != "" {
+			return &VMIDTakenError{VMID: vmid, Holder: holder}
+		}
+	}
+	return nil
+}
+
+// VMIDReleaseISO frees every VM id an ISO holds.
+func VMIDReleaseISO(ctx context.Context, q Querier, iso uuid.UUID) error {
+	_, err := q.Exec(ctx, `DELETE FROM vm_ids WHERE iso_id = $1`, iso)
 	return translate(err)
 }

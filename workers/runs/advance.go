@@ -74,6 +74,9 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			if run.StackID != nil {
 				e.StackID = *run.StackID
 			}
+			if run.ISOID != nil {
+				e.ISOID = *run.ISOID
+			}
 			if s != nil {
 				e.Job, e.Execution = s.Job, s.ExecutionIndex
 			}
@@ -112,7 +115,17 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			queued = append(queued, s)
 			notify(events.Step, s.ID, string(s.State), &s)
 		}
-		if move.Done {
+		if move.Done && run.ISOID != nil {
+			isoState, err := finishISO(ctx, tx, run, move.Final, steps)
+			if err != nil {
+				return nil, err
+			}
+			run.State = move.Final
+			ended = &run
+			notify(events.Run, run.ID, string(move.Final), nil)
+			notify(events.ISO, *run.ISOID, string(isoState), nil)
+			log.InfoContext(ctx, "run finished", "state", move.Final, "iso_id", *run.ISOID)
+		} else if move.Done {
 			stackState, err := finish(ctx, tx, run, move.Final, steps)
 			if err != nil {
 				return nil, err
@@ -138,6 +151,9 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 	if ended != nil && ended.StackID != nil {
 		a.endLog(ctx, log, *ended, removed)
 	}
+	if ended != nil && ended.ISOID != nil {
+		a.endISOLog(ctx, log, *ended)
+	}
 	// A queued step canceled before it ran leaves its node's line, which would otherwise wait
 	// for it to go stale.
 	for _, s := range canceled {
@@ -157,7 +173,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 				log.WarnContext(ctx, "register gate waiter", "step_id", s.ID, "error", err)
 			}
 		}
-		if err := a.Enqueue.Enqueue(ctx, queue.NewStepRun(a.Queues, s.ID, s.Attempt)); err != nil {
+		if err := a.Enqueue.Enqueue(ctx, queue.NewStep(a.Queues, s.Kind.ISO(), s.ID, s.Attempt)); err != nil {
 			log.WarnContext(ctx, "enqueue step; the reconciler will retry", "step_id", s.ID, "error", err)
 		}
 	}
@@ -207,18 +223,7 @@ func deref(t *time.Time) time.Time {
 // finish ends the run and moves its stack to the state the run's outcome gives, which it
 // returns.
 func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunState, steps []horizon.Step) (horizon.StackState, error) {
-	var firstErr *string
-	for _, s := range steps {
-		if s.State == horizon.StepFailed && s.Error != nil {
-			e := fmt.Sprintf("%s[%d]: %s", s.Job, derefInt(s.ExecutionIndex), *s.Error)
-			firstErr = &e
-			break
-		}
-	}
-	if final == horizon.RunCanceled {
-		msg := "run canceled"
-		firstErr = &msg
-	}
+	firstErr := firstError(final, steps, func(s horizon.Step) string { return fmt.Sprintf("%s[%d]", s.Job, derefInt(s.ExecutionIndex)) })
 	if _, err := store.RunSetState(ctx, tx, run.ID, final, firstErr); err != nil {
 		return "", err
 	}
@@ -244,6 +249,22 @@ func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunSt
 	}
 	_, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: *run.StackID, RunID: &run.ID, To: to, ActorID: run.ActorID, Error: firstErr})
 	return to, err
+}
+
+// firstError is the error a run ends with: the first failed step's first error line, named
+// by label, or "run canceled".
+func firstError(final horizon.RunState, steps []horizon.Step, label func(horizon.Step) string) *string {
+	if final == horizon.RunCanceled {
+		msg := "run canceled"
+		return &msg
+	}
+	for _, s := range steps {
+		if s.State == horizon.StepFailed && s.Error != nil {
+			e := label(s) + ": " + *s.Error
+			return &e
+		}
+	}
+	return nil
 }
 
 func derefInt(p *int) int {

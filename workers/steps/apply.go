@@ -54,6 +54,12 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 	if w.inputsErr != nil {
 		return outcome{}, w.inputsErr
 	}
+	if w.isoErr != nil {
+		return outcome{}, w.isoErr
+	}
+	if a, ok := isoArtifact(w); ok {
+		out.horizon("ISO %s: %s, reached on %s", w.iso.Name, a.Value, w.isoReach)
+	}
 	wd, cleanup, err := h.workdir(ctx, w, out)
 	if err != nil {
 		return outcome{}, err

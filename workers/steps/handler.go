@@ -49,9 +49,6 @@ type Handler struct {
 	ScriptSSHTimeout time.Duration
 }
 
-// errCanceled is the cause of a step's context when its run is being canceled.
-var errCanceled = errors.New("the run is being canceled")
-
 // ProcessTask implements asynq.Handler.
 func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	var p queue.StepRun
@@ -144,7 +141,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	if err != nil {
 		switch cause := context.Cause(work); {
-		case errors.Is(cause, errCanceled):
+		case errors.Is(cause, ErrCanceled):
 			out.horizon("canceled: Terraform was interrupted; nothing is rolled back")
 			return h.finish(ctx, w, horizon.StepCanceled, "canceled", nil)
 		case errors.Is(err, gate.ErrLost):
@@ -219,45 +216,11 @@ func (h *Handler) notify(ctx context.Context, w *stepWork, state horizon.StepSta
 	}
 }
 
-// watch returns a context that ends when the run is canceled (announced on Redis, or seen in
-// Postgres at a heartbeat) or when this attempt stops owning the step; it also keeps the step's
-// heartbeat fresh.
+// watch returns a context that ends when the run is canceled or when this attempt stops owning
+// the step, and keeps the step's heartbeat fresh (see Watch).
 func (h *Handler) watch(parent context.Context, w *stepWork) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	sub := h.Redis.Subscribe(ctx, queue.CancelChannel(h.Namespace))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(h.Heartbeat)
-		defer tick.Stop()
-		msgs := sub.Channel()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case m := <-msgs:
-				if m != nil && m.Payload == w.run.ID.String() {
-					cancel(errCanceled)
-					return
-				}
-			case <-tick.C:
-				owned, err := store.StepHeartbeat(ctx, h.DB, w.step.ID, w.step.Attempt)
-				if err == nil && !owned {
-					cancel(errors.New("the step was handed to another attempt"))
-					return
-				}
-				if run, err := store.RunGet(ctx, h.DB, w.run.ID); err == nil && run.State == horizon.RunCanceling {
-					cancel(errCanceled)
-					return
-				}
-			}
-		}
-	}()
-	return ctx, func() {
-		cancel(nil)
-		<-done
-		_ = sub.Close() // a subscription we are done with
-	}
+	return Watch(parent, WatchOpts{DB: h.DB, Redis: h.Redis, Namespace: h.Namespace, Heartbeat: h.Heartbeat,
+		Run: w.run.ID, Step: w.step.ID, Attempt: w.step.Attempt})
 }
 
 func firstLine(s string) string {

@@ -34,6 +34,11 @@ type stepWork struct {
 	address *horizon.Address
 	network *horizon.Network
 	userKey *horizon.SSHKey
+	// iso is the built ISO the machine uses (jobs with iso: true); isoReach says how its node
+	// reaches it, or isoErr why it cannot.
+	iso      *horizon.ISO
+	isoReach string
+	isoErr   error
 
 	// masker hides every secret this step could print: secret parameters, outputs of the
 	// execution and of its inputs' sources, the Proxmox token, keys.
@@ -134,6 +139,14 @@ func (h *Handler) loadMachine(ctx context.Context, w *stepWork) error {
 			return err
 		}
 		w.userKey = &k
+	}
+	if w.job.ISO && cfg.ISOID != nil {
+		iso, err := store.ISOGet(ctx, h.DB, *cfg.ISOID)
+		if err != nil {
+			return err
+		}
+		w.iso = &iso
+		w.isoReach, w.isoErr = iso.Reach(srv.ID, srv.Storages, cfg.Node)
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ func (h *Handler) variables(ctx context.Context, w *stepWork) (map[string]any, e
 	if w.userKey != nil {
 		vars["horizon_ssh_public_key"] = w.userKey.PublicKey
 	}
+	if a, ok := isoArtifact(w); ok {
+		vars["horizon_iso"] = a.Value
+	}
 	storage, err := snippetStorage(w)
 	if err != nil {
 		return nil, err
@@ -237,4 +240,12 @@ func contains(xs []string, x string) bool {
 func sorted(xs []string) []string {
 	sort.Strings(xs)
 	return xs
+}
+
+// isoArtifact is what the machine's ISO offers it, when the job uses one that is usable.
+func isoArtifact(w *stepWork) (horizon.ISOArtifact, bool) {
+	if w.iso == nil || w.isoErr != nil {
+		return horizon.ISOArtifact{}, false
+	}
+	return w.iso.Artifact()
 }

@@ -120,6 +120,7 @@ func (e *engine) startWorker(o engineOpts) {
 	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: 8,
 		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
 		ShutdownTimeout: 10 * time.Second, LogClient: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
+		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
 		Terraform: terraform.Config{Binary: bin, ConnString: d.DB.Config().ConnString(), WorkRoot: t.TempDir(), GracePeriod: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)

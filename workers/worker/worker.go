@@ -21,6 +21,7 @@ import (
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
+	"horizon/workers/isos"
 	"horizon/workers/reconcile"
 	"horizon/workers/runs"
 	"horizon/workers/steps"
@@ -50,6 +51,12 @@ type Config struct {
 	// ShutdownTimeout is how long in-flight tasks get on Shutdown (default 90 s: above
 	// Terraform's interrupt-to-kill grace, so an interrupted apply saves its state).
 	ShutdownTimeout time.Duration
+	// ISODownloadAttempts (default 3) and ISORetryBackoff (default 10 s, doubling) bound the
+	// retries of an ISO build's image download and of Proxmox calls that fail transiently.
+	ISODownloadAttempts int
+	ISORetryBackoff     time.Duration
+	// ProxmoxTaskPoll is how often a running Proxmox task is polled (default 500 ms).
+	ProxmoxTaskPoll time.Duration
 }
 
 // Worker is a running Asynq server and scheduler.
@@ -97,6 +104,9 @@ func New(cfg Config) (*Worker, error) {
 		queue.TypeStepRun: &steps.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
 			Git: cfg.Git, Terraform: tf, Logs: steps.StreamLogs{Client: cfg.LogClient}, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,
 			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout},
+		queue.TypeISOStage: &isos.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
+			Logs: cfg.LogClient, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second, Heartbeat: cfg.Heartbeat,
+			DownloadAttempts: cfg.ISODownloadAttempts, RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll},
 	}
 	w.mux = asynq.NewServeMux()
 	for typ, h := range handlers {

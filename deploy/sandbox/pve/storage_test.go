@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"horizon/shared/testkit"
 )
 
 func sha256Hex(b []byte) string {
@@ -208,5 +211,47 @@ func TestDeleteContent(t *testing.T) {
 	r := e.call(t, "DELETE", "/nodes/pve1/storage/local-lvm/content/local-lvm:vm-100-disk-0", nil)
 	if r.status != 500 || !strings.Contains(r.reason, "still in use by VM 100") {
 		t.Fatalf("delete a disk in use: %d %q", r.status, r.reason)
+	}
+}
+
+// TestStopDownloadTask: a download stopped through DELETE …/tasks/{upid} ends "interrupted by
+// signal" and leaves no file, not even a hidden temporary one.
+func TestStopDownloadTask(t *testing.T) {
+	t.Parallel()
+	image := bytes.Repeat([]byte("cloud image "), 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(image) }))
+	defer srv.Close()
+	e := newEnv(t, nil)
+	e.sb.HangTasks("download")
+	defer e.sb.ReleaseTasks("download")
+	upid := mustOK(t, e.call(t, "POST", "/nodes/pve1/storage/local/download-url", url.Values{"content": {"import"},
+		"filename": {"stop.qcow2"}, "url": {srv.URL + "/stop.qcow2"}, "checksum": {sha256Hex(image)}, "checksum-algorithm": {"sha256"}})).(string)
+	testkit.Eventually(t, 5*time.Second, "the download fetched its file", func() bool {
+		for _, l := range e.c.Tasks()[len(e.c.Tasks())-1].Log {
+			if strings.Contains(l, "checksum verified") {
+				return true
+			}
+		}
+		return false
+	})
+	if r := e.call(t, "DELETE", "/nodes/pve1/tasks/"+upid, nil); r.status != 200 {
+		t.Fatalf("stop: %d %v", r.status, r.body)
+	}
+	if tk := e.waitTask(t, upid); tk.ExitStatus != "interrupted by signal" {
+		t.Fatalf("stopped download: %+v", tk)
+	}
+	entries, err := os.ReadDir(filepath.Join(e.c.storageDir(e.c.storage("local"), "pve1"), "import"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Fatalf("a stopped download left %v", entries)
+	}
+	// Stopping a finished task does nothing; an unknown one is refused.
+	if r := e.call(t, "DELETE", "/nodes/pve1/tasks/"+upid, nil); r.status != 200 {
+		t.Fatalf("stop a finished task: %d %v", r.status, r.body)
+	}
+	if r := e.call(t, "DELETE", "/nodes/pve1/tasks/UPID:pve1:00000001:00000001:00000001:download:x:root@pam:", nil); r.status != 400 {
+		t.Fatalf("stop an unknown task: %d", r.status)
 	}
 }

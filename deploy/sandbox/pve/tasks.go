@@ -2,6 +2,7 @@ package pve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -24,7 +25,14 @@ type task struct {
 	running bool
 	exit    string // "OK" or the error text, once stopped
 	log     []string
+	// stop interrupts the task (DELETE …/tasks/{upid}); abort, when set, undoes what its
+	// prepare left behind (a downloaded temporary file).
+	stop  context.CancelFunc
+	abort func()
 }
+
+// errInterrupted is the exit status of a task stopped through the API, as PVE reports it.
+var errInterrupted = errors.New("interrupted by signal")
 
 // taskWork does a task's change. It runs with c.mu held and may append log lines; an error
 // fails the task with its text as the exit status.
@@ -45,6 +53,12 @@ type taskPrepare func(ctx context.Context, logf func(format string, args ...any)
 // startTask registers a task and runs it in the background; it returns the UPID. The caller
 // holds c.mu. prepare, when not nil, runs first; its error fails the task.
 func (c *Cluster) startTask(node, typ, id, user string, prepare taskPrepare, work taskWork) string {
+	return c.startAbortableTask(node, typ, id, user, prepare, work, nil)
+}
+
+// startAbortableTask is startTask for a task whose prepare leaves something behind that work
+// would have taken over: abort undoes it when the task is stopped before work runs.
+func (c *Cluster) startAbortableTask(node, typ, id, user string, prepare taskPrepare, work taskWork, abort func()) string {
 	c.nextPID++
 	now := time.Now()
 	t := &task{
@@ -58,6 +72,7 @@ func (c *Cluster) startTask(node, typ, id, user string, prepare taskPrepare, wor
 		running: true,
 	}
 	t.upid = formatUPID(node, t.pid, t.pstart, now, typ, id, user)
+	t.abort = abort
 	c.tasks = append(c.tasks, t)
 	// Close cancels the context before it takes c.mu (held here) and waits for the tasks
 	// after, so checking under the lock keeps a late call from starting a task Close would
@@ -65,14 +80,17 @@ func (c *Cluster) startTask(node, typ, id, user string, prepare taskPrepare, wor
 	if c.sb.ctx.Err() != nil {
 		return t.upid
 	}
+	ctx, stop := context.WithCancel(c.sb.ctx)
+	t.stop = stop
 	c.sb.wg.Add(1)
-	go c.runTask(t, prepare, work)
+	go c.runTask(ctx, t, prepare, work)
 	return t.upid
 }
 
-func (c *Cluster) runTask(t *task, prepare taskPrepare, work taskWork) {
+// runTask runs a task under ctx, which ends when the sandbox closes or the task is stopped.
+func (c *Cluster) runTask(ctx context.Context, t *task, prepare taskPrepare, work taskWork) {
 	defer c.sb.wg.Done()
-	ctx := c.sb.ctx
+	defer t.stop()
 	var err error
 	if prepare != nil {
 		err = prepare(ctx, func(format string, args ...any) {
@@ -81,22 +99,29 @@ func (c *Cluster) runTask(t *task, prepare taskPrepare, work taskWork) {
 			t.logf(format, args...)
 		})
 	}
-	if !sleepCtx(ctx, c.sb.cfg.TaskDuration) {
-		return
-	}
-	for gate := c.sb.knobs.hangGate(t.typ); gate != nil; gate = c.sb.knobs.hangGate(t.typ) {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return
+	if sleepCtx(ctx, c.sb.cfg.TaskDuration) {
+	wait:
+		for gate := c.sb.knobs.hangGate(t.typ); gate != nil; gate = c.sb.knobs.hangGate(t.typ) {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				break wait
+			}
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ctx.Err() != nil {
+	if c.sb.ctx.Err() != nil {
 		return // the sandbox is closing: the task never finishes, as on a host that lost power
 	}
-	if err == nil {
+	switch {
+	case ctx.Err() != nil:
+		// Stopped through the API: the worker is killed before it changes anything.
+		err = errInterrupted
+		if t.abort != nil {
+			t.abort()
+		}
+	case err == nil:
 		err = work(t)
 	}
 	t.running = false
@@ -153,7 +178,23 @@ func (c *Cluster) taskRoutes() []route {
 			params: []string{"errors", "limit", "since", "source", "start", "statusfilter", "typefilter", "until", "userfilter", "vmid"}},
 		{method: "GET", pattern: "/nodes/{node}/tasks/{upid}/status", handle: c.taskStatus},
 		{method: "GET", pattern: "/nodes/{node}/tasks/{upid}/log", handle: c.taskLog, params: []string{"download", "limit", "start"}},
+		{method: "DELETE", pattern: "/nodes/{node}/tasks/{upid}", handle: c.stopTask},
 	}
+}
+
+// stopTask is DELETE …/tasks/{upid}: a running task is interrupted (it ends with "interrupted
+// by signal" and changes nothing); stopping a finished task does nothing, as in PVE.
+func (c *Cluster) stopTask(k *call) (any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.findTask(k.vars["node"], k.vars["upid"])
+	if t == nil {
+		return nil, paramErr("upid", "no such task")
+	}
+	if t.running && t.stop != nil {
+		t.stop()
+	}
+	return nil, nil
 }
 
 func (c *Cluster) listTasks(k *call) (any, error) {

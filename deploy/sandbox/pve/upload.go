@@ -239,7 +239,12 @@ func (c *Cluster) downloadURL(k *call) (any, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.startTask(node, "download", target.name, k.user, fetch, func(t *task) error {
+	abort := func() {
+		if tmp != "" {
+			os.Remove(tmp) // a stopped download leaves nothing behind
+		}
+	}
+	return c.startAbortableTask(node, "download", target.name, k.user, fetch, func(t *task) error {
 		defer os.Remove(tmp) // gone after the rename
 		if _, err := os.Stat(dst); err == nil {
 			return fmt.Errorf("refusing to override existing file '%s'", shown)
@@ -249,7 +254,7 @@ func (c *Cluster) downloadURL(k *call) (any, error) {
 		}
 		t.logf("download of '%s' to '%s' finished", url, shown)
 		return nil
-	}), nil
+	}, abort), nil
 }
 
 // fetchURL downloads url into a temporary file in dir and returns its path.

@@ -1,0 +1,91 @@
+package isos
+
+import (
+	"bufio"
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/logstream"
+	"horizon/shared/problem"
+	"horizon/shared/store"
+)
+
+// logDownloadTimeout bounds a log download, which streams after the handler returned (and
+// with it the request's deadline).
+const logDownloadTimeout = 10 * time.Minute
+
+// logQuery reads the ?run=, ?stage= and ?clone= of a log request for an ISO: a run must be
+// one of the ISO's.
+func logQuery(c *fiber.Ctx, d api.Deps, iso horizon.ISO) (uuid.UUID, logstream.Filter, error) {
+	var f logstream.Filter
+	run, err := api.QueryID(c, "run")
+	if err != nil {
+		return uuid.Nil, f, err
+	}
+	if run != nil {
+		r, err := store.RunGet(c.UserContext(), d.DB, *run)
+		if err != nil || r.ISOID == nil || *r.ISOID != iso.ID {
+			return uuid.Nil, f, problem.NotFound("run")
+		}
+	}
+	f.Job = c.Query("stage")
+	if v := c.Query("clone"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return uuid.Nil, f, problem.Malformed("The query parameter clone must be a clone's index (0, 1, …).")
+		}
+		f.Job, f.Execution = "clones", &n
+	}
+	if run == nil {
+		return uuid.Nil, f, nil
+	}
+	return *run, f, nil
+}
+
+// GetLogs downloads an ISO's stored build log — every run, oldest first, or ?run= — as text
+// (default) or NDJSON (?format=ndjson), filtered by ?stage= or ?clone=. It streams in constant
+// memory; lines are stored within a fraction of a second of being written.
+func GetLogs(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		iso, err := store.ISOGet(c.UserContext(), d.DB, id)
+		if err != nil {
+			return err
+		}
+		run, filter, err := logQuery(c, d, iso)
+		if err != nil {
+			return err
+		}
+		format := logstream.Format(c.Query("format", string(logstream.Text)))
+		switch format {
+		case logstream.Text:
+			c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
+		case logstream.NDJSON:
+			c.Set(fiber.HeaderContentType, "application/x-ndjson")
+		default:
+			return problem.Malformed("The query parameter format must be text or ndjson.")
+		}
+		q := logstream.Query{Run: run, Filter: filter}
+		if run == uuid.Nil {
+			q.Stack = iso.ID // an ISO's runs keep its id as the owner of their logs
+		}
+		log := d.Log.With("iso_id", iso.ID)
+		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+			ctx, cancel := context.WithTimeout(context.Background(), logDownloadTimeout)
+			defer cancel()
+			if _, err := d.Logs.Download(ctx, w, q, format); err != nil {
+				log.WarnContext(ctx, "ISO log download cut short", "error", err)
+			}
+		})
+		return nil
+	}
+}

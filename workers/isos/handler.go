@@ -1,0 +1,297 @@
+package isos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/events"
+	"horizon/shared/gate"
+	"horizon/shared/horizon"
+	"horizon/shared/logstream"
+	"horizon/shared/queue"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+	"horizon/workers/steps"
+)
+
+// Handler runs iso:stage tasks. Every field is required unless it says otherwise; it is safe
+// for concurrent use.
+type Handler struct {
+	DB      *pgxpool.Pool
+	Redis   redis.UniversalClient
+	Box     *secrets.Box
+	Queues  queue.Queues
+	Enqueue queue.Enqueuer
+	Gate    *gate.Gate
+	Logs    *logstream.Client
+	Events  *events.Publisher
+	Log     *slog.Logger
+	// Namespace prefixes the Redis cancel channel.
+	Namespace string
+	// GateWait is how long the first waiter of a busy node waits inside the handler.
+	GateWait time.Duration
+	// Heartbeat is how often a running attempt proves it is alive and checks for a cancel.
+	Heartbeat time.Duration
+	// DownloadAttempts (default 3) bounds the image download's attempts. RetryBackoff (default
+	// 10 s) is the first pause between attempts of a download or of a Proxmox call that failed
+	// transiently; it doubles after each.
+	DownloadAttempts int
+	RetryBackoff     time.Duration
+	// TaskPoll is how often a Proxmox task is polled while it runs (default 500 ms).
+	TaskPoll time.Duration
+	// ProxmoxTimeout bounds one Proxmox API request (default 30 s).
+	ProxmoxTimeout time.Duration
+}
+
+// result is what a finished stage reports: why it had nothing to do (skipped), or what it did,
+// and the outputs to record with the step's end.
+type result struct {
+	skipped bool
+	reason  string
+	outputs []output
+}
+
+// output is one ISOOutputSet: key "image" or "vm", or a clone by name; value nil removes it.
+type output struct {
+	key, clone string
+	value      any
+}
+
+// ProcessTask implements asynq.Handler.
+func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	var p queue.StepRun
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return fmt.Errorf("decode %s: %v: %w", t.Type(), err, asynq.SkipRetry)
+	}
+	log := h.Log.With("step_id", p.StepID, "attempt", p.Attempt)
+	w, err := h.load(ctx, p)
+	if errors.Is(err, errStale) {
+		log.DebugContext(ctx, "stale delivery ignored")
+		return nil
+	}
+	if err != nil {
+		return err // transient: Postgres; Asynq retries
+	}
+	log = log.With("run_id", w.run.ID, "iso_id", w.iso.ID, "stage", w.label())
+	if w.run.State == horizon.RunCanceling {
+		if w.step.TakesGate() {
+			// run:advance put it in the node's line; it will not build after all.
+			if err := h.Gate.Leave(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), queue.StepTaskID(w.step.ID, w.step.Attempt)); err != nil {
+				log.WarnContext(ctx, "leave gate line", "error", err)
+			}
+		}
+		return h.finish(ctx, w, horizon.StepCanceled, "canceled before it started", nil)
+	}
+
+	var lease *gate.Lease
+	if w.step.TakesGate() {
+		taskID := queue.StepTaskID(w.step.ID, w.step.Attempt)
+		lease, err = h.Gate.Acquire(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), taskID, h.GateWait)
+		if gate.IsBusy(err) {
+			// Waiting is not a failure and must not look like a hung step.
+			if _, herr := store.StepHeartbeat(ctx, h.DB, w.step.ID, w.step.Attempt); herr != nil {
+				log.WarnContext(ctx, "heartbeat while waiting for the node", "error", herr)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if _, err := lease.Release(rctx); err != nil && !errors.Is(err, gate.ErrNotHolder) {
+				log.WarnContext(rctx, "release node gate", "error", err)
+			}
+		}()
+	}
+	var fence *int64
+	if lease != nil {
+		f := lease.Fence()
+		fence = &f
+	}
+	owned, err := store.StepStart(ctx, h.DB, w.step.ID, w.step.Attempt, fence)
+	if err != nil {
+		return err
+	}
+	if !owned {
+		log.DebugContext(ctx, "superseded before it started")
+		return nil
+	}
+	h.notify(ctx, w, horizon.StepRunning, "")
+
+	watched, stop := steps.Watch(ctx, steps.WatchOpts{DB: h.DB, Redis: h.Redis, Namespace: h.Namespace, Heartbeat: h.Heartbeat,
+		Run: w.run.ID, Step: w.step.ID, Attempt: w.step.Attempt})
+	defer stop()
+	// The stage stops when the run is canceled, and, for a gated stage, when the lease is lost.
+	run, stopLease := underLease(watched, lease)
+	defer stopLease()
+
+	lw := h.Logs.NewWriter(w.run.ID, w.iso.ID, w.masker)
+	defer func() {
+		if err := lw.Close(context.WithoutCancel(ctx)); err != nil {
+			log.WarnContext(ctx, "close stage log", "error", err)
+		}
+	}()
+	out := &stageLog{w: lw, step: w.step}
+	out.say("%s of ISO %s started (attempt %d)", w.label(), w.iso.Name, w.step.Attempt)
+	if wait := time.Since(deref(w.step.ReadyAt)); lease != nil && wait > time.Second {
+		out.say("waited %s for node %s to be free", wait.Round(time.Second), w.iso.Node)
+	}
+
+	res, err := h.runStage(run, w, out)
+	if err != nil {
+		switch cause := context.Cause(run); {
+		case errors.Is(cause, steps.ErrCanceled):
+			out.say("canceled: %s stopped; what it made so far stays", w.label())
+			return h.finish(ctx, w, horizon.StepCanceled, "canceled", nil)
+		case errors.Is(cause, gate.ErrLost):
+			out.say("lost the node's build gate: stopped, and will be retried")
+			return fmt.Errorf("step %s: %w", w.step.ID, cause)
+		case ctx.Err() != nil:
+			return ctx.Err() // the worker is shutting down: Asynq gives the task back
+		}
+		line := w.masker.Mask(firstLine(err.Error()))
+		out.say("failed: %s", line)
+		return h.finish(ctx, w, horizon.StepFailed, line, nil)
+	}
+	if res.skipped {
+		out.say("%s skipped: %s", w.label(), res.reason)
+		return h.finish(ctx, w, horizon.StepSkipped, "", &res)
+	}
+	out.say("%s succeeded: %s", w.label(), res.reason)
+	return h.finish(ctx, w, horizon.StepSucceeded, "", &res)
+}
+
+// runStage dispatches on the step's kind.
+func (h *Handler) runStage(ctx context.Context, w *work, out *stageLog) (result, error) {
+	c, err := h.client(w)
+	if err != nil {
+		return result{}, err
+	}
+	switch w.step.Kind {
+	case horizon.StepISOPreflight:
+		return h.preflight(ctx, c, w, out)
+	case horizon.StepISOImage:
+		return h.image(ctx, c, w, out)
+	case horizon.StepISOVMCreate:
+		return h.vmCreate(ctx, c, w, out)
+	case horizon.StepISOVMConfigure:
+		return h.vmConfigure(ctx, c, w, out)
+	case horizon.StepISOTemplate:
+		return h.template(ctx, c, w, out)
+	case horizon.StepISOClone:
+		return h.clone(ctx, c, w, out)
+	case horizon.StepISORemove:
+		return h.remove(ctx, c, w, out)
+	}
+	return result{}, fmt.Errorf("unknown ISO step kind %q", w.step.Kind)
+}
+
+// finish records the attempt's end — with, unless it failed, its reason and outputs — in one
+// transaction, then advances the run. A result from a superseded attempt is discarded.
+func (h *Handler) finish(ctx context.Context, w *work, state horizon.StepState, errLine string, res *result) error {
+	err := store.WithTx(ctx, h.DB, func(ctx context.Context, tx pgx.Tx) error {
+		var errText, reason *string
+		if errLine != "" {
+			errText = &errLine
+		}
+		if res != nil && res.reason != "" {
+			reason = &res.reason
+		}
+		owned, err := store.StepFinish(ctx, tx, w.step.ID, w.step.Attempt, state, errText, reason)
+		if err != nil || !owned || res == nil {
+			return err
+		}
+		for _, o := range res.outputs {
+			var value any
+			if o.value != nil {
+				b, err := json.Marshal(o.value)
+				if err != nil {
+					return fmt.Errorf("encode output %s: %w", o.key, err)
+				}
+				value = string(b)
+			}
+			if err := store.ISOOutputSet(ctx, tx, w.iso.ID, o.key, o.clone, value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	h.notify(ctx, w, state, errLine)
+	if err := h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, w.run.ID)); err != nil {
+		h.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", w.run.ID, "error", err)
+	}
+	return nil
+}
+
+// notify announces a step's new state (the error line is already masked).
+func (h *Handler) notify(ctx context.Context, w *work, state horizon.StepState, errLine string) {
+	e := events.Event{Type: events.Step, ID: w.step.ID, ISOID: w.iso.ID, RunID: w.run.ID, State: string(state),
+		Job: w.step.Job, Execution: w.step.ExecutionIndex, Error: events.MaskError(w.masker, errLine)}
+	if _, err := h.Events.Publish(ctx, e); err != nil {
+		h.Log.WarnContext(ctx, "publish step event", "step_id", w.step.ID, "error", err)
+	}
+}
+
+// underLease returns a context that ends with ctx or, when lease is not nil, when the lease is
+// lost (its cause then wraps gate.ErrLost).
+func underLease(ctx context.Context, lease *gate.Lease) (context.Context, func()) {
+	if lease == nil {
+		return ctx, func() {}
+	}
+	build, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(lease.Context(), func() { cancel(context.Cause(lease.Context())) })
+	return build, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// stageLog is a stage's log: Horizon's own lines, under the step's stage and clone index.
+type stageLog struct {
+	w    *logstream.Writer
+	step horizon.Step
+}
+
+// say writes one line.
+func (l *stageLog) say(format string, args ...any) {
+	// Line refuses only once the writer is closing, after the stage returned.
+	_ = l.w.Line(l.step.ID, l.step.Job, deref(l.step.ExecutionIndex), logstream.Horizon, fmt.Sprintf(format, args...))
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 500 {
+		s = s[:500]
+	}
+	return s
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// shortID is the first block of an id, for names.
+func shortID(id uuid.UUID) string { return id.String()[:8] }

@@ -1,0 +1,208 @@
+package isos
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"horizon/shared/horizon"
+	"horizon/shared/proxmox"
+)
+
+// contentDirs are where a file storage keeps the image content types, under its path, as PVE's
+// dir plugin lays them out.
+var contentDirs = map[string]string{"iso": "template/iso", "import": "import"}
+
+// storageItem is one volume of a storage's content list.
+type storageItem struct {
+	VolID string `json:"volid"`
+	Size  int64  `json:"size"`
+	CTime int64  `json:"ctime"`
+}
+
+// findVolume looks volid up in a storage's content of one type.
+func findVolume(ctx context.Context, c *proxmox.Client, node, storage, content, volid string) (storageItem, bool, error) {
+	var items []storageItem
+	path := fmt.Sprintf("/nodes/%s/storage/%s/content?content=%s", url.PathEscape(node), url.PathEscape(storage), content)
+	if err := c.Get(ctx, path, &items); err != nil {
+		return storageItem{}, false, err
+	}
+	i := slices.IndexFunc(items, func(it storageItem) bool { return it.VolID == volid })
+	if i < 0 {
+		return storageItem{}, false, nil
+	}
+	return items[i], true, nil
+}
+
+// image makes sure the spec's image is on the storage with the right checksum: a cached file
+// is kept when its checksum is known right, else it is replaced; a download is retried with
+// backoff while it fails for another reason than its checksum, then verified.
+func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
+	src := w.spec.Source
+	content := imageContent(w.iso.Kind)
+	node, storage := w.iso.Node, w.iso.Storage
+	volid := storage + ":" + content + "/" + src.FileName
+	base := fmt.Sprintf("/nodes/%s/storage/%s", url.PathEscape(node), url.PathEscape(storage))
+
+	item, found, err := findVolume(ctx, c, node, storage, content, volid)
+	if err != nil {
+		return result{}, err
+	}
+	if found {
+		if rec := w.iso.Outputs.Image; rec != nil && rec.VolID == volid && rec.Checksum == src.Checksum &&
+			rec.ChecksumAlgorithm == src.ChecksumAlgorithm && rec.Size == item.Size && rec.CTime == item.CTime {
+			out.say("image cached: %s (%d bytes) is the file this ISO downloaded and verified (%s) on %s", volid, item.Size,
+				src.ChecksumAlgorithm, rec.VerifiedAt.Format(time.RFC3339))
+			return result{skipped: true, reason: "image cached: " + volid}, nil
+		}
+		out.say("%s is already on storage %s: verifying its %s checksum over SSH", volid, storage, src.ChecksumAlgorithm)
+		got, err := h.checksumOnNode(ctx, w, storage, content, src.FileName, src.ChecksumAlgorithm)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return result{}, err
+		case err != nil:
+			out.say("cannot verify the cached %s (%v): replacing it", volid, err)
+		case got == src.Checksum:
+			out.say("image cached: %s (%d bytes), %s checksum %s verified on node %s", volid, item.Size, src.ChecksumAlgorithm, got, node)
+			rec := horizon.ISOImage{VolID: volid, Storage: storage, Checksum: got, ChecksumAlgorithm: src.ChecksumAlgorithm,
+				Size: item.Size, CTime: item.CTime, VerifiedAt: time.Now().UTC()}
+			return result{skipped: true, reason: "image cached: " + volid + " (checksum verified)", outputs: []output{{key: "image", value: rec}}}, nil
+		default:
+			out.say("the cached %s has %s checksum %s, expected %s: replacing it", volid, src.ChecksumAlgorithm, got, src.Checksum)
+		}
+		if err := h.do(ctx, c, "DELETE", node, base+"/content/"+volumePath(volid), nil, out); err != nil {
+			return result{}, fmt.Errorf("delete the stale %s: %w", volid, err)
+		}
+	}
+
+	err = h.download(ctx, c, w, base, content, volid, out)
+	if errors.Is(err, errFileExists) {
+		// Another attempt's download (a worker that died while Proxmox went on) put it there.
+		out.say("%s appeared on storage %s meanwhile: verifying its %s checksum over SSH", volid, storage, src.ChecksumAlgorithm)
+		got, err := h.checksumOnNode(ctx, w, storage, content, src.FileName, src.ChecksumAlgorithm)
+		if err != nil {
+			return result{}, fmt.Errorf("verify %s: %w", volid, err)
+		}
+		if got != src.Checksum {
+			return result{}, fmt.Errorf("checksum mismatch for %s on storage %s: expected %s %s, got %s", volid, storage, src.ChecksumAlgorithm, src.Checksum, got)
+		}
+		out.say("%s checksum %s of %s verified on node %s", src.ChecksumAlgorithm, got, volid, node)
+	} else if err != nil {
+		return result{}, err
+	}
+	item, found, err = findVolume(ctx, c, node, storage, content, volid)
+	switch {
+	case err != nil:
+		return result{}, err
+	case !found:
+		return result{}, fmt.Errorf("the download of %s reported success, but storage %s does not list %s", src.URL, storage, volid)
+	case item.Size <= 0:
+		return result{}, fmt.Errorf("the downloaded %s is empty", volid)
+	}
+	out.say("verified: %s is on storage %s, %d bytes; Proxmox checked its %s checksum %s while downloading", volid, storage,
+		item.Size, src.ChecksumAlgorithm, src.Checksum)
+	rec := horizon.ISOImage{VolID: volid, Storage: storage, Checksum: src.Checksum, ChecksumAlgorithm: src.ChecksumAlgorithm,
+		Size: item.Size, CTime: item.CTime, VerifiedAt: time.Now().UTC()}
+	return result{reason: fmt.Sprintf("downloaded %s (%d bytes, %s verified)", volid, item.Size, src.ChecksumAlgorithm),
+		outputs: []output{{key: "image", value: rec}}}, nil
+}
+
+// errFileExists: Proxmox refused the download because the file is already there.
+var errFileExists = errors.New("the image file exists already")
+
+var mismatchRE = regexp.MustCompile(`checksum mismatch: got '([0-9a-fA-F]*)' != expect '([0-9a-fA-F]*)'`)
+
+// download runs download-url until it succeeds, fails for its checksum (at once: a new attempt
+// would fetch the same bytes), or has failed DownloadAttempts times.
+func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base, content, volid string, out *stageLog) error {
+	src := w.spec.Source
+	attempts := h.DownloadAttempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	pause := h.backoff()
+	body := map[string]any{"content": content, "filename": src.FileName, "url": src.URL, "checksum": src.Checksum,
+		"checksum-algorithm": src.ChecksumAlgorithm, "verify-certificates": boolInt(src.VerifyCertificates == nil || *src.VerifyCertificates)}
+	for attempt := 1; ; attempt++ {
+		out.say("downloading %s to %s (attempt %d/%d)", src.URL, volid, attempt, attempts)
+		err := h.do(ctx, c, "POST", w.iso.Node, base+"/download-url", body, out)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if m := mismatchRE.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("checksum mismatch for %s: expected %s %s, got %s", src.URL, src.ChecksumAlgorithm, m[2], m[1])
+		}
+		if strings.Contains(err.Error(), "refusing to override existing file") {
+			return errFileExists
+		}
+		var te *taskError
+		var pe *proxmox.Error
+		if !errors.As(err, &te) && errors.As(err, &pe) && pe.Status >= 400 && pe.Status < 500 {
+			return fmt.Errorf("Proxmox refused the download of %s: %w", src.URL, err) // a request it will always refuse
+		}
+		if attempt >= attempts {
+			return fmt.Errorf("download of %s failed %d times; the last: %s", src.URL, attempts, firstLine(err.Error()))
+		}
+		out.say("download attempt %d/%d failed: %s; retrying in %s", attempt, attempts, firstLine(err.Error()), pause)
+		if !sleep(ctx, pause) {
+			return ctx.Err()
+		}
+		pause *= 2
+	}
+}
+
+// checksumOnNode reads a file of a storage over SFTP from the ISO's node and returns its digest.
+func (h *Handler) checksumOnNode(ctx context.Context, w *work, storage, content, file, algo string) (string, error) {
+	i := slices.IndexFunc(w.server.Storages, func(s horizon.ProxmoxStorage) bool { return s.Name == storage })
+	if i < 0 || w.server.Storages[i].Path == "" {
+		return "", fmt.Errorf("Horizon's inventory of %s has no path for storage %s", w.server.Name, storage)
+	}
+	sc, err := h.dialNode(ctx, w)
+	if err != nil {
+		return "", err
+	}
+	defer sc.Close()
+	hh := newHash(algo)
+	if _, err := sc.CopyFile(ctx, path.Join(w.server.Storages[i].Path, contentDirs[content], file), hh); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(hh.Sum(nil)), nil
+}
+
+func newHash(algo string) hash.Hash {
+	switch strings.ToLower(algo) {
+	case "md5":
+		return md5.New()
+	case "sha1":
+		return sha1.New()
+	case "sha224":
+		return sha256.New224()
+	case "sha384":
+		return sha512.New384()
+	case "sha512":
+		return sha512.New()
+	}
+	return sha256.New()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

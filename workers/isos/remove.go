@@ -1,0 +1,160 @@
+package isos
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"horizon/shared/cloudinit"
+	"horizon/shared/horizon"
+	"horizon/shared/proxmox"
+	"horizon/shared/store"
+)
+
+// remove destroys what the ISO's builds made on Proxmox: its clones first (a template with
+// linked clones cannot be destroyed), then its VM, its cloud-init snippets, and its image —
+// unless another ISO of the cluster uses the same file (a shared storage, or the same node).
+// Only VMs whose description says this ISO built them are destroyed; a VM id another VM holds
+// now is left alone and said so.
+func (h *Handler) remove(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
+	vms, err := clusterVMs(ctx, c)
+	if err != nil {
+		return result{}, err
+	}
+	var done []string
+	var outputs []output
+	destroy := func(vmid int, what, clone string) error {
+		v, ok := vms[vmid]
+		if !ok {
+			out.say("%s: VM %d does not exist", what, vmid)
+			return nil
+		}
+		cfg, err := getConfig(ctx, c, v.Node, vmid)
+		if err != nil {
+			return err
+		}
+		if m := readMarker(cfg["description"]); m.iso != w.iso.ID || m.clone != clone {
+			out.say("%s: VM %d (%q) was not built by this ISO: left alone", what, vmid, v.Name)
+			return nil
+		}
+		if err := h.destroyVM(ctx, c, v.Node, vmid, out); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		done = append(done, fmt.Sprintf("%s (VM %d)", what, vmid))
+		return nil
+	}
+	clones := map[string]int{}
+	for name, cl := range w.iso.Outputs.Clones {
+		clones[name] = cl.VMID
+	}
+	if w.spec.VM != nil {
+		for _, cl := range w.spec.Clones {
+			clones[cl.Name] = cl.VMID
+		}
+	}
+	names := make([]string, 0, len(clones))
+	for n := range clones {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := destroy(clones[name], "clone "+name, name); err != nil {
+			return result{}, err
+		}
+		outputs = append(outputs, output{clone: name})
+	}
+	vmid := 0
+	if w.iso.Outputs.VM != nil {
+		vmid = w.iso.Outputs.VM.VMID
+	} else if w.spec.VM != nil {
+		vmid = w.spec.VM.VMID
+	}
+	if vmid != 0 {
+		if err := destroy(vmid, "VM", ""); err != nil {
+			return result{}, err
+		}
+		outputs = append(outputs, output{key: "vm"})
+	}
+	if w.spec.CloudInit != nil {
+		if removed, err := h.removeSnippets(ctx, c, w, out); err != nil {
+			return result{}, err
+		} else if removed > 0 {
+			done = append(done, fmt.Sprintf("%d cloud-init snippet(s)", removed))
+		}
+	}
+	if removed, err := h.removeImage(ctx, c, w, out); err != nil {
+		return result{}, err
+	} else if removed != "" {
+		done = append(done, "image "+removed)
+	}
+	outputs = append(outputs, output{key: "image"})
+	if len(done) == 0 {
+		return result{reason: "nothing of this ISO was left on Proxmox", outputs: outputs}, nil
+	}
+	return result{reason: "removed " + strings.Join(done, ", "), outputs: outputs}, nil
+}
+
+// removeImage deletes the ISO's image unless another ISO of the cluster that sees the same
+// file uses it; it returns the volume removed, or "".
+func (h *Handler) removeImage(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (string, error) {
+	content := imageContent(w.iso.Kind)
+	volid := imageVolID(w)
+	storage, _, _ := strings.Cut(volid, ":")
+	others, err := store.ISOsWithImage(ctx, h.DB, w.iso.ServerID, volid, w.iso.ID)
+	if err != nil {
+		return "", err
+	}
+	shared := slices.ContainsFunc(w.server.Storages, func(s horizon.ProxmoxStorage) bool { return s.Name == storage && s.Shared })
+	for _, o := range others {
+		if shared || o.Node == w.iso.Node {
+			out.say("image %s kept: ISO %s uses it too", volid, o.Name)
+			return "", nil
+		}
+	}
+	_, found, err := findVolume(ctx, c, w.iso.Node, storage, content, volid)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		out.say("image %s is not on storage %s", volid, storage)
+		return "", nil
+	}
+	path := fmt.Sprintf("/nodes/%s/storage/%s/content/%s", url.PathEscape(w.iso.Node), url.PathEscape(storage), volumePath(volid))
+	if err := h.do(ctx, c, "DELETE", w.iso.Node, path, nil, out); err != nil {
+		return "", fmt.Errorf("delete image %s: %w", volid, err)
+	}
+	out.say("deleted image %s", volid)
+	return volid, nil
+}
+
+// removeSnippets deletes the ISO's cloud-init snippets through the storage API.
+func (h *Handler) removeSnippets(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (int, error) {
+	storage, err := snippetStorage(w)
+	if err != nil {
+		out.say("snippets: %v", err)
+		return 0, nil
+	}
+	n := 0
+	for _, part := range []string{"user", "vendor"} {
+		volid, err := cloudinit.VolumeID(storage.Name, cloudinit.SnippetName("horizon-iso", shortID(w.iso.ID), part))
+		if err != nil {
+			return n, err
+		}
+		_, found, err := findVolume(ctx, c, w.iso.Node, storage.Name, "snippets", volid)
+		if err != nil {
+			return n, err
+		}
+		if !found {
+			continue
+		}
+		path := fmt.Sprintf("/nodes/%s/storage/%s/content/%s", url.PathEscape(w.iso.Node), url.PathEscape(storage.Name), volumePath(volid))
+		if err := h.do(ctx, c, "DELETE", w.iso.Node, path, nil, out); err != nil {
+			return n, fmt.Errorf("delete snippet %s: %w", volid, err)
+		}
+		out.say("deleted snippet %s", volid)
+		n++
+	}
+	return n, nil
+}

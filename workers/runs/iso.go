@@ -1,0 +1,82 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/shared/horizon"
+	"horizon/shared/isotemplate"
+	"horizon/shared/logstream"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+)
+
+// finishISO ends an ISO's run and moves the ISO to the state the run's outcome gives, which
+// it returns: a build that succeeded leaves it built, a removal that succeeded removed (its VM
+// ids are released); anything else failed, with the run's first error in the history.
+func finishISO(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunState, steps []horizon.Step) (horizon.ISOState, error) {
+	firstErr := firstError(final, steps, isotemplate.StepLabel)
+	if _, err := store.RunSetState(ctx, tx, run.ID, final, firstErr); err != nil {
+		return "", err
+	}
+	to := horizon.ISOFailed
+	switch {
+	case final == horizon.RunSucceeded && run.Kind == horizon.RunISORemove:
+		to = horizon.ISORemoved
+		if err := store.VMIDReleaseISO(ctx, tx, *run.ISOID); err != nil {
+			return "", err
+		}
+	case final == horizon.RunSucceeded:
+		to = horizon.ISOBuilt
+	}
+	_, err := store.ISOSetState(ctx, tx, horizon.ISOStateChange{ISOID: *run.ISOID, RunID: &run.ID, To: to, ActorID: run.ActorID, Error: firstErr})
+	return to, err
+}
+
+// endISOLog writes the summary of a finished ISO run as its last log lines, then ends its log.
+func (a Advancer) endISOLog(ctx context.Context, log *slog.Logger, run horizon.Run) {
+	steps, err := store.StepsOfRun(ctx, a.DB, run.ID)
+	if err != nil {
+		log.WarnContext(ctx, "read the ISO run's steps for its summary", "error", err)
+	} else {
+		// Lines are masked with an empty masker: they repeat step reasons and first error lines,
+		// which their steps already masked.
+		w := a.Logs.NewWriter(run.ID, *run.ISOID, &secrets.Masker{})
+		for _, line := range summaryLines(run, isotemplate.Summarize(steps)) {
+			_ = w.Line(uuid.Nil, "", 0, logstream.Horizon, line) // refused only once closing
+		}
+		if err := w.Close(ctx); err != nil {
+			log.WarnContext(ctx, "write the ISO run's summary", "error", err)
+		}
+	}
+	if err := a.Logs.End(ctx, run.ID, *run.ISOID, string(run.State), 0); err != nil {
+		log.WarnContext(ctx, "end the run's log stream", "error", err)
+	}
+}
+
+// summaryLines renders a summary for the log.
+func summaryLines(run horizon.Run, s isotemplate.Summary) []string {
+	what := "build"
+	if run.Kind == horizon.RunISORemove {
+		what = "removal"
+	}
+	lines := []string{fmt.Sprintf("summary: %s %s", what, run.State)}
+	for _, part := range []struct {
+		title string
+		items []string
+	}{{"done", s.Done}, {"skipped", s.Skipped}, {"failed", s.Failed}, {"not run", s.NotRun}} {
+		if len(part.items) == 0 {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  %s (%d):", part.title, len(part.items)))
+		for _, item := range part.items {
+			lines = append(lines, "    "+strings.TrimSpace(item))
+		}
+	}
+	return lines
+}
