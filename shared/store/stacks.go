@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -63,42 +62,16 @@ type StackFilter struct {
 
 // StackList returns one page of the stacks the scope may see, newest first. Removed stacks are
 // listed only when asked for by state.
-//
-// The statement is shaped so that Postgres can keep one generic plan for it: the WHERE clause
-// holds only the conditions of the filters given, each a fixed fragment, and the LIMIT is a
-// literal (a number of ours, 2 to 201). With one condition per filter that also holds when the
-// filter is unset, or a LIMIT parameter (which the generic plan assumes to be a tenth of the
-// table), the generic plan looks costly on a large table and Postgres plans the statement anew
-// at every call, which took longer than running it (deploy/bench scale: 10 000 stacks vs 100).
 func StackList(ctx context.Context, q Querier, scope auth.Scope, f StackFilter, p Page) ([]horizon.Stack, *uuid.UUID, error) {
-	var where []string
-	var args []any
-	cond := func(fragment string, arg any) { // fragment's one %d is the argument's number
-		args = append(args, arg)
-		where = append(where, fmt.Sprintf(fragment, len(args)))
-	}
-	if !scope.All {
-		cond("s.team_id = ANY($%d)", scope.TeamIDs())
-	}
-	if f.State == "" {
-		where = append(where, "s.state <> 'removed'")
-	} else {
-		cond("s.state = $%d", string(f.State))
-	}
-	if f.Label != "" {
-		cond("$%d = ANY(s.labels)", f.Label)
-	}
-	if f.TeamID != nil {
-		cond("s.team_id = $%d", *f.TeamID)
-	}
-	if f.TemplateID != nil {
-		cond("s.template_id = $%d", *f.TemplateID)
-	}
-	if p.After != nil {
-		cond("s.id < $%d", *p.After)
-	}
-	rows, err := q.Query(ctx, `SELECT `+prefixed("s.", stackColumns)+` FROM stacks s WHERE `+strings.Join(where, " AND ")+
-		fmt.Sprintf(` ORDER BY s.id DESC LIMIT %d`, p.limit()), args...)
+	rows, err := q.Query(ctx, `SELECT `+prefixed("s.", stackColumns)+` FROM stacks s
+		WHERE ($1 OR s.team_id = ANY($2))
+		  AND (CASE WHEN $3 = '' THEN s.state <> 'removed' ELSE s.state = $3 END)
+		  AND ($4 = '' OR $4 = ANY(s.labels))
+		  AND ($5::uuid IS NULL OR s.team_id = $5)
+		  AND ($6::uuid IS NULL OR s.template_id = $6)
+		  AND ($7::uuid IS NULL OR s.id < $7)
+		ORDER BY s.id DESC LIMIT $8`,
+		scope.All, scope.TeamIDs(), string(f.State), f.Label, f.TeamID, f.TemplateID, p.After, p.limit())
 	if err != nil {
 		return nil, nil, translate(err)
 	}
