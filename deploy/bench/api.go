@@ -36,13 +36,7 @@ func benchAPI(ctx context.Context) error {
 	}
 	defer env.Close()
 
-	box, _ := secrets.NewBox(make([]byte, secrets.KeySize))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := authcache.New(env.Redis, env.NS, 5*time.Second)
-	go cache.Run(ctx, log)
-	deps := api.Deps{DB: env.DB, Redis: env.Redis, Box: box, Log: log, Auth: cache, Namespace: env.NS, Now: time.Now}
-	horizonApp := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: 1 << 30, RateWindow: time.Minute, Registry: prometheus.NewRegistry()})
-	hAddr, err := serve(horizonApp)
+	hAddr, err := serveHorizon(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -138,6 +132,18 @@ func benchAPI(ctx context.Context) error {
 	compare("GET /v1/networks/{id} (bearer auth, rate limit) vs bare single-row read", 0.6, get("/networks/"+netw.ID.String(), false), get(netPath, true))
 	compare("POST /v1/networks/{id}/addresses vs bare insert", 0.5, post("/networks/"+netw.ID.String()+"/addresses", false), post(netPath+"/addresses", true))
 	return nil
+}
+
+// serveHorizon serves the Horizon API on env's database and Redis (rate limit out of the way)
+// and returns its address.
+func serveHorizon(ctx context.Context, env *benchEnv) (string, error) {
+	box, _ := secrets.NewBox(make([]byte, secrets.KeySize))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cache := authcache.New(env.Redis, env.NS, 5*time.Second)
+	go cache.Run(ctx, log)
+	deps := api.Deps{DB: env.DB, Redis: env.Redis, Box: box, Log: log, Auth: cache, Namespace: env.NS, Now: time.Now}
+	return serve(app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: 1 << 30, RateWindow: time.Minute,
+		Registry: prometheus.NewRegistry()}))
 }
 
 func serve(a *fiber.App) (string, error) {

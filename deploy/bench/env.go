@@ -58,6 +58,10 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 			rdb.Del(ctx, iter.Val())
 		}
 		_ = rdb.Close()
+		if os.Getenv("HORIZON_BENCH_KEEP_DB") != "" {
+			fmt.Printf("kept database %s (HORIZON_BENCH_KEEP_DB)\n", name)
+			return
+		}
 		if c, err := pgx.Connect(ctx, admin); err == nil {
 			_, _ = c.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
 			_ = c.Close(ctx)

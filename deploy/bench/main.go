@@ -3,6 +3,15 @@
 // the ratios mean something on any hardware.
 //
 //	go run ./deploy/bench [api]      # API throughput and latency vs bare Fiber handlers
+//	go run ./deploy/bench scale      # stack list, detail and reconcile pass: 10 000 stacks vs 100
+//
+// They use the local Postgres and Redis (HORIZON_BENCH_DATABASE_URL, an admin connection that
+// may create databases, and HORIZON_BENCH_REDIS_URL), each in a database of its own that is
+// dropped afterwards (HORIZON_BENCH_KEEP_DB=1 keeps it, e.g. for EXPLAIN). The engine benchmarks
+// (phase transitions, makespan, worker memory) need the workers, the sandbox and Terraform in
+// one process and are Go benchmarks in workers/worker (bench_test.go); tfclock, in front of
+// Terraform there, times Terraform's processes. deploy/README.md lists every benchmark, how to
+// run it and what it prints.
 package main
 
 import (
@@ -18,7 +27,8 @@ func main() {
 		which = os.Args[1]
 	}
 	benches := map[string]func(context.Context) error{
-		"api": benchAPI,
+		"api":   benchAPI,
+		"scale": benchScale,
 	}
 	run, ok := benches[which]
 	if !ok {

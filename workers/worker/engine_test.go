@@ -32,7 +32,7 @@ import (
 // registered in an environment, a team with a member, and the sandbox-vm example template
 // published from a git repository of the test's own.
 type engine struct {
-	t      *testing.T
+	t      testing.TB
 	api    *apitest.Server
 	sb     *pvetest.Sandbox
 	worker *worker.Worker
@@ -53,9 +53,12 @@ type engineOpts struct {
 	noWorker bool
 	// override replaces files of the published example (path → content).
 	override map[string]string
+	// terraformBin overrides HORIZON_TERRAFORM_BIN; concurrency the workers' (default 8).
+	terraformBin string
+	concurrency  int
 }
 
-func newEngine(t *testing.T, o engineOpts) *engine {
+func newEngine(t testing.TB, o engineOpts) *engine {
 	t.Helper()
 	e := &engine{t: t}
 	e.api = apitest.New(t, nil)
@@ -104,7 +107,11 @@ func newEngine(t *testing.T, o engineOpts) *engine {
 
 func (e *engine) startWorker(o engineOpts) {
 	t := e.t
-	bin, err := terraform.FindBinary(context.Background(), os.Getenv("HORIZON_TERRAFORM_BIN"))
+	tfBin := o.terraformBin
+	if tfBin == "" {
+		tfBin = os.Getenv("HORIZON_TERRAFORM_BIN")
+	}
+	bin, err := terraform.FindBinary(context.Background(), tfBin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +123,12 @@ func (e *engine) startWorker(o engineOpts) {
 	if hb == 0 {
 		hb = time.Second
 	}
+	concurrency := o.concurrency
+	if concurrency == 0 {
+		concurrency = 8
+	}
 	d := e.api.Deps
-	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: 8,
+	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: concurrency,
 		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
 		ShutdownTimeout: 10 * time.Second, LogClient: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
 		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
@@ -222,7 +233,7 @@ func (e *engine) logText(stack string) string {
 	return b.String()
 }
 
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(p), "\n"))

@@ -59,6 +59,15 @@ type Config struct {
 	ProxmoxTaskPoll time.Duration
 }
 
+// Asynq's polling intervals in the workers (research perf-reliability §A.2): an idle server
+// picks a new task up after about half of TaskCheckInterval, and delayed tasks (retries, node
+// gate waits) move to pending every DelayedTaskCheckInterval. The engine benchmarks give their
+// bare Asynq control the same values.
+const (
+	TaskCheckInterval        = 50 * time.Millisecond
+	DelayedTaskCheckInterval = 250 * time.Millisecond
+)
+
 // Worker is a running Asynq server and scheduler.
 type Worker struct {
 	srv        *asynq.Server
@@ -130,9 +139,8 @@ func New(cfg Config) (*Worker, error) {
 			}
 			return min(time.Duration(n+1)*time.Duration(n+1)*time.Second, time.Minute)
 		},
-		// Pickup latency is about half of this when queues are idle (research §A.2).
-		TaskCheckInterval:        50 * time.Millisecond,
-		DelayedTaskCheckInterval: 250 * time.Millisecond,
+		TaskCheckInterval:        TaskCheckInterval,
+		DelayedTaskCheckInterval: DelayedTaskCheckInterval,
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		Logger:                   asynqLogger{cfg.Log},
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
