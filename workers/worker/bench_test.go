@@ -217,7 +217,7 @@ func BenchmarkEngineWorkerMemory(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for range per {
-						if !e.deployed(s) {
+						if !e.isDeployed(s) {
 							e.deployAndWait(s, 5*time.Minute)
 						} else {
 							e.runAgainAndWait(s, "j0", 0, 5*time.Minute)
@@ -356,7 +356,7 @@ func (e *engine) createStack(name, env, tmpl string, jobs map[string]any) string
 	return r.Map()["id"].(string)
 }
 
-func (e *engine) deployed(stack string) bool {
+func (e *engine) isDeployed(stack string) bool {
 	var state string
 	if err := e.api.DB.QueryRow(context.Background(), `SELECT state FROM stacks WHERE id = $1`, stack).Scan(&state); err != nil {
 		e.t.Fatal(err)

@@ -253,7 +253,7 @@ func (e *engine) pipeline(stack string) map[string]map[string]any {
 	return cards
 }
 
-func mustUUID(t *testing.T, s string) uuid.UUID {
+func mustUUID(t testing.TB, s string) uuid.UUID {
 	t.Helper()
 	id, err := uuid.Parse(s)
 	if err != nil {
