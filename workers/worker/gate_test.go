@@ -38,7 +38,10 @@ func TestBuildsOnOneNodeWaitTheirTurn(t *testing.T) {
 	testkit.Eventually(t, time.Minute, "the second build does not say what it waits for", func() bool {
 		card = e.pipeline(second)["db[0]"]
 		w, _ := card["waiting_on"].(map[string]any)
-		return card["state"] == "queued" && w != nil && w["holder"] != nil && w["holder"].(map[string]any)["stack"] != nil
+		// run:advance commits the step queued before it registers the step in the node's line:
+		// until then the card has no position.
+		return card["state"] == "queued" && w != nil && w["holder"] != nil && w["holder"].(map[string]any)["stack"] != nil &&
+			w["position"] != 0.0
 	})
 	w := card["waiting_on"].(map[string]any)
 	if w["node"] != "pve1" || w["position"] != 1.0 || w["holder"].(map[string]any)["stack"] != first {
