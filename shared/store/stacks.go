@@ -62,6 +62,13 @@ type StackFilter struct {
 
 // StackList returns one page of the stacks the scope may see, newest first. Removed stacks are
 // listed only when asked for by state.
+//
+// It is planned at every call, for its parameters (an unnamed statement: QueryExecModeDescribeExec),
+// because no single plan suits every call: a member of a three-stack team wants the
+// (team_id, id) index, an admin's first page the primary key, a filter on a state nobody is
+// in the state index. A cached generic plan — which Postgres adopts when its estimates say
+// planning does not pay — scanned all 10 000 stacks for the small team (benchmark: 3.5 ms
+// against 0.3 ms). Planning costs about 0.1 ms.
 func StackList(ctx context.Context, q Querier, scope auth.Scope, f StackFilter, p Page) ([]horizon.Stack, *uuid.UUID, error) {
 	rows, err := q.Query(ctx, `SELECT `+prefixed("s.", stackColumns)+` FROM stacks s
 		WHERE ($1 OR s.team_id = ANY($2))
@@ -70,7 +77,7 @@ func StackList(ctx context.Context, q Querier, scope auth.Scope, f StackFilter, 
 		  AND ($5::uuid IS NULL OR s.team_id = $5)
 		  AND ($6::uuid IS NULL OR s.template_id = $6)
 		  AND ($7::uuid IS NULL OR s.id < $7)
-		ORDER BY s.id DESC LIMIT $8`,
+		ORDER BY s.id DESC LIMIT $8`, pgx.QueryExecModeDescribeExec,
 		scope.All, scope.TeamIDs(), string(f.State), f.Label, f.TeamID, f.TemplateID, p.After, p.limit())
 	if err != nil {
 		return nil, nil, translate(err)
