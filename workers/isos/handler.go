@@ -85,46 +85,15 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	log = log.With("run_id", w.run.ID, "iso_id", w.iso.ID, "stage", w.label())
 	if w.run.State == horizon.RunCanceling {
-		if w.step.TakesGate() {
-			// run:advance put it in the node's line; it will not build after all.
-			if err := h.Gate.Leave(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), queue.StepTaskID(w.step.ID, w.step.Attempt)); err != nil {
-				log.WarnContext(ctx, "leave gate line", "error", err)
-			}
-		}
+		steps.LeaveLine(ctx, h.Gate, w.step, log)
 		return h.finish(ctx, w, horizon.StepCanceled, "canceled before it started", nil)
 	}
 
-	var lease *gate.Lease
-	if w.step.TakesGate() {
-		taskID := queue.StepTaskID(w.step.ID, w.step.Attempt)
-		lease, err = h.Gate.Acquire(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), taskID, h.GateWait)
-		if gate.IsBusy(err) {
-			// Waiting is not a failure and must not look like a hung step.
-			if _, herr := store.StepHeartbeat(ctx, h.DB, w.step.ID, w.step.Attempt); herr != nil {
-				log.WarnContext(ctx, "heartbeat while waiting for the node", "error", herr)
-			}
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		defer func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if _, err := lease.Release(rctx); err != nil && !errors.Is(err, gate.ErrNotHolder) {
-				log.WarnContext(rctx, "release node gate", "error", err)
-			}
-		}()
-	}
-	var fence *int64
-	if lease != nil {
-		f := lease.Fence()
-		fence = &f
-	}
-	owned, err := store.StepStart(ctx, h.DB, w.step.ID, w.step.Attempt, fence)
+	lease, release, owned, err := steps.Claim(ctx, h.DB, h.Gate, h.GateWait, w.step, log)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if !owned {
 		log.DebugContext(ctx, "superseded before it started")
 		return nil

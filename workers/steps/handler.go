@@ -66,49 +66,22 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	log = log.With("run_id", w.run.ID, "job", w.step.Job, "execution", deref(w.step.ExecutionIndex))
 	if w.run.State == horizon.RunCanceling {
-		h.leaveGate(ctx, w)
+		LeaveLine(ctx, h.Gate, w.step, log)
 		return h.finish(ctx, w, horizon.StepCanceled, "canceled before it started", nil)
 	}
 	if w.step.OnlyIfChanged && w.inputsErr == nil && w.exec.AppliedHash != nil &&
 		w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)) == *w.exec.AppliedHash {
 		// It is here only because a job it depends on ran; that job's outputs did not change.
-		h.leaveGate(ctx, w)
+		LeaveLine(ctx, h.Gate, w.step, log)
 		return h.finishSkipped(ctx, w, "inputs unchanged")
 	}
 
-	var lease *gate.Lease
-	if w.machine() && w.step.Kind == horizon.StepApply {
-		taskID := queue.StepTaskID(w.step.ID, w.step.Attempt)
-		lease, err = h.Gate.Acquire(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), taskID, h.GateWait)
-		if gate.IsBusy(err) {
-			// Waiting is not a failure and must not look like a hung step.
-			if _, herr := store.StepHeartbeat(ctx, h.DB, w.step.ID, w.step.Attempt); herr != nil {
-				log.WarnContext(ctx, "heartbeat while waiting for the node", "error", herr)
-			}
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		defer func() {
-			// Released after Terraform has exited (the work below returned). A release whose
-			// context is gone still has to happen: use a fresh one.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if _, err := lease.Release(rctx); err != nil && !errors.Is(err, gate.ErrNotHolder) {
-				log.WarnContext(rctx, "release node gate", "error", err)
-			}
-		}()
-	}
-	var fence *int64
-	if lease != nil {
-		f := lease.Fence()
-		fence = &f
-	}
-	owned, err := store.StepStart(ctx, h.DB, w.step.ID, w.step.Attempt, fence)
+	lease, release, owned, err := Claim(ctx, h.DB, h.Gate, h.GateWait, w.step, log)
 	if err != nil {
 		return err
 	}
+	// Released after Terraform has exited (the work below returned).
+	defer release()
 	if !owned {
 		log.DebugContext(ctx, "superseded before it started")
 		return nil
@@ -184,17 +157,6 @@ func (h *Handler) finish(ctx context.Context, w *stepWork, state horizon.StepSta
 		h.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", w.run.ID, "error", err)
 	}
 	return nil
-}
-
-// leaveGate takes a step that will not build after all out of its node's line (run:advance
-// put it there), so the steps behind it need not wait for it to go stale.
-func (h *Handler) leaveGate(ctx context.Context, w *stepWork) {
-	if !w.step.TakesGate() {
-		return
-	}
-	if err := h.Gate.Leave(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), queue.StepTaskID(w.step.ID, w.step.Attempt)); err != nil {
-		h.Log.WarnContext(ctx, "leave gate line", "step_id", w.step.ID, "error", err)
-	}
 }
 
 // finishSkipped ends a step that turned out to have nothing to do.

@@ -1,0 +1,72 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"horizon/shared/gate"
+	"horizon/shared/horizon"
+	"horizon/shared/queue"
+	"horizon/shared/store"
+)
+
+// Claim starts an attempt of a step, for the step:run and iso:stage handlers alike: it takes
+// the step's node gate when the step builds on a node (Step.TakesGate), then marks the attempt
+// started with the lease's fencing token. It returns the lease (nil for a step without a gate)
+// and whether this attempt owns the step; when it does not (superseded), nothing was started.
+//
+// A busy gate is returned as is (gate.IsBusy): waiting is not a failure, and Asynq's IsFailure
+// must not count it. The step is heartbeaten first, so a waiting step never looks hung.
+//
+// The caller must call release once its work has returned — after Terraform has exited — even
+// when owned is false; release is a no-op without a lease.
+func Claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, wait time.Duration, s horizon.Step, log *slog.Logger) (lease *gate.Lease, release func(), owned bool, err error) {
+	release = func() {}
+	if s.TakesGate() {
+		lease, err = g.Acquire(ctx, queue.GateNode(*s.ServerID, *s.Node), queue.StepTaskID(s.ID, s.Attempt), wait)
+		if gate.IsBusy(err) {
+			if _, herr := store.StepHeartbeat(ctx, db, s.ID, s.Attempt); herr != nil {
+				log.WarnContext(ctx, "heartbeat while waiting for the node", "error", herr)
+			}
+			return nil, release, false, err
+		}
+		if err != nil {
+			return nil, release, false, err
+		}
+		release = func() {
+			// A release whose context is gone still has to happen: use a fresh one.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if _, err := lease.Release(rctx); err != nil && !errors.Is(err, gate.ErrNotHolder) {
+				log.WarnContext(rctx, "release node gate", "error", err)
+			}
+		}
+	}
+	var fence *int64
+	if lease != nil {
+		f := lease.Fence()
+		fence = &f
+	}
+	owned, err = store.StepStart(ctx, db, s.ID, s.Attempt, fence)
+	if err != nil || !owned {
+		release()
+		return nil, func() {}, owned, err
+	}
+	return lease, release, true, nil
+}
+
+// LeaveLine takes a step that will not build after all (canceled or skipped before it
+// started) out of its node's line, where run:advance put it, so that the steps behind it need
+// not wait for it to go stale.
+func LeaveLine(ctx context.Context, g *gate.Gate, s horizon.Step, log *slog.Logger) {
+	if !s.TakesGate() {
+		return
+	}
+	if err := g.Leave(ctx, queue.GateNode(*s.ServerID, *s.Node), queue.StepTaskID(s.ID, s.Attempt)); err != nil {
+		log.WarnContext(ctx, "leave gate line", "step_id", s.ID, "error", err)
+	}
+}
