@@ -29,6 +29,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/rstream"
 	"horizon/shared/secrets"
@@ -98,6 +99,10 @@ func run(cfg config.Config, log *slog.Logger) error {
 	}
 	client := asynq.NewClient(redisOpt)
 	defer client.Close()
+	inspector := asynq.NewInspector(redisOpt)
+	defer inspector.Close()
+	queues := queue.Names(cfg.Namespace)
+	reg.MustRegister(metrics.NewCollector(rdb, cfg.Namespace, inspector, []string{queues.Control, queues.Build}, pool, log))
 	g, err := gate.New(rdb, gate.Config{Prefix: cfg.Namespace})
 	if err != nil {
 		return err
@@ -124,7 +129,7 @@ func run(cfg config.Config, log *slog.Logger) error {
 
 	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g,
 		Events: events.NewPublisher(rdb, eventsCfg), Queue: queue.Enqueuer{Client: client},
-		Queues: queue.Names(cfg.Namespace), Namespace: cfg.Namespace, Now: time.Now,
+		Queues: queues, Namespace: cfg.Namespace, Now: time.Now,
 		Logs: logs, LogHub: logHub, EventHub: eventHub, StreamTokens: signer, StreamTokenTTL: cfg.StreamTokenTTL, Streams: streams}
 	a := app.New(deps, app.Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
 		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})

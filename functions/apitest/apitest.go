@@ -39,6 +39,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/rstream"
 	"horizon/shared/secrets"
@@ -155,6 +156,9 @@ func start(t testing.TB, deps api.Deps, opts *Options) *Server {
 	deps.LogHub = logstream.NewHub(deps.Logs, readers, hcfg)
 	deps.EventHub = events.NewHub(readers, events.Config{Prefix: deps.Namespace}, hcfg)
 	deps.Streams = stream.NewServer(opts.Streams, deps.Log, reg)
+	inspector := asynq.NewInspector(asynq.RedisClientOpt{Addr: readers.Options().Addr, DB: readers.Options().DB})
+	t.Cleanup(func() { _ = inspector.Close() }) // nothing to flush
+	reg.MustRegister(metrics.NewCollector(deps.Redis, deps.Namespace, inspector, []string{deps.Queues.Control, deps.Queues.Build}, deps.DB, deps.Log))
 	a := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: opts.RateLimit, RateWindow: opts.RateWindow,
 		CORSOrigins: opts.CORSOrigins, Registry: reg})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

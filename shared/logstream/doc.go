@@ -9,6 +9,7 @@
 //	                               and a final type=eof, status=<run state>, ts
 //	                               XADD MAXLEN ~ Config.MaxLen; EXPIRE Config.MaxAge at first
 //	                               write (NX), Config.Retention (or End's) at End
+//	          <prefix>:metrics:log_lines  INCRBY with each XADD batch (shared/metrics)
 //	Postgres  log_lines            (run_id, stream_ms, stream_seq) primary key, stack_id,
 //	                               step_id, job, execution, at, fd, text
 //	          log_ends             run_id, stack_id, the eof's id, status, at

@@ -19,6 +19,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/horizon"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
@@ -47,6 +48,8 @@ type Handler struct {
 	Heartbeat time.Duration
 	// ScriptSSHTimeout bounds the wait for a new machine's SSH server to answer.
 	ScriptSSHTimeout time.Duration
+	// Metrics records each build's wait for its node's gate, for /metrics.
+	Metrics *metrics.Recorder
 }
 
 // errCanceled is the cause of a step's context when its run is being canceled.
@@ -105,6 +108,10 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	if lease != nil {
 		f := lease.Fence()
 		fence = &f
+		// The wait counts from the step's readiness, like the pipeline's gate_wait_ms.
+		if err := h.Metrics.GateWait(ctx, queue.GateNode(*w.step.ServerID, *w.step.Node), time.Since(deref(w.step.ReadyAt))); err != nil {
+			log.WarnContext(ctx, "record gate wait", "error", err)
+		}
 	}
 	owned, err := store.StepStart(ctx, h.DB, w.step.ID, w.step.Attempt, fence)
 	if err != nil {

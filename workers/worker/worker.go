@@ -18,6 +18,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
@@ -43,6 +44,8 @@ type Config struct {
 	Git               *gitsource.Cache
 	// LogClient writes the deploy logs (Redis streams and log_lines).
 	LogClient *logstream.Client
+	// EventsMaxLen trims the events stream (events.Config.MaxLen; 0: its default).
+	EventsMaxLen int64
 	// Heartbeat of running steps; the reconciler presumes a step dead after six of them.
 	Heartbeat time.Duration
 	// ScriptSSHTimeout bounds the wait for a new machine's SSH (default 5 min).
@@ -87,7 +90,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	enqueue := queue.Enqueuer{Client: client}
-	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace})
+	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen})
 	w := &Worker{Queues: queues, log: cfg.Log}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	handlers := map[string]asynq.Handler{
@@ -96,7 +99,7 @@ func New(cfg Config) (*Worker, error) {
 		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
 		queue.TypeStepRun: &steps.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
 			Git: cfg.Git, Terraform: tf, Logs: steps.StreamLogs{Client: cfg.LogClient}, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,
-			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout},
+			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout, Metrics: metrics.NewRecorder(cfg.Redis, cfg.Namespace)},
 	}
 	w.mux = asynq.NewServeMux()
 	for typ, h := range handlers {
