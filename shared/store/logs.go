@@ -182,6 +182,19 @@ func scanLogLines(ctx context.Context, q Querier, sql string, args []any, fn fun
 	return n, nil
 }
 
+// LogLinesCountBefore counts run's lines before the position before whose sequence number is
+// below seqBelow (logstream passes its fallback bit, to count only lines that have a Redis
+// id). It walks the primary key's range, so it costs the number of lines it counts.
+func LogLinesCountBefore(ctx context.Context, q Querier, run uuid.UUID, before LogPos, seqBelow int64) (int64, error) {
+	var n int64
+	err := q.QueryRow(ctx, `SELECT count(*) FROM log_lines
+		WHERE run_id = $1 AND (stream_ms, stream_seq) < ($2, $3) AND stream_seq < $4`, run, before.MS, before.Seq, seqBelow).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count log lines of run %s: %w", run, translate(err))
+	}
+	return n, nil
+}
+
 // LogEnd is a row of log_ends: the end of a run's log.
 type LogEnd struct {
 	RunID, StackID uuid.UUID
