@@ -6,6 +6,7 @@ package apitest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -80,6 +81,9 @@ type Options struct {
 	StreamBuffer int
 	// Logs tunes the log streams (MaxLen, Retention); the prefix is the test's namespace.
 	Logs logstream.Config
+	// Readers is the pool size of the stream readers' Redis client: one connection per run
+	// followed at once (HORIZON_SSE_READERS); default 32.
+	Readers int
 }
 
 // New starts the API. opts may be nil.
@@ -151,7 +155,9 @@ func start(t testing.TB, deps api.Deps, opts *Options) *Server {
 	testkit.Eventually(t, 5*time.Second, "the auth cache did not subscribe to evictions", deps.Auth.Live)
 	// Each replica follows streams with readers of its own, on a Redis client of their own.
 	reg := prometheus.NewRegistry()
-	readers := redis.NewClient(deps.Redis.(*redis.Client).Options())
+	ropts := *deps.Redis.(*redis.Client).Options()
+	ropts.PoolSize = cmp.Or(opts.Readers, 32) + 1
+	readers := redis.NewClient(&ropts)
 	hcfg := rstream.Config{Buffer: opts.StreamBuffer, Block: 200 * time.Millisecond}
 	deps.LogHub = logstream.NewHub(deps.Logs, readers, hcfg)
 	deps.EventHub = events.NewHub(readers, events.Config{Prefix: deps.Namespace}, hcfg)

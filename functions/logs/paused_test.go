@@ -19,7 +19,7 @@ import (
 
 // pausedConn opens path as an event stream on a raw connection with a 4 KiB receive buffer and
 // does not read it: a client that paused.
-func pausedConn(t *testing.T, s *apitest.Server, path, token string) (net.Conn, *http.Request) {
+func pausedConn(t testing.TB, s *apitest.Server, path, token string) (net.Conn, *http.Request) {
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error

@@ -93,7 +93,7 @@ func (s *Server) SSE(c *fiber.Ctx, kind string, fn func(ctx context.Context, w *
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set("X-Accel-Buffering", "no") // nginx would otherwise buffer the stream
 	heartbeat := s.cfg.Heartbeat
-	return s.Body(c, kind, func(ctx context.Context, bw *bufio.Writer) error {
+	return s.body(c, kind, sseBuffer, func(ctx context.Context, bw *bufio.Writer) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		w := &Writer{w: bw}

@@ -31,7 +31,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,14 +82,16 @@ type Server struct {
 	// gauge counts open responses by kind: the SSE streams ("events", "logs") and downloads.
 	gauge *prometheus.GaugeVec
 
-	done      chan struct{}
-	closeOnce sync.Once
+	// ctx is the parent of every response's context; Close cancels it.
+	ctx   context.Context
+	close context.CancelFunc
 }
 
 // NewServer returns a Server whose open responses are counted on reg as
 // horizon_sse_connections{stream} (and downloads as stream="download").
 func NewServer(cfg Config, log *slog.Logger, reg prometheus.Registerer) *Server {
-	s := &Server{cfg: cfg.withDefaults(), log: log, done: make(chan struct{}), gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg.withDefaults(), log: log, ctx: ctx, close: cancel, gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "horizon_sse_connections",
 		Help: "Streamed responses open in this process: SSE connections (stream events or logs) and log downloads (stream download).",
 	}, []string{"stream"})}
@@ -106,16 +107,9 @@ func (s *Server) Open() int { return int(s.open.Load()) }
 
 // Close ends every open response (their contexts are cancelled) and refuses new ones. Call it
 // before shutting the app down, which otherwise waits for them.
-func (s *Server) Close() { s.closeOnce.Do(func() { close(s.done) }) }
+func (s *Server) Close() { s.close() }
 
-func (s *Server) closed() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
+func (s *Server) closed() bool { return s.ctx.Err() != nil }
 
 // ErrTooMany is returned (as a 503 problem) when MaxStreams responses are open.
 var errTooMany = problem.New(problem.TypeUnavailable, 503, "This server has too many open streams; retry shortly.")
@@ -148,6 +142,17 @@ func (s *Server) release(kind string) {
 // final chunk, so that the client sees a truncated response rather than a complete one.
 // Body returns the 503 problem when too many responses are open; the handler returns it.
 func (s *Server) Body(c *fiber.Ctx, kind string, write func(ctx context.Context, w *bufio.Writer) error) error {
+	return s.body(c, kind, downloadBuffer, write)
+}
+
+// The buffer between a response's writer and fasthttp's: large for downloads, which write
+// without pause; small for event streams, which are mostly idle and flush after each burst.
+const (
+	downloadBuffer = 32 << 10
+	sseBuffer      = 4 << 10
+)
+
+func (s *Server) body(c *fiber.Ctx, kind string, size int, write func(ctx context.Context, w *bufio.Writer) error) error {
 	if err := s.acquire(kind); err != nil {
 		return err
 	}
@@ -156,10 +161,10 @@ func (s *Server) Body(c *fiber.Ctx, kind string, write func(ctx context.Context,
 	c.Context().SetConnectionClose()
 	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
 		defer s.release(kind)
-		ctx, cancel := s.context()
+		ctx, cancel := context.WithCancel(s.ctx)
 		defer cancel()
 		dw := &deadlineWriter{w: bw, conn: conn, timeout: s.cfg.WriteTimeout}
-		out := bufio.NewWriterSize(dw, 32<<10)
+		out := bufio.NewWriterSize(dw, size)
 		err := write(ctx, out)
 		if err == nil {
 			err = out.Flush()
@@ -170,19 +175,6 @@ func (s *Server) Body(c *fiber.Ctx, kind string, write func(ctx context.Context,
 		}
 	})
 	return nil
-}
-
-// context returns a context that ends when the server closes.
-func (s *Server) context() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }
 
 // deadlineWriter writes to fasthttp's stream buffer, flushing it through to the connection and
