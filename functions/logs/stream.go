@@ -147,13 +147,15 @@ func (fw *follower) run(ctx context.Context, w *stream.Writer, from position) er
 func (fw *follower) runLog(ctx context.Context, w *stream.Writer, run uuid.UUID, after rstream.ID) (bool, error) {
 	sub := fw.d.LogHub.Subscribe(ctx, run, after, fw.filter)
 	defer sub.Close()
+	var buf []byte // reused: Send copies the data
 	for m := range sub.C {
 		pos := position{run: run, id: m.ID}.String()
 		ev := stream.Event{ID: pos, Name: m.Kind.String()}
 		var err error
 		switch m.Kind {
 		case logstream.KindLine:
-			ev.Data, err = json.Marshal(m.Line)
+			buf = m.Line.AppendJSON(buf[:0])
+			ev.Data = buf
 		case logstream.KindEnd:
 			ev.Data, err = json.Marshal(map[string]string{"run": run.String(), "status": m.Status})
 		default: // lagging: resume from pos
