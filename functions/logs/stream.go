@@ -61,7 +61,10 @@ func Stream(d api.Deps) fiber.Handler {
 		switch {
 		case last != nil:
 			if _, err := runOf(ctx, d.DB, id, last.run); err != nil {
-				return problem.Malformed("The Last-Event-ID is not a position in this stack's log.")
+				if p := (*problem.Problem)(nil); errors.As(err, &p) {
+					return problem.Malformed("The Last-Event-ID is not a position in this stack's log.")
+				}
+				return err
 			}
 			// Following, the client may have moved on to a later run than ?run=.
 			if runParam != nil && last.run != *runParam && !(follow && bytes.Compare(runParam[:], last.run[:]) < 0) {
@@ -70,7 +73,7 @@ func Stream(d api.Deps) fiber.Handler {
 			from = *last
 			if !follow {
 				end, err := store.LogEndGet(ctx, d.DB, last.run)
-				if err == nil && !last.id.Less(rstream.ID{MS: uint64(end.Pos.MS), Seq: uint64(end.Pos.Seq)}) {
+				if err == nil && !last.id.Less(endID(end)) {
 					// The client has the whole log: 204 tells EventSource not to reconnect.
 					return c.SendStatus(fiber.StatusNoContent)
 				}
@@ -127,7 +130,12 @@ func (fw *follower) run(ctx context.Context, w *stream.Writer, from position) er
 		run = next
 	}
 	for {
-		ended, err := fw.runLog(ctx, w, run, after)
+		// A follower that reconnects with the id of a run's end has all of that run: it goes
+		// on to the next without being sent the end again.
+		ended, err := fw.hasEnd(ctx, run, after)
+		if err == nil && !ended {
+			ended, err = fw.runLog(ctx, w, run, after)
+		}
 		if err != nil || !ended || !fw.follow {
 			return err
 		}
@@ -178,6 +186,22 @@ func (fw *follower) runLog(ctx context.Context, w *stream.Writer, run uuid.UUID,
 		}
 	}
 	return false, sub.Err()
+}
+
+// hasEnd reports whether the id after is at or past the end of run's log.
+func (fw *follower) hasEnd(ctx context.Context, run uuid.UUID, after rstream.ID) (bool, error) {
+	if after.IsZero() {
+		return false, nil
+	}
+	end, err := store.LogEndGet(ctx, fw.d.DB, run)
+	if errors.Is(err, horizon.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && !after.Less(endID(end)), err
+}
+
+func endID(e store.LogEnd) rstream.ID {
+	return rstream.ID{MS: uint64(e.Pos.MS), Seq: uint64(e.Pos.Seq)}
 }
 
 // announce sends the "run" event that moves the client on to run.

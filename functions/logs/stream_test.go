@@ -219,6 +219,12 @@ func TestStreamFollowsIntoTheNextRun(t *testing.T) {
 	if got[4].ID != run2.String()+"/0-0" || line(t, got[5]).Run != run2 {
 		t.Fatalf("the second run's events: %+v %+v", got[4], got[5])
 	}
+	// A follower reconnecting with the id of the first run's end goes on with the second,
+	// without that end again.
+	afterEnd := f.s.Stream(path+"?follow=true", apitest.Req{Token: f.member, Headers: map[string]string{"Last-Event-ID": got[3].ID}})
+	if d := cmp.Diff(want[4:], texts(t, afterEnd.Until(func(ev apitest.Event) bool { return ev.Name == "end" }))); d != "" {
+		t.Fatalf("resumed after the first end (-want +got):\n%s", d)
+	}
 	// A follower reconnecting in the middle of the first run resumes there and goes on.
 	resumed := f.s.Stream(path+"?follow=true", apitest.Req{Token: f.member, Headers: map[string]string{"Last-Event-ID": got[1].ID}})
 	rest := resumed.Until(func(ev apitest.Event) bool { return ev.Name == "end" && strings.HasPrefix(ev.ID, run2.String()) })

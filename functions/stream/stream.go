@@ -5,19 +5,21 @@
 //     the fiber.Ctx goes back to its pool when the handler returns), so a handler copies
 //     everything it needs out of the Ctx first and the writer never touches it.
 //   - The writer gets a context of its own, not the request's (whose deadline would cut the
-//     stream). It ends when the client is gone, when Server.Close is called at shutdown (Fiber's
-//     shutdown waits for open responses), or when the writer returns.
+//     stream). It ends when Server.Close is called at shutdown (Fiber's shutdown waits for open
+//     responses) or when the writer returns.
 //   - fasthttp does not report a disconnect; a failed write does. SSE streams send a comment
-//     every Heartbeat so that an idle stream notices a gone client within that time.
+//     every Heartbeat, and cancel their context when it cannot be written, so that an idle
+//     stream notices a gone client within that time.
 //   - The app has no WriteTimeout (it would cut every stream). Instead each write pushes the
 //     connection's write deadline to WriteTimeout from now: a client that accepts no bytes for
 //     that long — paused, or its network gone — is disconnected, and its goroutines go. The
 //     deadline also covers what fasthttp still copies after the writer returned, and is never
 //     cleared: the response closes its connection instead of keeping it alive for another
 //     request (which an EventSource would not reuse anyway).
-//   - What a response may hold for a slow client is bounded: fasthttp's pipe (four 4 KiB
-//     buffers), the writer's 4 KiB buffer, and what the caller queues (the hubs' per-member
-//     buffers, rstream.Config.Buffer). Nothing grows with a client's slowness.
+//   - What a response may hold for a slow client is bounded: fasthttp's pipe (four buffers of
+//     at most a write each), the response's own buffer (4 KiB for SSE, 32 KiB for downloads),
+//     and what the caller queues (the hubs' per-member buffers, rstream.Config.Buffer).
+//     Nothing grows with a client's slowness.
 //   - At most MaxStreams responses are open per process; more are answered 503 with
 //     Retry-After, so the total stays bounded too.
 //
@@ -111,7 +113,7 @@ func (s *Server) Close() { s.close() }
 
 func (s *Server) closed() bool { return s.ctx.Err() != nil }
 
-// ErrTooMany is returned (as a 503 problem) when MaxStreams responses are open.
+// errTooMany is the problem answered when MaxStreams responses are open.
 var errTooMany = problem.New(problem.TypeUnavailable, 503, "This server has too many open streams; retry shortly.")
 
 func (s *Server) acquire(kind string) error {
@@ -136,8 +138,8 @@ func (s *Server) release(kind string) {
 }
 
 // Body streams a response body written by write, after the handler has set its status and
-// headers. write gets a context that ends when the client is gone or the server closes, and a
-// writer that pushes the write deadline on every write. An error from write after bytes were
+// headers. write gets a context that ends when the server closes, and a writer that pushes the
+// write deadline on every write and fails (IsClientGone) once the client is gone. An error from write after bytes were
 // sent cannot change the status any more: Body logs it and closes the connection without the
 // final chunk, so that the client sees a truncated response rather than a complete one.
 // Body returns the 503 problem when too many responses are open; the handler returns it.
