@@ -23,10 +23,10 @@ import (
 
 // TestLiveTrackingOfADeploy follows a deploy of the sandbox example, and a run-again after it,
 // with real SSE clients: the stack's events arrive in order and resume exactly from any
-// Last-Event-ID; a viewer with a browser's stream token sees the same; a viewer of another team
-// sees nothing of it; a log stream filtered to one execution follows from before the first run
-// into the next one, shows only that execution and matches the download; curl -N reads the
-// same stream; /metrics shows what the deploy did.
+// Last-Event-ID, also for curl -N; a viewer with a browser's stream token sees the same; a
+// viewer of another team sees nothing of it; a log stream filtered to one execution follows from
+// before the first run into the next one, shows only that execution and matches the download
+// and curl -N; /metrics shows what the deploy did.
 func TestLiveTrackingOfADeploy(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
@@ -62,6 +62,24 @@ func TestLiveTrackingOfADeploy(t *testing.T) {
 			t.Fatalf("resume after event %d of %d (-want +got):\n%s", k, len(got), d)
 		}
 		again.Close()
+	}
+
+	// curl -N sees the same events, resumed from the first.
+	curl := exec.Command("curl", "-sSN", "-H", "Authorization: Bearer "+e.member, "-H", "Last-Event-ID: "+got[0].ID,
+		e.api.URL+"/v1/events?stack="+stack)
+	stdout, err := curl.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := curl.Start(); err != nil {
+		t.Fatalf("curl -N: %v", err)
+	}
+	var curled []apitest.Event
+	err = apitest.ReadEvents(stdout, func(ev apitest.Event) bool { curled = append(curled, ev); return !deployed(ev) })
+	_ = curl.Process.Kill() // the event stream does not end by itself
+	_ = curl.Wait()         // killed: its exit status says so
+	if d := cmp.Diff(got[1:], curled); err != nil || d != "" {
+		t.Fatalf("curl -N of the events (%v) (-client +curl):\n%s", err, d)
 	}
 
 	// The log: the run is announced, then app[0]'s lines only, then the end.
