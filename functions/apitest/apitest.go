@@ -84,6 +84,10 @@ type Options struct {
 	// Readers is the pool size of the stream readers' Redis client: one connection per run
 	// followed at once (HORIZON_SSE_READERS); default 32.
 	Readers int
+	// SendBuffer, when set, is the kernel send buffer (SO_SNDBUF) of every connection the
+	// server accepts. Linux otherwise grows it to megabytes, which a test of a paused client
+	// would have to fill before the server's own writes block.
+	SendBuffer int
 }
 
 // New starts the API. opts may be nil.
@@ -170,6 +174,9 @@ func start(t testing.TB, deps api.Deps, opts *Options) *Server {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opts.SendBuffer > 0 {
+		ln = sendBufferListener{ln, opts.SendBuffer}
 	}
 	go func() { _ = a.Listener(ln) }() // returns when the app shuts down at cleanup
 	t.Cleanup(func() {
@@ -435,4 +442,18 @@ func (s *Server) DoLarge(method, path string, body []byte) *Response {
 	creq.Header = req.Header
 	s.checkContract(creq, nil, out)
 	return out
+}
+
+// sendBufferListener sets the send buffer of the connections it accepts.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.size) // a test setting; the kernel's default is as good on failure
+	}
+	return c, err
 }

@@ -1,8 +1,11 @@
 package live_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"horizon/functions/apitest"
+	"horizon/functions/stream"
 	"horizon/shared/auth"
 	"horizon/shared/events"
 	"horizon/shared/rstream"
@@ -171,4 +175,42 @@ func grep(s, sub string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestHeartbeatsNoticeAGoneClient: an idle event stream sends a comment every heartbeat, and
+// that is how the server learns that a client left (fasthttp reports no disconnect): its
+// stream ends and is no longer counted.
+func TestHeartbeatsNoticeAGoneClient(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, &apitest.Options{Streams: stream.Config{Heartbeat: 20 * time.Millisecond}})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Admin)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("open: %v %v", res, err)
+	}
+	br := bufio.NewReader(res.Body)
+	for pings := 0; pings < 3; {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %d pings: %v", pings, err)
+		}
+		if line == ": ping\n" {
+			pings++
+		}
+	}
+	if s.Deps.Streams.Open() != 1 {
+		t.Fatalf("%d streams open, want 1", s.Deps.Streams.Open())
+	}
+	_ = conn.Close() // the client leaves without a word
+	testkit.Eventually(t, 10*time.Second, "the gone client's stream ended", func() bool {
+		return s.Deps.Streams.Open() == 0 && s.Deps.EventHub.Stats().Members == 0
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"horizon/functions/apitest"
+	"horizon/functions/stream"
 	"horizon/shared/horizon"
 	"horizon/shared/testkit"
 )
@@ -49,7 +50,7 @@ func pausedConn(t testing.TB, s *apitest.Server, path, token string) (net.Conn, 
 func TestPausedReaderIsDroppedNotBuffered(t *testing.T) {
 	t.Parallel()
 	const buffer = 64 << 10
-	f := newFixture(t, &apitest.Options{StreamBuffer: buffer})
+	f := newFixture(t, &apitest.Options{StreamBuffer: buffer, SendBuffer: 8 << 10})
 	run := f.startRun()
 	path := "/v1/stacks/" + f.stack.String() + "/logs/stream?run=" + run.String()
 	conn, req := pausedConn(t, f.s, path, f.member)
@@ -112,4 +113,21 @@ func liveHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// TestStalledClientIsCutAfterTheWriteTimeout: a client that accepts no bytes for the write
+// timeout is disconnected, so that its goroutines and buffers go too.
+func TestStalledClientIsCutAfterTheWriteTimeout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &apitest.Options{Streams: stream.Config{WriteTimeout: 200 * time.Millisecond}, SendBuffer: 8 << 10})
+	run := f.startRun()
+	pausedConn(t, f.s, "/v1/stacks/"+f.stack.String()+"/logs/stream?run="+run.String(), f.member)
+	streams := f.s.Deps.Streams
+	testkit.Eventually(t, 10*time.Second, "the stalled client follows", func() bool { return f.s.Deps.LogHub.Stats().Members == 1 })
+	// Enough to fill what the connection holds, so that the server's writes block.
+	f.write(run, "line", 5000, source{"web", 0})
+	testkit.Eventually(t, 30*time.Second, "the stalled client cut", func() bool { return streams.Open() == 0 })
+	if m := f.s.Deps.LogHub.Stats().Members; m != 0 {
+		t.Fatalf("%d members still follow the run", m)
+	}
 }
