@@ -214,3 +214,23 @@ func TestHeartbeatsNoticeAGoneClient(t *testing.T) {
 		return s.Deps.Streams.Open() == 0 && s.Deps.EventHub.Stats().Members == 0
 	})
 }
+
+// TestStreamsBeyondTheLimitAreRefused: a process serves at most MaxStreams streams; the next
+// is told to come back.
+func TestStreamsBeyondTheLimitAreRefused(t *testing.T) {
+	t.Parallel()
+	// A short heartbeat: that is how the server learns the first client left.
+	s := apitest.New(t, &apitest.Options{Streams: stream.Config{MaxStreams: 1, Heartbeat: 20 * time.Millisecond}})
+	first := s.Stream("/v1/events", apitest.Req{})
+	if first.Status != 200 {
+		t.Fatalf("first stream: %d", first.Status)
+	}
+	if r := s.Stream("/v1/events", apitest.Req{}); r.Status != 503 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a stream beyond the limit: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	first.Close()
+	testkit.Eventually(t, 10*time.Second, "the first stream ended", func() bool { return s.Deps.Streams.Open() == 0 })
+	if r := s.Stream("/v1/events", apitest.Req{}); r.Status != 200 {
+		t.Fatalf("a stream once the first ended: %d %s", r.Status, r.Body)
+	}
+}
