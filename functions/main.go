@@ -22,12 +22,14 @@ import (
 	"horizon/functions/api"
 	"horizon/functions/app"
 	"horizon/functions/authcache"
+	"horizon/functions/stream"
 	"horizon/shared/auth"
 	"horizon/shared/config"
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/rstream"
 	"horizon/shared/secrets"
@@ -97,20 +99,38 @@ func run(cfg config.Config, log *slog.Logger) error {
 	}
 	client := asynq.NewClient(redisOpt)
 	defer client.Close()
+	inspector := asynq.NewInspector(redisOpt)
+	defer inspector.Close()
+	queues := queue.Names(cfg.Namespace)
+	reg.MustRegister(metrics.NewCollector(rdb, cfg.Namespace, inspector, []string{queues.Control, queues.Build}, pool, log))
 	g, err := gate.New(rdb, gate.Config{Prefix: cfg.Namespace})
 	if err != nil {
 		return err
 	}
-	// The log hub reads with a Redis client of its own: each followed run holds one of its
-	// connections in XREAD.
-	hubRedis := redis.NewClient(ropts)
-	defer hubRedis.Close()
-	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace})
-	hub := logstream.NewHub(logs, hubRedis, rstream.Config{})
-	defer hub.Close()
-	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g, Logs: logs, LogHub: hub,
-		Events: events.NewPublisher(rdb, events.Config{Prefix: cfg.Namespace}), Queue: queue.Enqueuer{Client: client},
-		Queues: queue.Names(cfg.Namespace), Namespace: cfg.Namespace, Now: time.Now}
+	// The stream readers hold a connection each in a blocking XREAD: one per run followed in
+	// this process and one for the events. They get a client of their own so that they never
+	// starve the handlers' pool.
+	readerOpts := *ropts
+	readerOpts.PoolSize = cfg.SSEReaders + 1
+	readers := redis.NewClient(&readerOpts)
+	defer readers.Close()
+	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace, MaxLen: cfg.LogMaxLen, Retention: cfg.LogRetention})
+	eventsCfg := events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen}
+	hubCfg := rstream.Config{Buffer: cfg.SSEBuffer}
+	logHub := logstream.NewHub(logs, readers, hubCfg)
+	defer logHub.Close()
+	eventHub := events.NewHub(readers, eventsCfg, hubCfg)
+	defer eventHub.Close()
+	signer, err := auth.NewStreamSigner(cfg.SecretKey)
+	if err != nil {
+		return err
+	}
+	streams := stream.NewServer(stream.Config{Heartbeat: cfg.SSEHeartbeat, WriteTimeout: cfg.SSEWriteTimeout, MaxStreams: cfg.SSEMaxStreams}, log, reg)
+
+	deps := api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g,
+		Events: events.NewPublisher(rdb, eventsCfg), Queue: queue.Enqueuer{Client: client},
+		Queues: queues, Namespace: cfg.Namespace, Now: time.Now,
+		Logs: logs, LogHub: logHub, EventHub: eventHub, StreamTokens: signer, StreamTokenTTL: cfg.StreamTokenTTL, Streams: streams}
 	a := app.New(deps, app.Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
 		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})
 
@@ -123,6 +143,8 @@ func run(cfg config.Config, log *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	log.Info("api shutting down")
+	// Open streams end first: Fiber's shutdown waits for every response in progress.
+	streams.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := a.ShutdownWithContext(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

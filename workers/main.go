@@ -70,10 +70,11 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace})
+	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace, MaxLen: cfg.LogMaxLen, Retention: cfg.LogRetention})
 	w, err := worker.New(worker.Config{DB: pool, Redis: rdb, RedisOpt: redisOpt, Box: box, Log: log, Namespace: cfg.Namespace,
 		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, Heartbeat: cfg.StepHeartbeat, Git: git,
-		LogClient: logs, ISODownloadAttempts: cfg.ISODownloadAttempts, ISORetryBackoff: cfg.ISORetryBackoff, ProxmoxTaskPoll: cfg.ProxmoxTaskPoll,
+		LogClient: logs, EventsMaxLen: cfg.EventsMaxLen,
+		ISODownloadAttempts: cfg.ISODownloadAttempts, ISORetryBackoff: cfg.ISORetryBackoff, ProxmoxTaskPoll: cfg.ProxmoxTaskPoll,
 		Terraform: terraform.Config{Binary: bin, ConnString: cfg.DatabaseURL, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"horizon/functions/authcache"
+	"horizon/functions/stream"
+	"horizon/shared/auth"
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
@@ -31,15 +33,23 @@ type Deps struct {
 	Gate *gate.Gate
 	// Events announces state changes to /v1/events followers (after the change commits).
 	Events *events.Publisher
-	// Logs reads stored run logs (downloads); LogHub follows live ones (SSE), one Redis reader
-	// per followed run per process.
-	Logs   *logstream.Client
-	LogHub *logstream.Hub
 	// Queue enqueues tasks for the workers, on Queues.
 	Queue  queue.Enqueuer
 	Queues queue.Queues
 	// Namespace prefixes Redis keys (HORIZON_NAMESPACE).
 	Namespace string
+	// Logs reads deploy logs: backfills from Redis and Postgres, downloads from Postgres.
+	Logs *logstream.Client
+	// LogHub and EventHub follow the log and event streams for the live endpoints: one Redis
+	// reader per stream per process, fanned out to every client with a bounded buffer each.
+	LogHub   *logstream.Hub
+	EventHub *events.Hub
+	// StreamTokens signs and checks the ?stream_token= of browsers' event streams, which live
+	// StreamTokenTTL (at most auth.MaxStreamTokenTTL).
+	StreamTokens   *auth.StreamSigner
+	StreamTokenTTL time.Duration
+	// Streams serves streamed responses (event streams, log downloads) and counts them.
+	Streams *stream.Server
 	// Now is the clock for values computed in Go (most times come from Postgres' now()).
 	Now func() time.Time
 }

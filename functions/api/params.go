@@ -143,3 +143,13 @@ func RequireWriter(c *fiber.Ctx) error {
 	}
 	return nil
 }
+
+// LastEventID returns where an event stream's client asks to resume: the Last-Event-ID header
+// that EventSource sends when it reconnects, or else ?last_event_id=, for a client that opens a
+// new EventSource (with a new stream token) and cannot set the header. "" means neither.
+func LastEventID(c *fiber.Ctx) string {
+	if v := c.Get("Last-Event-ID"); v != "" {
+		return strings.Clone(v) // fasthttp reuses the header buffer
+	}
+	return strings.Clone(c.Query("last_event_id"))
+}

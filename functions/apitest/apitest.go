@@ -6,6 +6,7 @@ package apitest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -32,12 +33,14 @@ import (
 	"horizon/functions/api"
 	"horizon/functions/app"
 	"horizon/functions/authcache"
+	"horizon/functions/stream"
 	"horizon/openapi"
 	"horizon/shared/auth"
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/rstream"
 	"horizon/shared/secrets"
@@ -72,6 +75,19 @@ type Options struct {
 	// Git replaces the server's git source cache (by default one in a temporary directory),
 	// e.g. with one that trusts a test server's CA.
 	Git *gitsource.Cache
+	// Streams tunes the streamed responses (heartbeat, write timeout, most open at once);
+	// StreamBuffer is each event stream's buffer for a slow client (rstream.Config.Buffer).
+	Streams      stream.Config
+	StreamBuffer int
+	// Logs tunes the log streams (MaxLen, Retention); the prefix is the test's namespace.
+	Logs logstream.Config
+	// Readers is the pool size of the stream readers' Redis client: one connection per run
+	// followed at once (HORIZON_SSE_READERS); default 32.
+	Readers int
+	// SendBuffer, when set, is the kernel send buffer (SO_SNDBUF) of every connection the
+	// server accepts. Linux otherwise grows it to megabytes, which a test of a paused client
+	// would have to fill before the server's own writes block.
+	SendBuffer int
 }
 
 // New starts the API. opts may be nil.
@@ -107,11 +123,14 @@ func New(t testing.TB, opts *Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := logstream.New(rdb, db, logstream.Config{Prefix: ns})
-	hub := logstream.NewHub(logs, rdb, rstream.Config{})
-	t.Cleanup(hub.Close)
+	signer, err := auth.NewStreamSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logCfg := opts.Logs
+	logCfg.Prefix = ns
 	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Gate: g, Events: events.NewPublisher(rdb, events.Config{Prefix: ns}), Queue: queue.Enqueuer{Client: client}, Queues: queues,
-		Namespace: ns, Now: time.Now, Logs: logs, LogHub: hub}
+		Namespace: ns, Now: time.Now, Logs: logstream.New(rdb, db, logCfg), StreamTokens: signer, StreamTokenTTL: auth.MaxStreamTokenTTL}
 	s := start(t, deps, opts)
 	s.SecretKey = key
 	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
@@ -138,35 +157,52 @@ func start(t testing.TB, deps api.Deps, opts *Options) *Server {
 	t.Cleanup(stopCache)
 	go deps.Auth.Run(cacheCtx, deps.Log)
 	testkit.Eventually(t, 5*time.Second, "the auth cache did not subscribe to evictions", deps.Auth.Live)
+	// Each replica follows streams with readers of its own, on a Redis client of their own.
+	reg := prometheus.NewRegistry()
+	ropts := *deps.Redis.(*redis.Client).Options()
+	ropts.PoolSize = cmp.Or(opts.Readers, 32) + 1
+	readers := redis.NewClient(&ropts)
+	hcfg := rstream.Config{Buffer: opts.StreamBuffer, Block: 200 * time.Millisecond}
+	deps.LogHub = logstream.NewHub(deps.Logs, readers, hcfg)
+	deps.EventHub = events.NewHub(readers, events.Config{Prefix: deps.Namespace}, hcfg)
+	deps.Streams = stream.NewServer(opts.Streams, deps.Log, reg)
+	inspector := asynq.NewInspector(asynq.RedisClientOpt{Addr: readers.Options().Addr, DB: readers.Options().DB})
+	t.Cleanup(func() { _ = inspector.Close() }) // nothing to flush
+	reg.MustRegister(metrics.NewCollector(deps.Redis, deps.Namespace, inspector, []string{deps.Queues.Control, deps.Queues.Build}, deps.DB, deps.Log))
 	a := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: opts.RateLimit, RateWindow: opts.RateWindow,
-		CORSOrigins: opts.CORSOrigins, Registry: prometheus.NewRegistry()})
+		CORSOrigins: opts.CORSOrigins, Registry: reg})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opts.SendBuffer > 0 {
+		ln = sendBufferListener{ln, opts.SendBuffer}
+	}
 	go func() { _ = a.Listener(ln) }() // returns when the app shuts down at cleanup
 	t.Cleanup(func() {
+		deps.Streams.Close() // or the shutdown waits for open streams
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = a.ShutdownWithContext(ctx) // best effort: the test is over
+		deps.LogHub.Close()
+		deps.EventHub.Close()
+		_ = readers.Close() // nothing to flush on a reader's client
 	})
 	return &Server{URL: "http://" + ln.Addr().String(), App: a, DB: deps.DB, Redis: deps.Redis.(*redis.Client), Deps: deps, t: t,
 		router: Router(t), client: &http.Client{Timeout: 30 * time.Second}}
 }
 
-// streamDecoders registers, once per process, how kin-openapi reads the bodies of the
-// streaming media types the API serves (event streams, NDJSON logs): as opaque text, which is
-// what their schemas say.
-var streamDecoders sync.Once
+// registerDecoders registers, once per process, body decoders for the streamed media types.
+var registerDecoders sync.Once
 
 // Router returns a router over the OpenAPI document, failing the test if it does not load or
 // validate.
 func Router(t testing.TB) routers.Router {
 	t.Helper()
-	streamDecoders.Do(func() {
-		for _, ct := range []string{"text/event-stream", "application/x-ndjson"} {
-			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
-		}
+	registerDecoders.Do(func() {
+		// The streamed bodies are text; their schemas say only that.
+		openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+		openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.PlainBodyDecoder)
 	})
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
 	if err != nil {
@@ -406,4 +442,18 @@ func (s *Server) DoLarge(method, path string, body []byte) *Response {
 	creq.Header = req.Header
 	s.checkContract(creq, nil, out)
 	return out
+}
+
+// sendBufferListener sets the send buffer of the connections it accepts.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.size) // a test setting; the kernel's default is as good on failure
+	}
+	return c, err
 }

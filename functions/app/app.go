@@ -65,7 +65,16 @@ func New(d api.Deps, o Options) *fiber.App {
 	app.Get("/metrics", health.Metrics(o.Registry))
 	app.Get("/openapi.yaml", health.OpenAPI())
 
-	v1 := app.Group("/v1", middleware.Deadline(o.RequestTimeout), middleware.Auth(d), middleware.RateLimit(d, o.RateLimit, o.RateWindow), middleware.Idempotency(d))
+	deadline := middleware.Deadline(o.RequestTimeout)
+	limit := middleware.RateLimit(d, o.RateLimit, o.RateWindow)
+	// The event streams are registered before the /v1 group, whose authentication they replace
+	// with one that also takes a stream token in the URL (EventSource cannot send headers).
+	// Fiber runs handlers in the order they were registered and a stream handler does not call
+	// Next, so the group's middleware never runs for them.
+	for _, r := range streamRoutes(d) {
+		app.Add(r.method, "/v1"+r.path, deadline, middleware.StreamAuth(d, r.purpose), limit, r.handler)
+	}
+	v1 := app.Group("/v1", deadline, middleware.Auth(d), limit, middleware.Idempotency(d))
 	for _, r := range routes(d) {
 		v1.Add(r.method, r.path, r.handler)
 	}

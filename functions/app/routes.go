@@ -8,6 +8,8 @@ import (
 	"horizon/functions/gitcredentials"
 	"horizon/functions/isos"
 	"horizon/functions/isotemplates"
+	"horizon/functions/live"
+	"horizon/functions/logs"
 	"horizon/functions/me"
 	"horizon/functions/nagiosservers"
 	"horizon/functions/networks"
@@ -19,11 +21,28 @@ import (
 	"horizon/functions/templates"
 	"horizon/functions/tokens"
 	"horizon/functions/users"
+	"horizon/shared/auth"
 )
 
 type route struct {
 	method, path string
 	handler      fiber.Handler
+}
+
+// streamRoute is a Server-Sent Events route: besides a bearer token it accepts a stream token
+// of purpose in ?stream_token=.
+type streamRoute struct {
+	route
+	purpose auth.StreamPurpose
+}
+
+// streamRoutes lists the /v1 event streams. openapi.yaml describes them too.
+func streamRoutes(d api.Deps) []streamRoute {
+	return []streamRoute{
+		{route{fiber.MethodGet, "/events", live.Events(d)}, auth.StreamEvents},
+		{route{fiber.MethodGet, "/stacks/:id/logs/stream", logs.Stream(d)}, auth.StreamLogs},
+		{route{fiber.MethodGet, "/isos/:id/logs/stream", isos.GetLogStream(d)}, auth.StreamISOLogs},
+	}
 }
 
 // routes lists every /v1 endpoint. openapi.yaml must describe exactly these (a test checks).
@@ -90,6 +109,9 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/stacks/:id/outputs/:job/:n/:name/reveal", stacks.Reveal(d)},
 		{fiber.MethodGet, "/stacks/:id/history", stacks.GetHistory(d)},
 		{fiber.MethodGet, "/stacks/:id/runs", stacks.GetRuns(d)},
+		{fiber.MethodGet, "/stacks/:id/logs", logs.Download(d)},
+
+		{fiber.MethodPost, "/stream-tokens", live.CreateToken(d)},
 
 		{fiber.MethodGet, "/startup", startup.List(d)},
 
@@ -126,6 +148,5 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/isos/:id/retry", isos.Retry(d)},
 		{fiber.MethodPost, "/isos/:id/cancel", isos.Cancel(d)},
 		{fiber.MethodGet, "/isos/:id/logs", isos.GetLogs(d)},
-		{fiber.MethodGet, "/isos/:id/logs/stream", isos.GetLogStream(d)},
 	}
 }

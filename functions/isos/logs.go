@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -15,10 +14,6 @@ import (
 	"horizon/shared/problem"
 	"horizon/shared/store"
 )
-
-// logDownloadTimeout bounds a log download, which streams after the handler returned (and
-// with it the request's deadline).
-const logDownloadTimeout = 10 * time.Minute
 
 // logQuery reads the ?run=, ?stage= and ?clone= of a log request for an ISO: a run must be
 // one of the ISO's.
@@ -78,14 +73,11 @@ func GetLogs(d api.Deps) fiber.Handler {
 		if run == uuid.Nil {
 			q.Stack = iso.ID // an ISO's runs keep its id as the owner of their logs
 		}
-		log := d.Log.With("iso_id", iso.ID)
-		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-			ctx, cancel := context.WithTimeout(context.Background(), logDownloadTimeout)
-			defer cancel()
-			if _, err := d.Logs.Download(ctx, w, q, format); err != nil {
-				log.WarnContext(ctx, "ISO log download cut short", "error", err)
-			}
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		logs := d.Logs
+		return d.Streams.Body(c, "download", func(ctx context.Context, w *bufio.Writer) error {
+			_, err := logs.Download(ctx, w, q, format)
+			return err
 		})
-		return nil
 	}
 }

@@ -1,17 +1,15 @@
 package isos
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/functions/stream"
 	"horizon/shared/horizon"
 	"horizon/shared/logstream"
 	"horizon/shared/problem"
@@ -19,15 +17,14 @@ import (
 	"horizon/shared/store"
 )
 
-// keepalive is how often an idle event stream sends a comment, so that proxies keep it open
-// and a client that went away is noticed at the next write.
-const keepalive = 15 * time.Second
-
 // GetLogStream follows an ISO run's log as Server-Sent Events — the latest run, or ?run= —
 // filtered by ?stage= or ?clone=: the lines written so far, then live ones, then an "end" event
 // with the run's final state. Events: "line" (data: the line's JSON, as logstream.Line encodes
-// it), "end" (data: {"status": …}) and "lagging" (data: {"resume": id}: the reader fell too far
-// behind and should reconnect). Every event's id resumes after it with Last-Event-ID.
+// it), "end" (data: {"run", "status"}) and "lagging" (data: {"id"}: the reader fell too far
+// behind; it reconnects from that id). Every event's id resumes after it with Last-Event-ID
+// (or ?last_event_id=). It is served like the stacks' log streams (functions/stream:
+// heartbeats, write deadlines, the per-process limit), and a browser opens it with an
+// iso_logs stream token.
 func GetLogStream(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id, err := api.ParamID(c, "id")
@@ -43,7 +40,7 @@ func GetLogStream(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		after, err := rstream.ParseID(c.Get("Last-Event-ID"))
+		after, err := rstream.ParseID(api.LastEventID(c))
 		if err != nil {
 			return problem.Malformed("Last-Event-ID must be an event id this stream sent.")
 		}
@@ -57,70 +54,49 @@ func GetLogStream(d api.Deps) fiber.Handler {
 			}
 			run = last.ID
 		}
-		c.Set(fiber.HeaderContentType, "text/event-stream")
-		c.Set(fiber.HeaderCacheControl, "no-cache")
-		c.Set("X-Accel-Buffering", "no")
-		hub, log := d.LogHub, d.Log.With("iso_id", iso.ID, "run_id", run)
-		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-			// The request's context ended with the handler; the stream ends with the log, the
-			// hub, or the first write that fails (the client went away).
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			sub := hub.Subscribe(ctx, run, after, filter)
-			defer sub.Close()
-			tick := time.NewTicker(keepalive)
-			defer tick.Stop()
-			if err := comment(w, "run "+run.String()); err != nil {
-				return
+		hub := d.LogHub
+		return d.Streams.SSE(c, "iso_logs", func(ctx context.Context, w *stream.Writer) error {
+			err := follow(ctx, w, hub, run, after, filter)
+			if errors.Is(err, rstream.ErrClosed) {
+				return nil // the hub closed: the server is shutting down
 			}
-			for {
-				select {
-				case m, ok := <-sub.C:
-					if !ok {
-						if err := sub.Err(); err != nil && !errors.Is(err, context.Canceled) {
-							log.WarnContext(ctx, "ISO log stream ended", "error", err)
-						}
-						return
-					}
-					if err := writeEvent(w, m); err != nil {
-						return
-					}
-				case <-tick.C:
-					if err := comment(w, "keepalive"); err != nil {
-						return
-					}
-				}
-			}
+			return err
 		})
-		return nil
 	}
 }
 
-// writeEvent writes one SSE event for m and flushes it.
-func writeEvent(w *bufio.Writer, m logstream.Message) error {
-	var data any
-	switch m.Kind {
-	case logstream.KindLine:
-		data = m.Line
-	case logstream.KindEnd:
-		data = map[string]string{"status": m.Status}
-	case logstream.KindLagging:
-		data = map[string]string{"resume": m.ID.String()}
+// follow sends run's log after the id after until its end, or until the client is dropped as
+// lagging.
+func follow(ctx context.Context, w *stream.Writer, hub *logstream.Hub, run uuid.UUID, after rstream.ID, filter logstream.Filter) error {
+	sub := hub.Subscribe(ctx, run, after, filter)
+	defer sub.Close()
+	var buf []byte // reused: Send copies the data
+	for m := range sub.C {
+		ev := stream.Event{ID: m.ID.String(), Name: m.Kind.String()}
+		var err error
+		switch m.Kind {
+		case logstream.KindLine:
+			buf = m.Line.AppendJSON(buf[:0])
+			ev.Data = buf
+		case logstream.KindEnd:
+			ev.Data, err = json.Marshal(map[string]string{"run": run.String(), "status": m.Status})
+		default: // lagging: resume from its id
+			ev.Data, err = json.Marshal(map[string]string{"id": m.ID.String()})
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Send(ev); err != nil {
+			return err
+		}
+		if m.Kind != logstream.KindLine {
+			return w.Flush()
+		}
+		if len(sub.C) == 0 { // flush once a burst is written, not after every line
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
 	}
-	b, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", m.ID, m.Kind, b); err != nil {
-		return err
-	}
-	return w.Flush()
-}
-
-// comment writes an SSE comment and flushes it.
-func comment(w *bufio.Writer, text string) error {
-	if _, err := fmt.Fprintf(w, ": %s\n\n", text); err != nil {
-		return err
-	}
-	return w.Flush()
+	return sub.Err()
 }

@@ -3,6 +3,7 @@ package middleware
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -46,11 +47,15 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 		if c.Route().Method == "USE" || route == "" || route == "/" && c.Path() != "/" {
 			route = "unmatched"
 		}
-		m.duration.WithLabelValues(route, c.Method(), strconv.Itoa(status)).Observe(elapsed.Seconds())
+		// A copy: c.Method() aliases fasthttp's request buffer, which the next request on the
+		// connection overwrites, and Prometheus keeps label values for good (a POST once
+		// turned into "GETT").
+		method := strings.Clone(c.Method())
+		m.duration.WithLabelValues(route, method, strconv.Itoa(status)).Observe(elapsed.Seconds())
 		if !log.Enabled(c.UserContext(), slog.LevelDebug) {
 			return nil // errors were logged by the error handler; successes only at debug
 		}
-		attrs := []any{"method", c.Method(), "route", route, "status", status,
+		attrs := []any{"method", method, "route", route, "status", status,
 			"duration_ms", float64(elapsed.Microseconds()) / 1000, "request_id", c.Locals(problem.RequestIDLocal)}
 		if p := api.Principal(c); p.UserID != [16]byte{} {
 			attrs = append(attrs, "user_id", p.UserID.String())

@@ -93,6 +93,36 @@ type Config struct {
 	// ProxmoxTaskPoll (HORIZON_PROXMOX_TASK_POLL, default 500ms): how often workers ask Proxmox
 	// whether a task (UPID) they wait on has ended.
 	ProxmoxTaskPoll time.Duration
+
+	// LogMaxLen (HORIZON_LOG_MAXLEN, default 100000): the approximate length (XADD MAXLEN ~) at
+	// which a run's Redis log stream is trimmed. Older lines are still served, from Postgres.
+	LogMaxLen int64
+	// LogRetention (HORIZON_LOG_RETENTION, default 168h): how long a run's Redis log stream
+	// lives after the run ends. Postgres keeps every line until the stack is removed.
+	LogRetention time.Duration
+	// EventsMaxLen (HORIZON_EVENTS_MAXLEN, default 10000): the approximate length of the events
+	// stream; a client resuming from an older id gets a reset event and reloads.
+	EventsMaxLen int64
+	// SSEHeartbeat (HORIZON_SSE_HEARTBEAT, default 15s): how often an idle event stream sends a
+	// comment, so that proxies keep it open and a gone client is noticed.
+	SSEHeartbeat time.Duration
+	// SSEWriteTimeout (HORIZON_SSE_WRITE_TIMEOUT, default 1m): a streamed response (event
+	// streams, log downloads) whose client accepts no bytes for this long is cut.
+	SSEWriteTimeout time.Duration
+	// SSEBuffer (HORIZON_SSE_BUFFER, default 1048576): bytes of events or log lines one event
+	// stream may have waiting for a slow client; beyond it the client gets a lagging event and
+	// resumes by id.
+	SSEBuffer int
+	// SSEMaxStreams (HORIZON_SSE_MAX_STREAMS, default 2000): event streams and log downloads one
+	// API process serves at once; more are answered 503 with Retry-After.
+	SSEMaxStreams int
+	// SSEReaders (HORIZON_SSE_READERS, default 256): Redis connections one API process keeps for
+	// reading streams: one per run whose log is being followed in that process, and one for the
+	// events. More runs followed at once wait for a connection.
+	SSEReaders int
+	// StreamTokenTTL (HORIZON_STREAM_TOKEN_TTL, default 5m, at most 5m): how long a stream token
+	// from POST /v1/stream-tokens may be used to open an event stream.
+	StreamTokenTTL time.Duration
 }
 
 // Load reads the configuration through lookup (os.LookupEnv in production).
@@ -119,6 +149,15 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ISODownloadAttempts: l.positiveInt("HORIZON_ISO_DOWNLOAD_ATTEMPTS", 3),
 		ISORetryBackoff:     l.duration("HORIZON_ISO_RETRY_BACKOFF", 10*time.Second),
 		ProxmoxTaskPoll:     l.duration("HORIZON_PROXMOX_TASK_POLL", 500*time.Millisecond),
+		LogMaxLen:           int64(l.positiveInt("HORIZON_LOG_MAXLEN", 100_000)),
+		LogRetention:        l.duration("HORIZON_LOG_RETENTION", 7*24*time.Hour),
+		EventsMaxLen:        int64(l.positiveInt("HORIZON_EVENTS_MAXLEN", 10_000)),
+		SSEHeartbeat:        l.duration("HORIZON_SSE_HEARTBEAT", 15*time.Second),
+		SSEWriteTimeout:     l.duration("HORIZON_SSE_WRITE_TIMEOUT", time.Minute),
+		SSEBuffer:           l.positiveInt("HORIZON_SSE_BUFFER", 1<<20),
+		SSEMaxStreams:       l.positiveInt("HORIZON_SSE_MAX_STREAMS", 2000),
+		SSEReaders:          l.positiveInt("HORIZON_SSE_READERS", 256),
+		StreamTokenTTL:      l.duration("HORIZON_STREAM_TOKEN_TTL", 5*time.Minute),
 	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -156,6 +195,12 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 			}
 			c.CORSOrigins = append(c.CORSOrigins, strings.TrimSuffix(o, "/"))
 		}
+	}
+	if c.StreamTokenTTL > 5*time.Minute {
+		l.fail("HORIZON_STREAM_TOKEN_TTL", "must be at most 5m: a stream token travels in a URL")
+	}
+	if c.SSEBuffer < 64<<10 {
+		l.fail("HORIZON_SSE_BUFFER", "must be at least 65536 bytes")
 	}
 	c.RateLimit, c.RateWindow = l.rate("HORIZON_RATE_LIMIT", 1200, time.Minute)
 	if !validNamespace(c.Namespace) {

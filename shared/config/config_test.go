@@ -85,6 +85,43 @@ func TestLoadGitCacheDir(t *testing.T) {
 	}
 }
 
+func TestLoadLiveTracking(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"HORIZON_DATABASE_URL": "postgres://h@db/horizon", "HORIZON_REDIS_URL": "redis://cache:6379/0", "HORIZON_SECRET_KEY": key}
+	c, err := config.Load(lookup(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogMaxLen != 100_000 || c.LogRetention != 7*24*time.Hour || c.EventsMaxLen != 10_000 || c.SSEHeartbeat != 15*time.Second ||
+		c.SSEWriteTimeout != time.Minute || c.SSEBuffer != 1<<20 || c.SSEMaxStreams != 2000 || c.SSEReaders != 256 || c.StreamTokenTTL != 5*time.Minute {
+		t.Fatalf("defaults: %+v", c)
+	}
+	set := map[string]string{"HORIZON_LOG_MAXLEN": "5000", "HORIZON_LOG_RETENTION": "24h", "HORIZON_EVENTS_MAXLEN": "500",
+		"HORIZON_SSE_HEARTBEAT": "5s", "HORIZON_SSE_WRITE_TIMEOUT": "30s", "HORIZON_SSE_BUFFER": "262144", "HORIZON_SSE_MAX_STREAMS": "10",
+		"HORIZON_SSE_READERS": "32", "HORIZON_STREAM_TOKEN_TTL": "90s"}
+	for k, v := range base {
+		set[k] = v
+	}
+	c, err = config.Load(lookup(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogMaxLen != 5000 || c.LogRetention != 24*time.Hour || c.EventsMaxLen != 500 || c.SSEHeartbeat != 5*time.Second ||
+		c.SSEWriteTimeout != 30*time.Second || c.SSEBuffer != 262144 || c.SSEMaxStreams != 10 || c.SSEReaders != 32 || c.StreamTokenTTL != 90*time.Second {
+		t.Fatalf("set: %+v", c)
+	}
+	bad := map[string]string{"HORIZON_STREAM_TOKEN_TTL": "10m", "HORIZON_SSE_BUFFER": "100", "HORIZON_LOG_MAXLEN": "0", "HORIZON_LOG_RETENTION": "soon"}
+	for k, v := range base {
+		bad[k] = v
+	}
+	_, err = config.Load(lookup(bad))
+	for _, name := range []string{"HORIZON_STREAM_TOKEN_TTL", "HORIZON_SSE_BUFFER", "HORIZON_LOG_MAXLEN", "HORIZON_LOG_RETENTION"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("the error does not mention %s: %v", name, err)
+		}
+	}
+}
+
 func TestLoadISOSettings(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{"HORIZON_DATABASE_URL": "postgres://h@db/horizon", "HORIZON_REDIS_URL": "redis://cache:6379/0", "HORIZON_SECRET_KEY": key}

@@ -79,6 +79,10 @@ func decode(msg redis.XMessage) (Message, int) {
 	return m, len(s) + 256
 }
 
+// Tail returns the id of the last event published so far: following from it gives exactly the
+// events published after this call.
+func (h *Hub) Tail(ctx context.Context) (rstream.ID, error) { return rstream.Tail(ctx, h.rdb, h.key) }
+
 // Stats returns the hub's counters.
 func (h *Hub) Stats() rstream.Stats { return h.hub.Stats() }
 

@@ -3,6 +3,7 @@ package logstream
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -32,6 +33,9 @@ func (c *Client) Backfill(ctx context.Context, run uuid.UUID, after rstream.ID, 
 			return c.backfillStored(ctx, run, cur, f, fn)
 		}
 		if p.Trimmed {
+			if err := c.awaitStored(ctx, run, p); err != nil {
+				return cur, false, err
+			}
 			if cur, err = c.backfillRows(ctx, run, cur, p.First, f, fn); err != nil {
 				return cur, false, err
 			}
@@ -66,6 +70,35 @@ func (c *Client) Backfill(ctx context.Context, run uuid.UUID, after rstream.ID, 
 			return cur, true, fn(Message{Kind: KindEnd, ID: fromPos(end.Pos), Status: end.Status})
 		}
 		endKnown = true
+	}
+}
+
+// storePoll is how often awaitStored looks at Postgres again.
+const storePoll = 50 * time.Millisecond
+
+// awaitStored waits until every entry the stream held before p.First — p.Added − p.Length of
+// them, since Horizon never XDELs — is in log_lines, so that the gap read from Postgres misses
+// none. Trimming does not wait for storage: with a short MaxLen, or a slow Postgres, a
+// far-behind reader would otherwise skip lines streamed but not yet stored. It gives up after
+// Config.StoreWait and lets the backfill read what is there, because some entries are never
+// stored under their stream id: a line whose COPY was abandoned (ErrNotDurable), or whose XADD
+// outcome was unknown (it is stored under a fallback id), or an eof trimmed behind later
+// entries.
+func (c *Client) awaitStored(ctx context.Context, run uuid.UUID, p rstream.Page) error {
+	if p.Length == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(c.cfg.StoreWait)
+	for {
+		n, err := store.LogLinesCountBefore(ctx, c.db, run, toPos(p.First), fallbackBit)
+		if err != nil || n >= p.Added-p.Length || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(storePoll):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ const (
 	DefaultBufferBytes   = 8 << 20
 	DefaultRedisRetry    = time.Second
 	DefaultPageSize      = 500
+	DefaultStoreWait     = 5 * time.Second
 )
 
 // MaxLineBytes bounds one stored line. Line masks a longer text whole, then stores it as
@@ -57,6 +58,11 @@ type Config struct {
 	RedisRetry time.Duration
 	// PageSize is how many entries or rows a backfill reads per round trip; default 500.
 	PageSize int
+	// StoreWait bounds how long a backfill waits for lines trimmed from the stream to reach
+	// Postgres before it reads the gap there; default 5 s. Lines are stored within
+	// CopyInterval of being streamed unless Postgres is slow, so a backfill only waits when it
+	// is about that close behind a trimmed stream.
+	StoreWait time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -81,6 +87,7 @@ func (c Config) withDefaults() Config {
 	setD(&c.FlushInterval, DefaultFlushInterval)
 	setD(&c.CopyInterval, DefaultCopyInterval)
 	setD(&c.RedisRetry, DefaultRedisRetry)
+	setD(&c.StoreWait, DefaultStoreWait)
 	set(&c.FlushLines, DefaultFlushLines)
 	set(&c.CopyLines, DefaultCopyLines)
 	set(&c.BufferBytes, DefaultBufferBytes)

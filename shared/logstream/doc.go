@@ -9,6 +9,7 @@
 //	                               and a final type=eof, status=<run state>, ts
 //	                               XADD MAXLEN ~ Config.MaxLen; EXPIRE Config.MaxAge at first
 //	                               write (NX), Config.Retention (or End's) at End
+//	          <prefix>:metrics:log_lines  INCRBY with each XADD batch (shared/metrics)
 //	Postgres  log_lines            (run_id, stream_ms, stream_seq) primary key, stack_id,
 //	                               step_id, job, execution, at, fd, text
 //	          log_ends             run_id, stack_id, the eof's id, status, at
@@ -57,11 +58,15 @@
 // # Reading
 //
 // Backfill reads the stream in XRANGE pages after a Last-Event-ID. Each page comes with the
-// stream's max-deleted-entry-id in the same MULTI (rstream.ReadPage); when entries after the
-// resume id were trimmed, the gap up to the stream's first entry is read from log_lines first.
-// This relies on trimmed lines being stored, which holds while MAXLEN is far above what the
-// writers of a run hold unstored (BufferBytes each). Once the stream has expired the whole log
-// comes from Postgres, and log_ends says where it ends. Filters (job, execution, step) are
+// stream's bounds and counters (XINFO STREAM) in the same MULTI (rstream.ReadPage); when
+// entries after the resume id were trimmed, the gap up to the stream's first entry is read
+// from log_lines first.
+// Trimming does not wait for lines to be stored, so before reading the gap the backfill waits
+// (up to Config.StoreWait) until Postgres holds as many streamed lines before the stream's
+// first entry as the stream ever had there (XINFO entries-added − length: Horizon never
+// XDELs); a reader that far behind a busy run with a short MaxLen would otherwise skip lines
+// still on their way to Postgres. Once the stream has expired the whole log comes from
+// Postgres, and log_ends says where it ends. Filters (job, execution, step) are
 // applied here, never by the client: in SQL for Postgres, after decoding for Redis.
 //
 // Hub is the API side: one XREAD goroutine per followed run per process, fanning out to every

@@ -3,7 +3,6 @@ package logstream
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -103,11 +102,8 @@ func (c *Client) Download(ctx context.Context, w io.Writer, q Query, format Form
 
 func appendLine(buf []byte, r *store.LogLine, format Format) ([]byte, error) {
 	if format == NDJSON {
-		b, err := json.Marshal(fromRow(r))
-		if err != nil {
-			return buf, fmt.Errorf("encode log line: %w", err)
-		}
-		return append(append(buf, b...), '\n'), nil
+		l := fromRow(r)
+		return append(l.AppendJSON(buf), '\n'), nil
 	}
 	buf = r.At.UTC().AppendFormat(buf, "2006-01-02T15:04:05.000Z07:00")
 	buf = append(buf, ' ')

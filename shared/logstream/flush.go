@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"horizon/shared/metrics"
 	"horizon/shared/rstream"
 )
 
@@ -124,14 +125,17 @@ func (w *Writer) xadd(lines []Line) (int, error) {
 		return sent, nil
 	}
 	pipe := w.c.rdb.Pipeline()
-	if !w.expiresSet {
-		// Expire even a run that never ends; End sets the real retention. NX: the first
-		// writer of the run sets it, XADD keeps it.
-		pipe.ExpireNX(ctx, w.key, w.c.cfg.MaxAge)
-	}
 	cmds := make([]*redis.StringCmd, 0, len(lines)-sent)
 	for i := sent; i < len(lines); i++ {
 		cmds = append(cmds, pipe.XAdd(ctx, args(&lines[i], "*")))
+	}
+	// The count behind /metrics' lines written per second, in the same round trip.
+	pipe.IncrBy(ctx, metrics.LogLinesKey(w.c.cfg.Prefix), int64(len(cmds)))
+	if !w.expiresSet {
+		// Expire even a run that never ends; End sets the real retention. After the XADDs:
+		// EXPIRE on a stream that does not exist yet does nothing. NX: the first writer of
+		// the run sets it, XADD keeps it, and a later writer does not extend it.
+		pipe.ExpireNX(ctx, w.key, w.c.cfg.MaxAge)
 	}
 	_, err := pipe.Exec(ctx)
 	for _, cmd := range cmds {

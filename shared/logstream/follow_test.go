@@ -2,6 +2,7 @@ package logstream_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -303,4 +304,39 @@ func TestLastFollowerLeavingStopsTheReader(t *testing.T) {
 	testkit.Eventually(t, 5*time.Second, "no reader and goroutines back to baseline", func() bool {
 		return h.Stats().Streams == 0 && runtime.NumGoroutine() <= baseline
 	})
+}
+
+// TestBackfillWaitsForTrimmedLinesToBeStored trims lines from the stream before their writer
+// stored them (a far-behind follower of a busy run with a short MaxLen): the backfill must
+// wait for them to reach Postgres rather than skip them.
+func TestBackfillWaitsForTrimmedLinesToBeStored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, logstream.Config{MaxLen: 10, CopyInterval: time.Hour, CopyLines: 100_000})
+	run, stack := uuid.New(), uuid.New()
+	w := e.c.NewWriter(run, stack, &secrets.Masker{})
+	for i := range 3000 {
+		if err := w.Line(uuid.Nil, "a", 0, logstream.Stdout, fmt.Sprintf("line %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "every line streamed", func() bool { return w.Stats().Streamed == 3000 })
+	got := make(chan []logstream.Message)
+	go func() {
+		var out []logstream.Message
+		_, _, err := e.c.Backfill(context.Background(), run, rstream.ID{}, logstream.Filter{}, func(m logstream.Message) error {
+			out = append(out, m)
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- out
+	}()
+	// Nothing is stored until Close (the copy interval is an hour).
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(numbered("line", 3000), texts(<-got)); d != "" {
+		t.Fatalf("backfill (-want +got):\n%s", d)
+	}
 }

@@ -34,6 +34,7 @@ const (
 	TypePreconditionRequired Type = "urn:horizon:problem:precondition-required"
 	TypeTooLarge             Type = "urn:horizon:problem:too-large"
 	TypeUnsupportedMedia     Type = "urn:horizon:problem:unsupported-media-type"
+	TypeNotAcceptable        Type = "urn:horizon:problem:not-acceptable"
 	TypeInvalid              Type = "urn:horizon:problem:invalid"
 	TypeIdempotencyReused    Type = "urn:horizon:problem:idempotency-key-reused"
 	TypeRateLimited          Type = "urn:horizon:problem:rate-limited"
@@ -54,6 +55,7 @@ var titles = map[Type]string{
 	TypePreconditionRequired: "Precondition required",
 	TypeTooLarge:             "Request too large",
 	TypeUnsupportedMedia:     "Unsupported media type",
+	TypeNotAcceptable:        "Not acceptable",
 	TypeInvalid:              "Invalid input",
 	TypeIdempotencyReused:    "Idempotency key reused",
 	TypeRateLimited:          "Too many requests",

@@ -22,6 +22,10 @@ type Page struct {
 	// First is the oldest entry still in the stream; Last is the last id Redis generated
 	// (the newest entry, or a trimmed one if the stream is empty).
 	First, Last ID
+	// Added is how many entries the stream ever had (XINFO entries-added) and Length how
+	// many it has: since Horizon never XDELs, the Added − Length entries before First were
+	// trimmed.
+	Added, Length int64
 }
 
 // ReadPage reads up to n entries of key after the id after (exclusive), together with the
@@ -45,7 +49,8 @@ func ReadPage(ctx context.Context, rdb redis.Cmdable, key string, after ID, n in
 		return Page{}, fmt.Errorf("read stream %s after %s: %w", key, after, err)
 	}
 	in := info.Val()
-	p := Page{Entries: rng.Val(), Exists: true, First: mustParse(in.FirstEntry.ID), Last: mustParse(in.LastGeneratedID)}
+	p := Page{Entries: rng.Val(), Exists: true, First: mustParse(in.FirstEntry.ID), Last: mustParse(in.LastGeneratedID),
+		Added: in.EntriesAdded, Length: in.Length}
 	p.Trimmed = trimmedAfter(in, p.First, p.Last, after)
 	return p, nil
 }

@@ -98,6 +98,13 @@ func RunLatest(ctx context.Context, q Querier, stack uuid.UUID) (horizon.Run, er
 	return r, translate(err)
 }
 
+// RunNext returns the stack's first run created after the run after (uuid.Nil: its first run
+// ever), or horizon.ErrNotFound. Run ids are time-ordered, so this is the run that followed.
+func RunNext(ctx context.Context, q Querier, stack, after uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 AND id > $2 ORDER BY id LIMIT 1`, stack, after))
+	return r, translate(err)
+}
+
 // RunList returns one page of a stack's runs, newest first.
 func RunList(ctx context.Context, q Querier, stack uuid.UUID, p Page) ([]horizon.Run, *uuid.UUID, error) {
 	rows, err := q.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 AND ($2::uuid IS NULL OR id < $2)

@@ -121,3 +121,25 @@ func StepRequeueStale(ctx context.Context, q Querier, id uuid.UUID, attempt int,
 		id, attempt, before))
 	return s, translate(err)
 }
+
+// StepCountsInProgress returns how many steps of the runs in progress are in each state (states
+// with none are absent). It reads only those runs (through their partial index), so its cost
+// does not grow with history; it is what /metrics reports as steps by state.
+func StepCountsInProgress(ctx context.Context, q Querier) (map[horizon.StepState]int, error) {
+	rows, err := q.Query(ctx, `SELECT s.state, count(*) FROM runs r JOIN steps s ON s.run_id = r.id
+		WHERE r.state IN ('queued', 'running', 'canceling') GROUP BY s.state`)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := map[horizon.StepState]int{}
+	for rows.Next() {
+		var state horizon.StepState
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, fmt.Errorf("scan step counts: %w", err)
+		}
+		out[state] = n
+	}
+	return out, translate(rows.Err())
+}

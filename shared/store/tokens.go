@@ -51,6 +51,24 @@ func TokenAuthenticate(ctx context.Context, q Querier, hash []byte) (Authenticat
 	return a, nil
 }
 
+// TokenPrincipal returns the principal the live (not revoked) token id acts as, read afresh:
+// stream tokens name the API token that minted them and act as it. An unknown or revoked token
+// is horizon.ErrNotFound.
+func TokenPrincipal(ctx context.Context, q Querier, id uuid.UUID) (auth.Principal, error) {
+	var p auth.Principal
+	var role string
+	err := q.QueryRow(ctx, `SELECT t.id, u.id, u.name, u.role,
+		ARRAY(SELECT m.team_id FROM memberships m WHERE m.user_id = u.id ORDER BY m.team_id)
+		FROM api_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.id = $1 AND t.revoked_at IS NULL`, id).
+		Scan(&p.TokenID, &p.UserID, &p.Name, &role, &p.Teams)
+	if err != nil {
+		return p, translate(err)
+	}
+	p.Role = auth.Role(role)
+	return p, nil
+}
+
 // TokenTouch records that a token was used.
 func TokenTouch(ctx context.Context, q Querier, id uuid.UUID) error {
 	_, err := q.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() WHERE id = $1`, id)

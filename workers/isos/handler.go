@@ -19,6 +19,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/horizon"
 	"horizon/shared/logstream"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
@@ -43,6 +44,8 @@ type Handler struct {
 	GateWait time.Duration
 	// Heartbeat is how often a running attempt proves it is alive and checks for a cancel.
 	Heartbeat time.Duration
+	// Metrics records each gated stage's wait for its node, for /metrics.
+	Metrics *metrics.Recorder
 	// DownloadAttempts (default 3) bounds the image download's attempts. RetryBackoff (default
 	// 10 s) is the first pause between attempts of a download or of a Proxmox call that failed
 	// transiently; it doubles after each.
@@ -89,7 +92,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		return h.finish(ctx, w, horizon.StepCanceled, "canceled before it started", nil)
 	}
 
-	lease, release, owned, err := steps.Claim(ctx, h.DB, h.Gate, h.GateWait, w.step, log)
+	lease, release, owned, err := steps.Claim(ctx, h.DB, h.Gate, h.Metrics, h.GateWait, w.step, log)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"horizon/shared/gate"
 	"horizon/shared/horizon"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/store"
 )
@@ -24,7 +25,10 @@ import (
 //
 // The caller must call release once its work has returned — after Terraform has exited — even
 // when owned is false; release is a no-op without a lease.
-func Claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, wait time.Duration, s horizon.Step, log *slog.Logger) (lease *gate.Lease, release func(), owned bool, err error) {
+//
+// The wait for the gate, counted from the step's readiness like the pipeline's gate_wait_ms,
+// goes to rec (for /metrics) when the gate is taken.
+func Claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Recorder, wait time.Duration, s horizon.Step, log *slog.Logger) (lease *gate.Lease, release func(), owned bool, err error) {
 	release = func() {}
 	if s.TakesGate() {
 		lease, err = g.Acquire(ctx, queue.GateNode(*s.ServerID, *s.Node), queue.StepTaskID(s.ID, s.Attempt), wait)
@@ -50,6 +54,11 @@ func Claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, wait time.Durati
 	if lease != nil {
 		f := lease.Fence()
 		fence = &f
+		if s.ReadyAt != nil {
+			if err := rec.GateWait(ctx, queue.GateNode(*s.ServerID, *s.Node), time.Since(*s.ReadyAt)); err != nil {
+				log.WarnContext(ctx, "record gate wait", "error", err)
+			}
+		}
 	}
 	owned, err = store.StepStart(ctx, db, s.ID, s.Attempt, fence)
 	if err != nil || !owned {

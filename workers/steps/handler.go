@@ -19,6 +19,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/horizon"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
@@ -47,6 +48,8 @@ type Handler struct {
 	Heartbeat time.Duration
 	// ScriptSSHTimeout bounds the wait for a new machine's SSH server to answer.
 	ScriptSSHTimeout time.Duration
+	// Metrics records each build's wait for its node's gate, for /metrics.
+	Metrics *metrics.Recorder
 }
 
 // ProcessTask implements asynq.Handler.
@@ -76,7 +79,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		return h.finishSkipped(ctx, w, "inputs unchanged")
 	}
 
-	lease, release, owned, err := Claim(ctx, h.DB, h.Gate, h.GateWait, w.step, log)
+	lease, release, owned, err := Claim(ctx, h.DB, h.Gate, h.Metrics, h.GateWait, w.step, log)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"golang.org/x/crypto/ssh"
 
 	"horizon/deploy/sandbox/pve"
@@ -309,6 +310,23 @@ func TestISOCloudImageBuildRerunAndRemoval(t *testing.T) {
 	if rest.Status != 200 || strings.Contains(string(rest.Body), "id: "+mid+"\n") || !strings.Contains(string(rest.Body), "event: end") ||
 		strings.Count(string(rest.Body), "event: line") != len(ids)-len(ids)/2-2 {
 		t.Errorf("resume after %s: %d, %d lines of %d", mid, rest.Status, strings.Count(string(rest.Body), "event: line"), strings.Count(log, "event: line"))
+	}
+	// A browser opens it with an iso_logs stream token of this ISO, and with nothing else.
+	viewer := e.api.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.member, Body: map[string]any{"purpose": "iso_logs", "iso_id": id}})
+	if viewer.Status != 200 {
+		t.Fatalf("iso_logs token: %d %s", viewer.Status, viewer.Body)
+	}
+	tok := viewer.Map()["token"].(string)
+	if r := e.api.Do("GET", "/v1/isos/"+id+"/logs/stream?stream_token="+tok, apitest.Req{Token: apitest.NoToken}); r.Status != 200 ||
+		strings.Count(string(r.Body), "event: line") != strings.Count(log, "event: line") {
+		t.Errorf("stream with an iso_logs token: %d", r.Status)
+	}
+	eventsTok := e.api.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.member, Body: map[string]any{"purpose": "events"}}).Map()["token"].(string)
+	if r := e.api.Do("GET", "/v1/isos/"+id+"/logs/stream?stream_token="+eventsTok, apitest.Req{Token: apitest.NoToken}); r.Status != 401 {
+		t.Errorf("an events token opened the ISO's log: %d", r.Status)
+	}
+	if r := e.api.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.member, Body: map[string]any{"purpose": "iso_logs", "iso_id": uuid.NewString()}}); r.Status != 422 {
+		t.Errorf("an iso_logs token for what is not an ISO: %d %s", r.Status, r.Body)
 	}
 
 	// A re-run finds everything in place: every stage is skipped, and says why.

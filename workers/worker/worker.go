@@ -18,6 +18,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
+	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
@@ -44,6 +45,8 @@ type Config struct {
 	Git               *gitsource.Cache
 	// LogClient writes the deploy logs (Redis streams and log_lines).
 	LogClient *logstream.Client
+	// EventsMaxLen trims the events stream (events.Config.MaxLen; 0: its default).
+	EventsMaxLen int64
 	// Heartbeat of running steps; the reconciler presumes a step dead after six of them.
 	Heartbeat time.Duration
 	// ScriptSSHTimeout bounds the wait for a new machine's SSH (default 5 min).
@@ -103,7 +106,8 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	enqueue := queue.Enqueuer{Client: client}
-	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace})
+	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen})
+	recorder := metrics.NewRecorder(cfg.Redis, cfg.Namespace)
 	w := &Worker{Queues: queues, log: cfg.Log}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	handlers := map[string]asynq.Handler{
@@ -112,10 +116,10 @@ func New(cfg Config) (*Worker, error) {
 		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
 		queue.TypeStepRun: &steps.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
 			Git: cfg.Git, Terraform: tf, Logs: steps.StreamLogs{Client: cfg.LogClient}, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,
-			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout},
+			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout, Metrics: recorder},
 		queue.TypeISOStage: &isos.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
 			Logs: cfg.LogClient, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second, Heartbeat: cfg.Heartbeat,
-			DownloadAttempts: cfg.ISODownloadAttempts, RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll},
+			DownloadAttempts: cfg.ISODownloadAttempts, RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll, Metrics: recorder},
 	}
 	w.mux = asynq.NewServeMux()
 	for typ, h := range handlers {

@@ -1,0 +1,71 @@
+package logs
+
+import (
+	"bufio"
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+
+	"horizon/functions/api"
+	"horizon/shared/logstream"
+	"horizon/shared/problem"
+	"horizon/shared/store"
+)
+
+// The media types of a download.
+const (
+	mimeText   = "text/plain"
+	mimeNDJSON = "application/x-ndjson"
+)
+
+// Download streams the stack's stored log lines — every run's, or ?run='s — narrowed by ?job=
+// and ?execution=, as text (the default) or NDJSON (Accept: application/x-ndjson), from
+// Postgres in constant memory.
+func Download(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		f, err := filter(c)
+		if err != nil {
+			return err
+		}
+		run, err := api.QueryID(c, "run")
+		if err != nil {
+			return err
+		}
+		format, ctype := logstream.Text, mimeText+"; charset=utf-8"
+		switch c.Accepts(mimeText, mimeNDJSON) {
+		case mimeNDJSON:
+			format, ctype = logstream.NDJSON, mimeNDJSON
+		case "":
+			return problem.New(problem.TypeNotAcceptable, 406, "The log downloads as text/plain or application/x-ndjson.")
+		}
+		ctx := c.UserContext()
+		if _, err := store.StackGet(ctx, d.DB, api.Principal(c).Scope(), id); err != nil {
+			return err
+		}
+		q := logstream.Query{Stack: id, Filter: f}
+		name := "stack-" + id.String()
+		if run != nil {
+			if _, err := runOf(ctx, d.DB, id, *run); err != nil {
+				return err
+			}
+			q = logstream.Query{Run: *run, Filter: f}
+			name = "run-" + run.String()
+		}
+		ext := ".log"
+		if format == logstream.NDJSON {
+			ext = ".ndjson"
+		}
+		c.Set(fiber.HeaderContentType, ctype)
+		c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+ext+`"`)
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		logs := d.Logs
+		return d.Streams.Body(c, "download", func(ctx context.Context, w *bufio.Writer) error {
+			_, err := logs.Download(ctx, w, q, format)
+			return err
+		})
+	}
+}
