@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -134,7 +133,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		case ctx.Err() != nil:
 			return ctx.Err() // the worker is shutting down: Asynq gives the task back
 		}
-		line := w.masker.Mask(firstLine(err.Error()))
+		line := w.masker.Mask(steps.FirstLine(err.Error()))
 		out.say("failed: %s", line)
 		return h.finish(ctx, w, horizon.StepFailed, line, nil)
 	}
@@ -244,17 +243,6 @@ type stageLog struct {
 func (l *stageLog) say(format string, args ...any) {
 	// Line refuses only once the writer is closing, after the stage returned.
 	_ = l.w.Line(l.step.ID, l.step.Job, deref(l.step.ExecutionIndex), logstream.Horizon, fmt.Sprintf(format, args...))
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 500 {
-		s = s[:500]
-	}
-	return s
 }
 
 func deref[T any](p *T) T {

@@ -19,6 +19,7 @@ import (
 
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
+	"horizon/workers/steps"
 )
 
 // contentDirs are where a file storage keeps the image content types, under its path, as PVE's
@@ -156,9 +157,9 @@ func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base
 			return fmt.Errorf("Proxmox refused the download of %s: %w", src.URL, err) // a request it will always refuse
 		}
 		if attempt >= attempts {
-			return fmt.Errorf("download of %s failed %d times; the last: %s", src.URL, attempts, firstLine(err.Error()))
+			return fmt.Errorf("download of %s failed %d times; the last: %s", src.URL, attempts, steps.FirstLine(err.Error()))
 		}
-		out.say("download attempt %d/%d failed: %s; retrying in %s", attempt, attempts, firstLine(err.Error()), pause)
+		out.say("download attempt %d/%d failed: %s; retrying in %s", attempt, attempts, steps.FirstLine(err.Error()), pause)
 		if !sleep(ctx, pause) {
 			return ctx.Err()
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"horizon/shared/proxmox"
+	"horizon/workers/steps"
 )
 
 func (h *Handler) client(w *work) (*proxmox.Client, error) {
@@ -259,7 +260,7 @@ func retry(ctx context.Context, out *stageLog, what string, attempts int, backof
 		if err == nil || attempt >= attempts || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		out.say("%s: attempt %d/%d failed (%s); retrying in %s", what, attempt, attempts, firstLine(err.Error()), backoff)
+		out.say("%s: attempt %d/%d failed (%s); retrying in %s", what, attempt, attempts, steps.FirstLine(err.Error()), backoff)
 		if !sleep(ctx, backoff) {
 			return err
 		}

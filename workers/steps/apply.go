@@ -204,7 +204,7 @@ func retryTransient(ctx context.Context, out *stepLog, what string, op func(cont
 		if err == nil || attempt > transientRetries || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		out.horizon("%s hit a transient Proxmox error (%s); retrying in %s (%d/%d)", what, firstLine(transientLine(err)), pause, attempt, transientRetries)
+		out.horizon("%s hit a transient Proxmox error (%s); retrying in %s (%d/%d)", what, FirstLine(transientLine(err)), pause, attempt, transientRetries)
 		select {
 		case <-ctx.Done():
 			return err

@@ -127,7 +127,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 			// The worker is shutting down: Asynq gives the task back, and the attempt resumes.
 			return ctx.Err()
 		}
-		line := w.masker.Mask(firstLine(err.Error()))
+		line := w.masker.Mask(FirstLine(err.Error()))
 		out.horizon("failed: %s", line)
 		return h.finish(ctx, w, horizon.StepFailed, line, nil)
 	}
@@ -188,7 +188,8 @@ func (h *Handler) watch(parent context.Context, w *stepWork) (context.Context, f
 		Run: w.run.ID, Step: w.step.ID, Attempt: w.step.Attempt})
 }
 
-func firstLine(s string) string {
+// FirstLine is an error's first line, at most 500 bytes: what a failed card shows.
+func FirstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
