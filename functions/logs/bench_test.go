@@ -3,7 +3,6 @@ package logs_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,23 +17,18 @@ import (
 	"horizon/shared/rstream"
 )
 
-var report = flag.Bool("report", false, "run the SSE log benchmark (TestSSEReport) and print its table")
-
-// TestSSEReport measures the log pipeline end to end — Writer → Redis → the API's hub → GET
+// BenchmarkSSEReport measures the log pipeline end to end — Writer → Redis → the API's hub → GET
 // /v1/stacks/{id}/logs/stream → a Go SSE client over HTTP — against raw go-redis on the same
 // Redis in the same run, and prints a table (logstreamtest; shared/logstream's
-// TestPipelineReport measures the same with in-process hub subscribers):
+// BenchmarkPipelineReport measures the same with in-process hub subscribers):
 //
-//	go test ./functions/logs -run TestSSEReport -report -v
+//	go test ./functions/logs -run '^$' -bench SSEReport -benchtime 1x
 //
 // Resumes reconnect with Last-Event-ID; stalled and idle clients are TCP connections that
 // never read. Client and server share the process and its CPUs. It asserts nothing but the
 // absence of lost lines.
-func TestSSEReport(t *testing.T) {
-	if !*report {
-		t.Skip("benchmark: run with -report")
-	}
-	logstreamtest.Run(t, "SSE client", func(t testing.TB, cfg logstream.Config) (*logstreamtest.Env, logstreamtest.Follower) {
+func BenchmarkSSEReport(b *testing.B) {
+	logstreamtest.Run(b, "SSE client", func(t testing.TB, cfg logstream.Config) (*logstreamtest.Env, logstreamtest.Follower) {
 		s := apitest.New(t, &apitest.Options{Logs: cfg, Readers: 250})
 		team := s.NewTeam("bench")
 		_, member := s.NewUser(auth.RoleMember, team)

@@ -90,9 +90,6 @@ func TestDownloadTextAndNDJSONWithFilters(t *testing.T) {
 // TestDownloadOfAMillionLinesStreams downloads a run of a million stored lines over HTTP and
 // samples the process's heap meanwhile: the server never holds the log whole.
 func TestDownloadOfAMillionLinesStreams(t *testing.T) {
-	if testing.Short() {
-		t.Skip("inserts a million rows")
-	}
 	f := newFixture(t, nil)
 	run := f.startRun()
 	const n = 1_000_000

@@ -2,7 +2,6 @@ package logstream_test
 
 import (
 	"context"
-	"flag"
 	"testing"
 	"time"
 
@@ -14,20 +13,16 @@ import (
 	"horizon/shared/rstream"
 )
 
-var report = flag.Bool("report", false, "run the log pipeline benchmark (TestPipelineReport) and print its table")
-
-// TestPipelineReport measures the log pipeline, with hub subscriptions in this process as the
+// BenchmarkPipelineReport measures the log pipeline, with hub subscriptions in this process as the
 // followers, against raw go-redis on the same Redis in the same run, and prints a table (see
-// logstreamtest; functions/logs' TestSSEReport measures the same through the API's SSE):
+// logstreamtest; functions/logs' BenchmarkSSEReport measures the same through the API's SSE):
 //
-//	go test ./shared/logstream -run TestPipelineReport -report -v
+//	go test ./shared/logstream -run '^$' -bench PipelineReport -benchtime 1x
 //
-// It is a benchmark, not a test: it asserts nothing but the absence of lost lines.
-func TestPipelineReport(t *testing.T) {
-	if !*report {
-		t.Skip("benchmark: run with -report")
-	}
-	logstreamtest.Run(t, "hub subscriber", func(t testing.TB, cfg logstream.Config) (*logstreamtest.Env, logstreamtest.Follower) {
+// One pass is the whole measurement (about 30 s); it asserts nothing but the absence of lost
+// lines.
+func BenchmarkPipelineReport(b *testing.B) {
+	logstreamtest.Run(b, "hub subscriber", func(t testing.TB, cfg logstream.Config) (*logstreamtest.Env, logstreamtest.Follower) {
 		e := newEnv(t, cfg)
 		opts := *e.rdb.Options()
 		opts.PoolSize = 250 // a reader per run holds a connection in XREAD

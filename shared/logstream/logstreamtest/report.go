@@ -3,9 +3,9 @@
 // same way:
 //
 //   - shared/logstream's, where a follower is a hub subscription in the process
-//     (go test ./shared/logstream -run TestPipelineReport -report -v);
+//     (go test ./shared/logstream -run '^$' -bench PipelineReport -benchtime 1x);
 //   - functions/logs', where a follower is a real SSE client of GET /v1/stacks/{id}/logs/stream
-//     on a real API server, end to end (go test ./functions/logs -run TestSSEReport -report -v).
+//     on a real API server, end to end (go test ./functions/logs -run '^$' -bench SSEReport -benchtime 1x).
 //
 // Every figure is printed side by side with raw go-redis doing the same on the same Redis in
 // the same run (an unpipelined and a pipelined XADD loop; XADD → one XREAD BLOCK consumer), so
@@ -67,7 +67,7 @@ type Setup func(t testing.TB, cfg logstream.Config) (*Env, Follower)
 
 // Run measures the pipeline through setup's followers and prints the table. via names the
 // followers ("hub subscriber", "SSE client").
-func Run(t *testing.T, via string, setup Setup) {
+func Run(t testing.TB, via string, setup Setup) {
 	r := &report{w: tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)}
 	fmt.Fprintf(r.w, "#\tmetric (followers: %s)\tHorizon\traw go-redis\tratio\tgoal\n", via)
 	throughput(t, r, setup)
@@ -109,7 +109,7 @@ func rate(n int, d time.Duration) string { return fmt.Sprintf("%.0f lines/s", fl
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
-func throughput(t *testing.T, r *report, setup Setup) {
+func throughput(t testing.TB, r *report, setup Setup) {
 	e, _ := setup(t, logstream.Config{})
 	ctx := context.Background()
 	const n = 100_000
@@ -202,7 +202,7 @@ func pace(n, perSecond int, emit func(i int)) {
 	}
 }
 
-func latency(t *testing.T, r *report, setup Setup, via string, perSecond int, d time.Duration, goal string) {
+func latency(t testing.TB, r *report, setup Setup, via string, perSecond int, d time.Duration, goal string) {
 	e, f := setup(t, logstream.Config{})
 	ctx := context.Background()
 	n := int(float64(perSecond) * d.Seconds())
@@ -306,7 +306,7 @@ func latency(t *testing.T, r *report, setup Setup, via string, perSecond int, d 
 // 997 lines and resumes from its last id, over a stream trimmed at 2 000 entries (so that some
 // resumes fill the gap from Postgres), and counts lost and repeated lines, live and in
 // log_lines.
-func resumes(t *testing.T, r *report, setup Setup, via string) {
+func resumes(t testing.TB, r *report, setup Setup, via string) {
 	e, f := setup(t, logstream.Config{MaxLen: 2000})
 	ctx := context.Background()
 	run, stack := e.NewRun()
@@ -386,7 +386,7 @@ func memory() (heap, stacks uint64) {
 // while runs are written at full speed with stalled followers on them, against the same with
 // none. With all of them on one run they share the entries they pin; on runs of their own each
 // pins its own buffer, which is the per-follower worst case.
-func stalled(t *testing.T, r *report, setup Setup, via string) {
+func stalled(t testing.TB, r *report, setup Setup, via string) {
 	const k = 10
 	measure := func(runs, perRun int) (peak uint64, dropped int64) {
 		e, f := setup(t, logstream.Config{})
@@ -450,7 +450,7 @@ func stalled(t *testing.T, r *report, setup Setup, via string) {
 // holding a Redis connection in XREAD) and on one run (one reader). It reports what 200 cost
 // over none — which includes the connection pools growing to serve 200 connections at once —
 // and the marginal cost of a follow, from the second hundred.
-func idle(t *testing.T, r *report, setup Setup, via string) {
+func idle(t testing.TB, r *report, setup Setup, via string) {
 	for _, runs := range []int{200, 1} {
 		e, f := setup(t, logstream.Config{})
 		ids := make([]uuid.UUID, runs)
