@@ -3,6 +3,7 @@ package stacks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 
 	"github.com/google/uuid"
@@ -53,10 +54,7 @@ func planEdit(ctx context.Context, q store.Querier, d api.Deps, l *loaded, req U
 		return nil, err
 	}
 	ed.cat = cat
-	hashes, err := ed.hashes(ctx, q, d.Box)
-	if err != nil {
-		return nil, err
-	}
+	hashes := ed.hashes(d.Box)
 	unfinished, err := unfinishedExecutions(ctx, q, l)
 	if err != nil {
 		return nil, err
@@ -149,7 +147,7 @@ func (ed *edit) desire(req UpdateRequest, box *secrets.Box, p *horizon.Problems)
 }
 
 // hashes computes, for each existing desired execution, the hash it would be applied with.
-func (ed *edit) hashes(ctx context.Context, q store.Querier, box *secrets.Box) (map[uuid.UUID]string, error) {
+func (ed *edit) hashes(box *secrets.Box) map[uuid.UUID]string {
 	outputs := func(job string) []map[string]any {
 		var out []map[string]any
 		for _, e := range ed.l.execs {
@@ -183,7 +181,7 @@ func (ed *edit) hashes(ctx context.Context, q store.Querier, box *secrets.Box) (
 		}
 		hashes[want.Existing.ID] = ef.Hash(ed.commitOf(*want.Existing), answers.Attachments(want.Config))
 	}
-	return hashes, nil
+	return hashes
 }
 
 // commitOf is the commit an execution is applied at after the edit: the new version's on an
@@ -222,8 +220,11 @@ func unfinishedExecutions(ctx context.Context, q store.Querier, l *loaded) (map[
 		return out, nil
 	}
 	last, err := store.RunLatest(ctx, q, l.stack.ID)
+	if errors.Is(err, horizon.ErrNotFound) {
+		return out, nil // failed without a run: nothing ran to leave unfinished
+	}
 	if err != nil {
-		return out, nil
+		return nil, err
 	}
 	steps, err := store.StepsOfRun(ctx, q, last.ID)
 	if err != nil {
