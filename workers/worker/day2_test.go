@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
 
@@ -319,6 +320,22 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	}
 	if got := executions(copyOf, "app")[1]["parameters"].(map[string]any)["memory_mb"]; got != 1024.0 {
 		t.Fatalf("duplicated memory_mb %v, want 1024", got)
+	}
+	if again := e.api.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.member}); again.Status != 201 || again.Map()["name"] != "edit-copy-2" {
+		t.Fatalf("second duplicate: %d %s, want the name edit-copy-2", again.Status, again.Body)
+	}
+	for _, tc := range []struct {
+		name   string
+		body   map[string]any
+		status int
+	}{
+		{"a name the team has", map[string]any{"name": "edit-copy"}, 409},
+		{"a team not the caller's", map[string]any{"team_id": uuid.NewString()}, 422},
+		{"an unknown field", map[string]any{"labels": []string{"x"}}, 422},
+	} {
+		if r := e.api.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.member, Body: tc.body}); r.Status != tc.status {
+			t.Errorf("duplicate with %s: %d %s, want %d", tc.name, r.Status, r.Body, tc.status)
+		}
 	}
 }
 
