@@ -8,7 +8,7 @@
 //
 //   - Fidelity is checked, not assumed. Every route is PVE's (method and path template) and
 //     declares the parameters it accepts by their schema names; the tests check both against
-//     the official schema (../shared/pve-api/apidata.json) and compare answers with
+//     the official schema (testdata/apidata.json) and compare answers with
 //     go-proxmox's recorded PVE 9 fixtures. A parameter the sandbox does not know is refused
 //     with PVE's own 400 rather than ignored, so a client never relies on something the
 //     sandbox only pretends to do.

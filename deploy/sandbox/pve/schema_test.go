@@ -3,7 +3,6 @@ package pve
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,9 +10,10 @@ import (
 	"testing"
 )
 
-// The official PVE API schema (pve-docs api-viewer/apidata.js as JSON), which the team keeps
-// beside the repository: <repo root>/../shared/pve-api/apidata.json. CI has it there too; a
-// missing schema fails the tests rather than skipping them.
+// The official PVE API schema: testdata/apidata.json is pve-docs' api-viewer/apidata.js
+// (version 9.1.3, commit e5010dce) turned into plain JSON; testdata/README.md says where it
+// comes from and under which licence. A missing schema fails the tests rather than skipping
+// them.
 
 type schemaNode struct {
 	Path     string                  `json:"path"`
@@ -46,12 +46,8 @@ var (
 func loadSchema(t testing.TB) map[string]map[string]schemaMethod {
 	t.Helper()
 	schemaOnce.Do(func() {
-		var path string
-		if path, schemaErr = schemaPath(); schemaErr != nil {
-			return
-		}
 		var data []byte
-		if data, schemaErr = os.ReadFile(path); schemaErr != nil {
+		if data, schemaErr = os.ReadFile(schemaFile); schemaErr != nil {
 			return
 		}
 		var roots []schemaNode
@@ -71,27 +67,13 @@ func loadSchema(t testing.TB) map[string]map[string]schemaMethod {
 		}
 	})
 	if schemaErr != nil {
-		t.Fatalf("PVE API schema: %v (it must be at <repo root>/../shared/pve-api/apidata.json)", schemaErr)
+		t.Fatalf("PVE API schema: %v", schemaErr)
 	}
 	return schemaPaths
 }
 
-func schemaPath() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "pve-api", "apidata.json"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", os.ErrNotExist
-		}
-		dir = parent
-	}
-}
+// schemaFile is relative to the package directory, where go test runs.
+const schemaFile = "testdata/apidata.json"
 
 // schemaPattern turns a route pattern into the schema's path template.
 func schemaPattern(pattern string) string { return strings.ReplaceAll(pattern, "...}", "}") }
