@@ -27,7 +27,7 @@ import (
 )
 
 // benchAPI compares Horizon's endpoints with bare Fiber handlers doing the same database work
-// on the same pool (perf-reliability.md §A.7.3): /healthz vs hello, an authenticated network
+// on the same pool: /healthz vs hello, an authenticated network
 // read vs the same single-row read, an address insert vs the same insert.
 func benchAPI(ctx context.Context) error {
 	env, err := newBenchEnv(ctx)

@@ -39,8 +39,7 @@ type scaleData struct {
 }
 
 // benchScale compares Horizon's stack list and detail, and the workers' reconcile pass, on an
-// installation of 10 000 stacks with one of 100 (research perf-reliability §A.7.5, goals §A.8
-// 5a–5c). Both are seeded with bulk SQL (generate_series) into databases made by the real
+// installation of 10 000 stacks with one of 100 (goals in deploy/README.md, Benchmarks). Both are seeded with bulk SQL (generate_series) into databases made by the real
 // migrations, then VACUUM ANALYZEd as autovacuum would leave them; both APIs run in this process
 // on the same Postgres and Redis and are measured alternately, five pairs per endpoint, with one
 // connection (latency, not throughput). The skewed cases (a member of a team of 3 stacks, a

@@ -1,4 +1,4 @@
-// Package live serves live tracking (DESIGN §6): GET /v1/events, the Server-Sent Events stream
+// Package live serves live tracking: GET /v1/events, the Server-Sent Events stream
 // of every change of the stacks, runs, steps (and ISOs) the caller may see, and
 // POST /v1/stream-tokens, which mints the short-lived tokens browsers pass in ?stream_token=
 // because EventSource cannot send an Authorization header. The deploy log's own stream is in

@@ -1,4 +1,4 @@
-// Package logs serves a stack's deploy logs (DESIGN §6): GET /v1/stacks/{id}/logs downloads
+// Package logs serves a stack's deploy logs: GET /v1/stacks/{id}/logs downloads
 // them and GET /v1/stacks/{id}/logs/stream follows them live as Server-Sent Events. Both take
 // the filters ?job=, ?execution= and ?run=, applied on the server (in SQL for Postgres, after
 // decoding for Redis; shared/logstream).

@@ -1,5 +1,5 @@
 // Package events publishes state changes of stacks, runs, steps and ISOs to one global Redis
-// stream, and follows it for the API's GET /v1/events (DESIGN §6).
+// stream, and follows it for the API's GET /v1/events.
 //
 //	<prefix>:events   STREAM, XADD MAXLEN ~ Config.MaxLen (default 10 000); one field per
 //	                  entry, "event", holding the Event's JSON; no expiry

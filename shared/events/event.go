@@ -41,7 +41,7 @@ type Event struct {
 	TeamID  uuid.UUID `json:"team_id,omitzero"`
 	ISOID   uuid.UUID `json:"iso_id,omitzero"`
 	RunID   uuid.UUID `json:"run_id,omitzero"` // for run and step events
-	State   string    `json:"state"`           // the new state, as named in DESIGN §2
+	State   string    `json:"state"`           // the new state, as named in shared/horizon
 	At      time.Time `json:"at"`              // when it changed; Publish sets it when zero
 	// Job and Execution locate a step event in the pipeline. Job is a template identifier.
 	Job       string    `json:"job,omitempty"`

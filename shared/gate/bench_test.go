@@ -18,7 +18,7 @@ import (
 	"horizon/shared/testkit"
 )
 
-// The scenario of research/perf-reliability.md §A.7.2, scaled down: builds of a fixed length
+// The gate's benchmark scenario, scaled down from the engine's: builds of a fixed length
 // spread round-robin over nodes, enqueued at once as run:advance would, run by several Asynq
 // servers (as several worker processes would be) through the pattern of the package doc.
 const (

@@ -1,6 +1,7 @@
-// Package gate is the per-Proxmox-node build gate of DESIGN §5: one build at a time per node, in
-// FIFO order per node, different nodes in parallel, across any number of worker processes. The
-// state lives in Redis; the design and its measurements are in research/tech.md §1.
+// Package gate is the per-Proxmox-node build gate: one build at a time per node, in FIFO order
+// per node, different nodes in parallel, across any number of worker processes. The state lives
+// in Redis; the benchmark in bench_test.go measures what it promises (makespan, hand-off gap,
+// FIFO order).
 //
 // # The primitive
 //
@@ -71,7 +72,7 @@
 //	... upload cloud-init, apply, under lease.Context() ...
 //
 // Asynq requires MaxRetry ≥ 1 for this to work at all: its processor archives a task whose
-// retry count is used up before it looks at IsFailure (tech.md §1). Give the task an explicit
+// retry count is used up before it looks at IsFailure (asynq's processor.go, retryOrArchive). Give the task an explicit
 // Timeout (the default is 30 min). All gated tasks of one Gate must live in the queue its
 // AsynqWaker names, with the owner token as TaskID. A cancelled step calls Leave.
 //

@@ -1,4 +1,4 @@
-// Package logstream carries deploy logs (DESIGN §6) from the workers to users: live through
+// Package logstream carries deploy logs from the workers to users: live through
 // one Redis stream per run, durably through Postgres log_lines, with every secret masked
 // before a line leaves the worker.
 //

@@ -6,7 +6,8 @@
 // # One reader per stream per process
 //
 // Every client blocked in XREAD on a stream makes every XADD to it pay O(clients) to serve
-// them (research perf-reliability finding 9), and every blocked XREAD holds a pool connection.
+// them (Redis serves blocked readers of a key one by one on every write to it), and every
+// blocked XREAD holds a pool connection.
 // So a Hub runs exactly one reader goroutine per stream that has members, whatever their
 // number, and fans each batch out in memory. Entries are decoded once and shared read-only.
 // The reader starts with the first Join and stops within Config.Block of the last Leave.

@@ -11,7 +11,7 @@
 // Masking decisions: a Masker matches each value in its common encodings (base64 in both
 // alphabets, padded or not and at any alignment inside a longer base64 string, hex, URL and JSON
 // escaping) and each line of a multi-line value separately, because programs print secrets
-// transformed (research: GitHub Actions redaction, actions/toolkit#1427). Values under
+// transformed (GitHub Actions redacts the same way: actions/toolkit#1427). Values under
 // MinSecretLength bytes are not masked. Overlapping matches are merged into one [masked], so no
 // fragment of either secret remains. Matching scans each byte once against a two-byte prefix
 // table, which keeps masking in the millions of lines per second (BenchmarkMask); Add publishes

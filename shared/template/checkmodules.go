@@ -19,7 +19,7 @@ const (
 )
 
 // horizonVariables are the variables Horizon writes into horizon.auto.tfvars.json for a module
-// that declares them (DESIGN §4).
+// that declares them (the job contract in deploy/examples/README.md).
 var horizonVariables = map[string]need{
 	"horizon_name":           anyJob,
 	"horizon_tags":           anyJob,

@@ -7,7 +7,7 @@
 // module declares), and binds the directory to the execution's workspace. Init, Plan, Apply,
 // Destroy, Outputs and DeleteWorkspace then run Terraform there; Close removes the directory.
 //
-// Decisions, and the facts behind them (see shared/research/tech.md §2):
+// Decisions, and the facts behind them:
 //
 //   - State: one pg backend, one workspace per execution (e.g. "s42-master-0"), tables in
 //     Config.Schema ("terraform"). The connection string reaches Terraform only as PG_CONN_STR

@@ -31,7 +31,7 @@ import (
 	"horizon/workers/worker"
 )
 
-// The engine benchmarks of issue 5 (research perf-reliability §A.7.1, §A.7.2, §A.8). Each runs
+// The engine benchmarks (their goals are in deploy/README.md, Benchmarks). Each runs
 // the whole engine in process — the API, the workers with production settings (concurrency 10,
 // heartbeat 10 s), real Postgres, Redis, Asynq, Terraform and, for machine builds, the Proxmox
 // sandbox — and prints its figures beside a control measured in the same run:

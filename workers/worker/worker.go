@@ -62,7 +62,8 @@ type Config struct {
 	ProxmoxTaskPoll time.Duration
 }
 
-// Asynq's polling intervals in the workers (research perf-reliability §A.2): an idle server
+// Asynq's polling intervals in the workers (asynq.Config's TaskCheckInterval and
+// DelayedTaskCheckInterval, defaults 1 s and 5 s): an idle server
 // picks a new task up after about half of TaskCheckInterval, and delayed tasks (retries, node
 // gate waits) move to pending every DelayedTaskCheckInterval. The engine benchmarks give their
 // bare Asynq control the same values.

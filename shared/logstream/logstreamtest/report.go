@@ -1,6 +1,7 @@
-// Package logstreamtest is the deploy log pipeline's benchmark (research perf-reliability
-// §A.7.4, goals §A.8 4a–4e), shared by two reports so that they measure the same things the
-// same way:
+// Package logstreamtest is the deploy log pipeline's benchmark (throughput with masking, emit
+// to reader latency, lost or repeated lines over resumes, durable-copy lag, memory per slow or
+// idle reader; deploy/README.md, Benchmarks, says how to run it), shared by two reports so that
+// they measure the same things the same way:
 //
 //   - shared/logstream's, where a follower is a hub subscription in the process
 //     (go test ./shared/logstream -run '^$' -bench PipelineReport -benchtime 1x);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Initialises the control plane (once: a re-run finds it initialised and only refreshes the
 # outputs), installs the pod network, and emits what workers need. The VM template has
-# containerd, kubeadm, kubelet and kubectl installed (an ISO build, see MISSION.md).
+# containerd, kubeadm, kubelet and kubectl installed (an ISO build: see ISO templates in deploy/README.md).
 #
 # Parameters arrive as environment variables of their own names; outputs are key=value lines
 # appended to $HORIZON_OUTPUT (and, for secrets, $HORIZON_SECRET_OUTPUT).
