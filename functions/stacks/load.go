@@ -55,20 +55,6 @@ func version(ctx context.Context, q store.Querier, template_ uuid.UUID, number i
 	return v, def, nil
 }
 
-// secretNames are the secret parameters of a job.
-func secretNames(job *template.Job) map[string]bool {
-	m := map[string]bool{}
-	if job == nil {
-		return m
-	}
-	for _, p := range job.Parameters {
-		if p.Secret {
-			m[p.Name] = true
-		}
-	}
-	return m
-}
-
 // toStack renders a loaded stack for the API.
 func toStack(l *loaded, run *horizon.Run, problems []horizon.FieldError, preselected []string, can horizon.Capabilities) Stack {
 	s := l.stack

@@ -16,11 +16,11 @@ func TestTreeIsCompleteReadOnlyAndShared(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	repo := newRepo(t)
-	commit := repo.Commit(map[string]string{"jobs/web/main.tf": "# web\n", "jobs/web/scripts/boot.sh": "#!/bin/sh\n"})
+	repo.Commit(map[string]string{"jobs/web/main.tf": "# web\n", "jobs/web/scripts/boot.sh": "#!/bin/sh\n"})
 	if err := os.Chmod(filepath.Join(repo.Dir, "jobs/web/scripts/boot.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	commit = repo.Commit(map[string]string{"README": "x\n"})
+	commit := repo.Commit(map[string]string{"README": "x\n"})
 	c := newCache(t)
 	if _, err := c.Resolve(ctx, repo.URL, "main", gitsource.Credentials{}); err != nil {
 		t.Fatal(err)

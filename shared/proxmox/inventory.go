@@ -193,10 +193,7 @@ func (c *Client) discoverISOs(ctx context.Context, storages []Storage) ([]ISO, e
 }
 
 func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
-		out = append(out, f)
-	}
+	out := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
 	sort.Strings(out)
 	return out
 }

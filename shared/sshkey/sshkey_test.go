@@ -1,7 +1,9 @@
+//lint:file-ignore SA1019 generating a DSA key is the point: it must be refused
+
 package sshkey_test
 
 import (
-	"crypto/dsa" //nolint:staticcheck // generating a DSA key is the point: it must be refused
+	"crypto/dsa"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"

@@ -154,7 +154,7 @@ func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base
 		var te *taskError
 		var pe *proxmox.Error
 		if !errors.As(err, &te) && errors.As(err, &pe) && pe.Status >= 400 && pe.Status < 500 {
-			return fmt.Errorf("Proxmox refused the download of %s: %w", src.URL, err) // a request it will always refuse
+			return fmt.Errorf("download of %s refused by Proxmox: %w", src.URL, err) // a request it will always refuse
 		}
 		if attempt >= attempts {
 			return fmt.Errorf("download of %s failed %d times; the last: %s", src.URL, attempts, steps.FirstLine(err.Error()))
@@ -171,7 +171,7 @@ func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base
 func (h *Handler) checksumOnNode(ctx context.Context, w *work, storage, content, file, algo string) (string, error) {
 	i := slices.IndexFunc(w.server.Storages, func(s horizon.ProxmoxStorage) bool { return s.Name == storage })
 	if i < 0 || w.server.Storages[i].Path == "" {
-		return "", fmt.Errorf("Horizon's inventory of %s has no path for storage %s", w.server.Name, storage)
+		return "", fmt.Errorf("no path for storage %s in Horizon's inventory of %s", storage, w.server.Name)
 	}
 	sc, err := h.dialNode(ctx, w)
 	if err != nil {
