@@ -1,6 +1,8 @@
 package horizon
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -233,11 +235,34 @@ type StateChange struct {
 
 // VMName is the name of an execution's machine: "<stack>-<job>-<index>", reduced to one DNS
 // label (lower case, letters, digits and hyphens, at most 63 characters). It is the VM's name in
-// Proxmox and its hostname.
+// Proxmox and its hostname. A stack part too long for the label is cut and followed by a short
+// hash of the whole stack name, and "-<job>-<index>" is always kept: the machines of one stack
+// never share a name, and two long stack names that differ only past the cut do not either.
 func VMName(stack, job string, index int) string {
+	suffix := "-" + job + "-" + strconv.Itoa(index)
+	base := dnsSlug(stack)
+	if base == "" {
+		return strings.TrimPrefix(suffix, "-")
+	}
+	if len(base)+len(suffix) > maxDNSLabel {
+		sum := sha256.Sum256([]byte(stack))
+		tag := "-" + hex.EncodeToString(sum[:])[:vmNameHash]
+		base = strings.TrimRight(base[:max(maxDNSLabel-len(suffix)-len(tag), 1)], "-") + tag
+	}
+	return base + suffix
+}
+
+const (
+	maxDNSLabel = 63
+	vmNameHash  = 6 // hex digits of the stack name's hash kept when the name is cut
+)
+
+// dnsSlug lower-cases s and turns every run of characters other than a-z and 0-9 into one
+// hyphen, without a hyphen at either end.
+func dnsSlug(s string) string {
 	var b strings.Builder
 	dash := false
-	for _, r := range strings.ToLower(stack) {
+	for _, r := range strings.ToLower(s) {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			b.WriteRune(r)
 			dash = false
@@ -246,18 +271,13 @@ func VMName(stack, job string, index int) string {
 			dash = true
 		}
 	}
-	name := strings.TrimSuffix(b.String(), "-") + "-" + job + "-" + strconv.Itoa(index)
-	name = strings.TrimPrefix(name, "-")
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-")
-	}
-	return name
+	return strings.TrimSuffix(b.String(), "-")
 }
 
 // VMTags are the Proxmox tags of a stack's VMs: "horizon", one naming the stack, and the
 // stack's labels.
 func VMTags(s Stack) []string {
-	return append([]string{"horizon", "stack-" + s.ID.String()[:8]}, s.Labels...)
+	return append([]string{"horizon", "stack-" + s.ID.String()}, s.Labels...)
 }
 
 // Workspace is the Terraform workspace (state) of one execution.

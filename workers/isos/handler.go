@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -252,6 +251,3 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
-
-// shortID is the first block of an id, for names.
-func shortID(id uuid.UUID) string { return id.String()[:8] }

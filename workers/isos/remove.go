@@ -138,7 +138,7 @@ func (h *Handler) removeSnippets(ctx context.Context, c *proxmox.Client, w *work
 	}
 	n := 0
 	for _, part := range []string{"user", "vendor"} {
-		volid, err := cloudinit.VolumeID(storage.Name, cloudinit.SnippetName("horizon-iso", shortID(w.iso.ID), part))
+		volid, err := cloudinit.VolumeID(storage.Name, cloudinit.SnippetName("horizon-iso", w.iso.ID.String(), part))
 		if err != nil {
 			return n, err
 		}

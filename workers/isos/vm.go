@@ -278,7 +278,7 @@ func (h *Handler) uploadSnippets(ctx context.Context, w *work, out *stageLog) (s
 	var parts []string
 	uploaded := false
 	for _, d := range docs {
-		name := cloudinit.SnippetName("horizon-iso", shortID(w.iso.ID), d.part)
+		name := cloudinit.SnippetName("horizon-iso", w.iso.ID.String(), d.part)
 		volid, err := cloudinit.VolumeID(storage.Name, name)
 		if err != nil {
 			return "", false, err

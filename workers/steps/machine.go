@@ -73,8 +73,12 @@ func (h *Handler) variables(ctx context.Context, w *stepWork) (map[string]any, e
 // vmName is the execution's machine name.
 func vmName(w *stepWork) string { return horizon.VMName(w.stack.Name, w.exec.Job, w.exec.Index) }
 
+// snippetName names the execution's cloud-init snippet by the execution's id: unique by
+// construction, so no other machine's build (another stack, another team) can ever read or
+// overwrite it. A prefix of the stack's UUIDv7 is not enough: its first 8 hex digits are a
+// timestamp that changes only every 65 s.
 func snippetName(w *stepWork) string {
-	return cloudinit.SnippetName("horizon", w.stack.ID.String()[:8], w.exec.Job, fmt.Sprint(w.exec.Index))
+	return cloudinit.SnippetName("horizon", w.exec.ID.String())
 }
 
 // snippetStorage picks the storage of the node that takes snippets: a node-local one when

@@ -23,6 +23,8 @@ import (
 	"horizon/functions/apitest"
 	"horizon/shared/auth"
 	"horizon/shared/logstream"
+	"horizon/shared/proxmox"
+	"horizon/shared/secrets"
 	"horizon/shared/terraform"
 	"horizon/shared/testkit"
 	"horizon/workers/worker"
@@ -203,10 +205,16 @@ func (e *engine) draft(name string, apps int) string {
 // the test fails showing the stack's pipeline and deploy log.
 func (e *engine) waitState(stack, state string, within time.Duration) map[string]any {
 	e.t.Helper()
+	return e.waitStateAs(e.member, stack, state, within)
+}
+
+// waitStateAs is waitState for a stack the member with token may read.
+func (e *engine) waitStateAs(token, stack, state string, within time.Duration) map[string]any {
+	e.t.Helper()
 	var last map[string]any
 	deadline := time.Now().Add(within)
 	for {
-		last = e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member}).Map()
+		last = e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: token}).Map()
 		if last["state"] == state {
 			return last
 		}
@@ -215,6 +223,16 @@ func (e *engine) waitState(stack, state string, within time.Duration) map[string
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// proxmox is a client of the sandbox cluster "demo", for acting on it as an operator would.
+func (e *engine) proxmox() *proxmox.Client {
+	c := e.sb.Cluster("demo")
+	pc, err := proxmox.New(proxmox.Config{URL: c.URL(), TokenID: c.TokenID(), TokenSecret: secrets.Value(c.TokenSecret()), Fingerprint: c.CertFingerprint()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pc
 }
 
 // logText is the stack's deploy log as stored in Postgres.

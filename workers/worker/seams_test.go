@@ -1,0 +1,157 @@
+package worker_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"horizon/functions/apitest"
+	"horizon/shared/auth"
+)
+
+// tenant is a team of the engine with a member, an SSH key whose private half the test holds,
+// and one stack.
+type tenant struct {
+	team, token, key string
+	signer           ssh.Signer
+	stack            string
+}
+
+// newTenant makes a team with a member and the member's SSH key.
+func (e *engine) newTenant(name string) *tenant {
+	t := e.t
+	t.Helper()
+	team := e.api.NewTeam(name)
+	_, token := e.api.NewUser(auth.RoleMember, team)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := e.api.Do("POST", "/v1/ssh-keys", apitest.Req{Token: token, Body: map[string]any{"name": name + " laptop",
+		"public_key": strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))}})
+	if k.Status != 201 {
+		t.Fatalf("ssh key: %d %s", k.Status, k.Body)
+	}
+	return &tenant{team: team.String(), token: token, key: k.Map()["id"].(string), signer: signer}
+}
+
+// draftFor creates the tenant's one-db, one-app draft on node, with addresses addr and addr+1.
+func (e *engine) draftFor(tn *tenant, name string, addr int, node string) string {
+	t := e.t
+	t.Helper()
+	m := func(a int) map[string]any {
+		return e.machine(a, map[string]any{"node": node, "ssh_key_id": tn.key})
+	}
+	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: tn.token, Body: map[string]any{"team_id": tn.team, "name": name,
+		"environment_id": e.env, "template_id": e.tmpl, "template_version": 1,
+		"jobs": map[string]any{"db": map[string]any{"executions": []any{m(addr)}}, "app": map[string]any{"executions": []any{m(addr + 1)}}}}})
+	if r.Status != 201 {
+		t.Fatalf("draft: %d %s", r.Status, r.Body)
+	}
+	return r.Map()["id"].(string)
+}
+
+// TestTwoTeamsStacksOfOneMinuteShareNothing deploys two teams' stacks created in the same
+// second, with machines of the same job and index on one node. Their ids then share the
+// leading (timestamp) digits of a UUIDv7, which once named the cloud-init snippet: the second
+// build overwrote the first's, and after a restart the first team's VM booted with the second
+// team's hostname, host key and SSH key. Each VM must keep its own snippet, tag and keys.
+func TestTwoTeamsStacksOfOneMinuteShareNothing(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{})
+	a, b := e.newTenant("alpha"), e.newTenant("beta")
+	// The environment belongs to every team; the addresses are the engine's.
+	a.stack = e.draftFor(a, "alpha", 0, "pve1")
+	b.stack = e.draftFor(b, "beta", 2, "pve1")
+	t.Logf("stack ids %s and %s (same leading block: %v)", a.stack, b.stack, a.stack[:8] == b.stack[:8])
+
+	var wg sync.WaitGroup
+	for _, tn := range []*tenant{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := e.api.Do("POST", "/v1/stacks/"+tn.stack+"/deploy", apitest.Req{Token: tn.token}); r.Status != 202 {
+				t.Errorf("deploy %s: %d %s", tn.stack, r.Status, r.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, tn := range []*tenant{a, b} {
+		e.waitStateAs(tn.token, tn.stack, "deployed", 3*time.Minute)
+	}
+
+	vms := e.sb.Cluster("demo").VMs()
+	if len(vms) != 4 {
+		t.Fatalf("sandbox has %d VMs, want 4", len(vms))
+	}
+	snippets := map[string]string{}
+	for _, vm := range vms {
+		owner := a
+		if strings.HasPrefix(vm.Name, "beta-") {
+			owner = b
+		}
+		if !contains(vm.Tags, "stack-"+owner.stack) {
+			t.Errorf("VM %s: tags %v, want stack-%s", vm.Name, vm.Tags, owner.stack)
+		}
+		user := vm.Config["cicustom"]
+		if other, dup := snippets[user]; dup {
+			t.Errorf("VMs %s and %s share the cloud-init snippet %s", other, vm.Name, user)
+		}
+		snippets[user] = vm.Name
+	}
+
+	// After a restart each VM boots from its own snippet again: it presents the host key
+	// Horizon pinned for it and accepts its owner's key only.
+	pve := e.proxmox()
+	for _, vm := range vms {
+		var upid string
+		if err := pve.Post(t.Context(), fmt.Sprintf("/nodes/%s/qemu/%d/status/reboot", vm.Node, vm.VMID), nil, &upid); err != nil {
+			t.Fatal(err)
+		}
+		if err := pve.WaitTask(t.Context(), upid, 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, vm := range vms {
+		owner, other := a, b
+		if strings.HasPrefix(vm.Name, "beta-") {
+			owner, other = b, a
+		}
+		var pinned string
+		if err := e.api.DB.QueryRow(t.Context(), `SELECT host_key_fingerprint FROM executions WHERE vmid = $1 AND stack_id = $2`,
+			vm.VMID, owner.stack).Scan(&pinned); err != nil {
+			t.Fatalf("VM %s: the execution of stack %s: %v", vm.Name, owner.stack, err)
+		}
+		addr := e.sb.Cluster("demo").VMSSHAddr(vm.VMID)
+		if err := sshLogin(addr, owner.signer, pinned); err != nil {
+			t.Errorf("VM %s refuses its owner's key after a restart: %v", vm.Name, err)
+		}
+		if err := sshLogin(addr, other.signer, pinned); err == nil {
+			t.Errorf("VM %s accepts the other team's key", vm.Name)
+		}
+	}
+}
+
+// sshLogin logs in to addr with key, accepting only the host key of the given fingerprint.
+func sshLogin(addr string, key ssh.Signer, fingerprint string) error {
+	cfg := &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)}, Timeout: 5 * time.Second,
+		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
+			if got := ssh.FingerprintSHA256(k); got != fingerprint {
+				return fmt.Errorf("host key %s, Horizon pinned %s", got, fingerprint)
+			}
+			return nil
+		}}
+	c, err := ssh.Dial("tcp", addr, cfg)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
