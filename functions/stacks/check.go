@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -11,19 +12,21 @@ import (
 	"horizon/shared/template"
 )
 
-// catalogue is what answers are checked against: the stack's environment and what it names.
+// catalogue is what answers are checked against: the stack's environment and what it names,
+// and the team whose objects (SSH keys) the stack may use.
 type catalogue struct {
+	team     uuid.UUID
 	env      horizon.Environment
 	servers  map[uuid.UUID]*horizon.ProxmoxServer
 	networks map[uuid.UUID]bool
 }
 
-func loadCatalogue(ctx context.Context, q store.Querier, envID uuid.UUID) (*catalogue, error) {
+func loadCatalogue(ctx context.Context, q store.Querier, envID, team uuid.UUID) (*catalogue, error) {
 	env, err := store.EnvironmentGet(ctx, q, envID)
 	if err != nil {
 		return nil, err
 	}
-	c := &catalogue{env: env, servers: map[uuid.UUID]*horizon.ProxmoxServer{}, networks: map[uuid.UUID]bool{}}
+	c := &catalogue{team: team, env: env, servers: map[uuid.UUID]*horizon.ProxmoxServer{}, networks: map[uuid.UUID]bool{}}
 	for _, id := range env.ProxmoxServerIDs {
 		s, err := store.ProxmoxServerGet(ctx, q, id)
 		if err != nil {
@@ -208,6 +211,10 @@ func checkMachine(ctx context.Context, q store.Querier, p *horizon.Problems, fie
 	}
 	if cfg.SSHKeyID == nil {
 		p.Add(field("ssh_key_id"), "is required: pick the SSH key to install")
+	} else if usable, err := keyUsable(ctx, q, *cfg.SSHKeyID, cat.team); err != nil {
+		return err
+	} else if !usable {
+		p.Add(field("ssh_key_id"), "%s", keyUnusable)
 	}
 	if job.ISO && cfg.ISOID == nil {
 		p.Add(field("iso_id"), "is required: this job installs from an ISO")
@@ -242,6 +249,45 @@ func checkMachine(ctx context.Context, q store.Querier, p *horizon.Problems, fie
 		return checkISO(ctx, q, p, field, cfg, srv)
 	}
 	return nil
+}
+
+// keyUnusable is the problem of an SSH key a stack may not install.
+const keyUnusable = "is not an SSH key of a member of the stack's team (it was deleted, or is someone else's): pick another key"
+
+// keyUsable reports whether a stack of the team may install the key (store.SSHKeyForTeam).
+func keyUsable(ctx context.Context, q store.Querier, id, team uuid.UUID) (bool, error) {
+	_, err := store.SSHKeyForTeam(ctx, q, id, team)
+	if errors.Is(err, horizon.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// refuseKeys refuses a save that brings an SSH key the stack's team may not use: a draft never
+// takes another team's key (or one that does not exist). A key the stack had before (in had)
+// and that was deleted since is left to problems, which lists it until someone picks another.
+func refuseKeys(ctx context.Context, q store.Querier, team uuid.UUID, execs, had []horizon.Execution) error {
+	known := map[uuid.UUID]bool{}
+	for _, e := range had {
+		if e.Config.SSHKeyID != nil {
+			known[*e.Config.SSHKeyID] = true
+		}
+	}
+	var p horizon.Problems
+	for _, e := range execs {
+		id := e.Config.SSHKeyID
+		if id == nil || known[*id] {
+			continue
+		}
+		usable, err := keyUsable(ctx, q, *id, team)
+		if err != nil {
+			return err
+		}
+		if !usable {
+			p.Add(execField(e.Job, e.Index, "ssh_key_id"), "%s", keyUnusable)
+		}
+	}
+	return p.Err()
 }
 
 func hasPool(s *horizon.ProxmoxServer, pool string) bool {

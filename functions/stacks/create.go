@@ -73,7 +73,7 @@ func Create(d api.Deps) fiber.Handler {
 			if err != nil {
 				return err
 			}
-			cat, err := loadCatalogue(ctx, tx, req.EnvironmentID)
+			cat, err := loadCatalogue(ctx, tx, req.EnvironmentID, req.TeamID)
 			if errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Invalid("environment_id", "is not an environment")
 			}
@@ -82,6 +82,9 @@ func Create(d api.Deps) fiber.Handler {
 			}
 			execs, pp := executionsFrom(def, tv.JobCommits, req.Jobs, d.Box)
 			if err := pp.Err(); err != nil {
+				return err
+			}
+			if err := refuseKeys(ctx, tx, req.TeamID, execs, nil); err != nil {
 				return err
 			}
 			preselected, err := preselect(ctx, tx, def, execs, cat, who)

@@ -45,7 +45,7 @@ func Deploy(d api.Deps) fiber.Handler {
 		if err := deployable(ctx, d.DB, l.stack); err != nil {
 			return err
 		}
-		cat, err := loadCatalogue(ctx, d.DB, l.stack.EnvironmentID)
+		cat, err := loadCatalogue(ctx, d.DB, l.stack.EnvironmentID, l.stack.TeamID)
 		if err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ func Duplicate(d api.Deps) fiber.Handler {
 					execs = append(execs, duplicateExecution(d, job, stack.ID, e))
 				}
 			}
-			cat, err := loadCatalogue(ctx, tx, stack.EnvironmentID)
+			cat, err := loadCatalogue(ctx, tx, stack.EnvironmentID, stack.TeamID)
 			if err != nil {
 				return err
 			}

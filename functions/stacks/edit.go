@@ -49,7 +49,7 @@ func planEdit(ctx context.Context, q store.Querier, d api.Deps, l *loaded, req U
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	cat, err := loadCatalogue(ctx, q, l.stack.EnvironmentID)
+	cat, err := loadCatalogue(ctx, q, l.stack.EnvironmentID, l.stack.TeamID)
 	if err != nil {
 		return nil, err
 	}

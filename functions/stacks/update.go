@@ -153,7 +153,7 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	if req.EnvironmentID != nil {
 		envID = *req.EnvironmentID
 	}
-	cat, err := loadCatalogue(ctx, tx, envID)
+	cat, err := loadCatalogue(ctx, tx, envID, l.stack.TeamID)
 	if err != nil {
 		return nil, horizon.Invalid("environment_id", "is not an environment")
 	}
@@ -167,6 +167,9 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	}
 	if req.Jobs == nil {
 		keepSecrets(l, execs)
+	}
+	if err := refuseKeys(ctx, tx, l.stack.TeamID, execs, l.execs); err != nil {
+		return nil, err
 	}
 	preselected, err := preselect(ctx, tx, def, execs, cat, who)
 	if err != nil {

@@ -37,6 +37,20 @@ func SSHKeyGet(ctx context.Context, q Querier, who auth.Principal, id uuid.UUID)
 	return k, nil
 }
 
+// SSHKeyForTeam returns a key a stack of the team may install on its machines: one whose
+// owner is a member of the team, or an admin. Any other key — deleted, or another team's — is
+// horizon.ErrNotFound: to the team it does not exist, and saying more would tell one team
+// which key ids another has.
+func SSHKeyForTeam(ctx context.Context, q Querier, id, team uuid.UUID) (horizon.SSHKey, error) {
+	k, err := scanSSHKey(q.QueryRow(ctx, `SELECT `+prefixed("k.", sshKeyColumns)+` FROM ssh_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.id = $1 AND (u.role = 'admin' OR EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = k.user_id AND m.team_id = $2))`,
+		id, team))
+	if err != nil {
+		return k, fmt.Errorf("ssh key %s: %w", id, translate(err))
+	}
+	return k, nil
+}
+
 // SSHKeyList returns one page of keys: the principal's own, or for admins everyone's (or only
 // forUser's when given).
 func SSHKeyList(ctx context.Context, q Querier, who auth.Principal, forUser *uuid.UUID, p Page) ([]horizon.SSHKey, *uuid.UUID, error) {

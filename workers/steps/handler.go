@@ -60,11 +60,16 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	log := h.Log.With("step_id", p.StepID, "attempt", p.Attempt)
 	w, err := h.load(ctx, p)
-	if errors.Is(err, errStale) {
+	var missing *goneError
+	switch {
+	case errors.Is(err, errStale):
 		log.DebugContext(ctx, "stale delivery ignored")
 		return nil
-	}
-	if err != nil {
+	case errors.As(err, &missing):
+		// Permanent: fail now, and give the node's line to the steps behind.
+		LeaveLine(ctx, h.Gate, w.step, log)
+		return h.finish(ctx, w, horizon.StepFailed, w.masker.Mask(missing.Error()), nil)
+	case err != nil:
 		return err // transient: Postgres; Asynq retries
 	}
 	log = log.With("run_id", w.run.ID, "job", w.step.Job, "execution", deref(w.step.ExecutionIndex))

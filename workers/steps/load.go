@@ -20,6 +20,21 @@ import (
 // errStale: the delivery is for an attempt that no longer owns the step.
 var errStale = errors.New("stale step delivery")
 
+// goneError: an object the execution names (its server, node, address, SSH key, ISO) no
+// longer exists or may no longer be used, typically deleted between the deploy and the step.
+// Nothing brings it back, so the step fails at once with this message instead of being retried.
+type goneError struct{ msg string }
+
+func (e *goneError) Error() string { return e.msg }
+
+// gone returns a *goneError when err says the object is not found, else err.
+func gone(err error, format string, args ...any) error {
+	if errors.Is(err, horizon.ErrNotFound) {
+		return &goneError{msg: fmt.Sprintf(format, args...)}
+	}
+	return err
+}
+
 // stepWork is everything one attempt of a step needs, read from Postgres at its start.
 type stepWork struct {
 	step  horizon.Step
@@ -53,6 +68,8 @@ type stepWork struct {
 
 func (w *stepWork) machine() bool { return w.job.Machine }
 
+// load reads what the attempt needs. With a *goneError it also returns the work read so far
+// (step, run, stack, execution), enough to fail the step.
 func (h *Handler) load(ctx context.Context, p queue.StepRun) (*stepWork, error) {
 	step, err := store.StepGet(ctx, h.DB, p.StepID)
 	if errors.Is(err, horizon.ErrNotFound) {
@@ -92,6 +109,10 @@ func (h *Handler) load(ctx context.Context, p queue.StepRun) (*stepWork, error) 
 		return nil, fmt.Errorf("template %s version %d has no job %s", w.stack.TemplateID, version, step.Job)
 	}
 	if err := h.loadMachine(ctx, w); err != nil {
+		var g *goneError
+		if errors.As(err, &g) {
+			return w, err
+		}
 		return nil, err
 	}
 	if err := h.loadAnswers(ctx, w); err != nil {
@@ -108,13 +129,14 @@ func (h *Handler) loadMachine(ctx context.Context, w *stepWork) error {
 	if cfg.ProxmoxServerID == nil {
 		return fmt.Errorf("execution %s has no Proxmox server", w.exec.ID)
 	}
+	what := fmt.Sprintf("%s[%d]", w.exec.Job, w.exec.Index)
 	srv, err := store.ProxmoxServerGet(ctx, h.DB, *cfg.ProxmoxServerID)
 	if err != nil {
-		return err
+		return gone(err, "the Proxmox server %s of %s no longer exists", *cfg.ProxmoxServerID, what)
 	}
 	w.server = &srv
 	if w.node = srv.Node(cfg.Node); w.node == nil {
-		return fmt.Errorf("node %s is not in server %s's inventory", cfg.Node, srv.Name)
+		return &goneError{msg: fmt.Sprintf("node %s of %s is no longer in server %s's inventory", cfg.Node, what, srv.Name)}
 	}
 	if token, err := h.Box.OpenString(horizon.PurposeProxmoxTokenSecret, srv.TokenSecret); err == nil {
 		w.masker.Add(token.Reveal())
@@ -130,20 +152,24 @@ func (h *Handler) loadMachine(ctx context.Context, w *stepWork) error {
 			return err
 		})
 		if err != nil {
-			return err
+			return gone(err, "the address %s of %s no longer exists", *cfg.AddressID, what)
 		}
 	}
 	if cfg.SSHKeyID != nil {
-		k, err := store.SSHKeyGet(ctx, h.DB, auth.Principal{Role: auth.RoleAdmin}, *cfg.SSHKeyID)
-		if err != nil {
-			return err
+		// The key must still be one the stack's team may use (its owner may have deleted it, or
+		// left the team). A destroy does without it: the key only goes into cloud-init.
+		k, err := store.SSHKeyForTeam(ctx, h.DB, *cfg.SSHKeyID, w.stack.TeamID)
+		switch {
+		case err == nil:
+			w.userKey = &k
+		case w.step.Kind == horizon.StepApply || !errors.Is(err, horizon.ErrNotFound):
+			return gone(err, "the SSH key %s of %s was deleted or is no longer a key of a member of the stack's team: edit the stack to pick another", *cfg.SSHKeyID, what)
 		}
-		w.userKey = &k
 	}
 	if w.job.ISO && cfg.ISOID != nil {
 		iso, err := store.ISOGet(ctx, h.DB, *cfg.ISOID)
 		if err != nil {
-			return err
+			return gone(err, "the ISO %s of %s no longer exists", *cfg.ISOID, what)
 		}
 		w.iso = &iso
 		w.isoReach, w.isoErr = iso.Reach(srv.ID, srv.Storages, cfg.Node)

@@ -155,3 +155,94 @@ func sshLogin(addr string, key ssh.Signer, fingerprint string) error {
 	}
 	return c.Close()
 }
+
+// stackBody is a create body of the sandbox-vm template for the tenant, with key as every
+// machine's SSH key.
+func (e *engine) stackBody(tn *tenant, name, key string, addr int) map[string]any {
+	m := func(a int) map[string]any { return e.machine(a, map[string]any{"node": "pve1", "ssh_key_id": key}) }
+	return map[string]any{"team_id": tn.team, "name": name, "environment_id": e.env, "template_id": e.tmpl, "template_version": 1,
+		"jobs": map[string]any{"db": map[string]any{"executions": []any{m(addr)}}, "app": map[string]any{"executions": []any{m(addr + 1)}}}}
+}
+
+// wantKeyProblem fails unless r is a 422 naming db[0]'s and app[0]'s ssh_key_id.
+func wantKeyProblem(t *testing.T, what string, r *apitest.Response) {
+	t.Helper()
+	if r.Status != 422 {
+		t.Fatalf("%s: %d %s, want 422", what, r.Status, r.Body)
+	}
+	fields := strings.Join(r.Problem().Fields(), " ")
+	for _, f := range []string{"jobs.db.executions[0].ssh_key_id", "jobs.app.executions[0].ssh_key_id"} {
+		if !strings.Contains(fields, f) {
+			t.Fatalf("%s: problem fields %q, want %s", what, fields, f)
+		}
+	}
+}
+
+// TestSSHKeysAreCheckedOnEveryReference: a stack takes only keys of its own team's members,
+// on create, on edit and at deploy; a key deleted under a draft is a problem of the draft and
+// refuses its deploy; a key deleted between the deploy and the build fails the build at once
+// (no retries), naming the key, and frees the node's line.
+func TestSSHKeysAreCheckedOnEveryReference(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{noWorker: true})
+	a, b := e.newTenant("alpha"), e.newTenant("beta")
+
+	// Another team's key, and a key that never existed, are refused when a draft is saved.
+	wantKeyProblem(t, "create with another team's key", e.api.Do("POST", "/v1/stacks", apitest.Req{Token: b.token, Body: e.stackBody(b, "thief", a.key, 0)}))
+	wantKeyProblem(t, "create with an unknown key", e.api.Do("POST", "/v1/stacks", apitest.Req{Token: b.token,
+		Body: e.stackBody(b, "ghost", "0190f0c4-0000-7000-8000-000000000000", 0)}))
+	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: b.token, Body: e.stackBody(b, "honest", b.key, 0)})
+	if r.Status != 201 {
+		t.Fatalf("create with the team's own key: %d %s", r.Status, r.Body)
+	}
+	honest := r.Map()["id"].(string)
+	patch := e.stackBody(b, "honest", a.key, 0)
+	delete(patch, "team_id")
+	delete(patch, "template_id")
+	wantKeyProblem(t, "edit a draft to another team's key", e.api.Do("PATCH", "/v1/stacks/"+honest, apitest.Req{Token: b.token,
+		Headers: map[string]string{"If-Match": r.Header.Get("ETag")}, Body: patch}))
+
+	// A teammate's key is the team's to use.
+	mate := e.newTenant("alpha-mate")
+	if err := e.api.DB.QueryRow(t.Context(), `INSERT INTO memberships (user_id, team_id) SELECT user_id, $2 FROM ssh_keys WHERE id = $1 RETURNING 1`,
+		mate.key, a.team).Scan(new(int)); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: a.token, Body: e.stackBody(a, "shared-key", mate.key, 2)}); r.Status != 201 {
+		t.Fatalf("create with a teammate's key: %d %s", r.Status, r.Body)
+	}
+
+	// The key is deleted under the draft: the draft lists the problem, and deploy refuses.
+	if r := e.api.Do("DELETE", "/v1/ssh-keys/"+b.key, apitest.Req{Token: b.token}); r.Status != 204 {
+		t.Fatalf("delete key: %d %s", r.Status, r.Body)
+	}
+	d := e.api.Do("GET", "/v1/stacks/"+honest, apitest.Req{Token: b.token}).Map()
+	if !strings.Contains(fmt.Sprint(d["problems"]), "jobs.db.executions[0].ssh_key_id") {
+		t.Fatalf("draft problems %v, want the deleted key", d["problems"])
+	}
+	wantKeyProblem(t, "deploy with a deleted key", e.api.Do("POST", "/v1/stacks/"+honest+"/deploy", apitest.Req{Token: b.token}))
+
+	// Deleted between deploy and build: the build fails at once, naming the key.
+	a.stack = e.draftFor(a, "late", 4, "pve1")
+	if r := e.api.Do("POST", "/v1/stacks/"+a.stack+"/deploy", apitest.Req{Token: a.token}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	if r := e.api.Do("DELETE", "/v1/ssh-keys/"+a.key, apitest.Req{Token: a.token}); r.Status != 204 {
+		t.Fatalf("delete key: %d %s", r.Status, r.Body)
+	}
+	e.startWorker(engineOpts{})
+	e.waitStateAs(a.token, a.stack, "failed", time.Minute)
+	var attempts int
+	var errLine string
+	if err := e.api.DB.QueryRow(t.Context(), `SELECT attempt, error FROM steps WHERE job = 'db' AND run_id = (SELECT id FROM runs WHERE stack_id = $1)`,
+		a.stack).Scan(&attempts, &errLine); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 1 || !strings.Contains(errLine, "SSH key "+a.key) {
+		t.Fatalf("db step: attempt %d, error %q; want one attempt failing on the SSH key", attempts, errLine)
+	}
+	if len(e.sb.Cluster("demo").VMs()) != 0 {
+		t.Fatalf("a VM was built without its key: %+v", e.sb.Cluster("demo").VMs())
+	}
+	e.gateLinesEmpty()
+}
