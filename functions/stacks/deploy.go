@@ -108,7 +108,7 @@ func notBusy(ctx context.Context, q store.Querier, s horizon.Stack) error {
 }
 
 // reserve gives each machine execution its VM id (unique in its cluster, checked against the
-// VMs the cluster has) and attaches its address (exclusive: a constraint), and generates the
+// VMs the cluster has) and its name (unique in its cluster, by a constraint) and attaches its address (exclusive: a constraint), and generates the
 // secrets the template asks Horizon to generate.
 func reserve(ctx context.Context, tx pgx.Tx, d api.Deps, l *loaded, cat *catalogue, views map[uuid.UUID]*clusterView) error {
 	for i := range l.execs {
@@ -129,10 +129,15 @@ func reserve(ctx context.Context, tx pgx.Tx, d api.Deps, l *loaded, cat *catalog
 		if err != nil {
 			return err
 		}
-		if err := store.ExecutionSetPlacement(ctx, tx, e.ID, *cfg.ProxmoxServerID, cfg.Node, vmid); err != nil {
+		name, err := store.ExecutionSetPlacement(ctx, tx, e.ID, *cfg.ProxmoxServerID, cfg.Node, vmid, horizon.VMName(l.stack.Name, e.Job, e.Index))
+		var taken *store.VMNameTakenError
+		if errors.As(err, &taken) {
+			return horizon.Invalid(execField(e.Job, e.Index, ""), "%s", taken.Error())
+		}
+		if err != nil {
 			return err
 		}
-		e.VMID = &vmid
+		e.VMID, e.VMName = &vmid, &name
 		a, err := store.AddressByID(ctx, tx, *cfg.AddressID)
 		if err != nil {
 			return err

@@ -28,13 +28,15 @@ type edit struct {
 	changes  []runplan.Change
 	problems []horizon.FieldError
 	cat      *catalogue
+	name     string // the stack's name after the edit: what new machines are named after
 }
 
 // planEdit plans an edit of l by req (and, when upgradeTo is set, an upgrade to that template
 // version). Structural mistakes are a *horizon.ValidationError; problems of the resulting
 // answers are in problems.
 func planEdit(ctx context.Context, q store.Querier, d api.Deps, l *loaded, req UpdateRequest, upgradeTo *int) (*edit, error) {
-	ed := &edit{l: l, def: l.def, version: l.stack.TemplateVersion, commits: l.version.JobCommits, secrets: map[int]map[string]string{}}
+	ed := &edit{l: l, def: l.def, version: l.stack.TemplateVersion, commits: l.version.JobCommits, secrets: map[int]map[string]string{},
+		name: stackName(l, req)}
 	if upgradeTo != nil {
 		tv, def, err := version(ctx, q, l.stack.TemplateID, *upgradeTo)
 		if err != nil {

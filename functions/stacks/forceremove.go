@@ -166,7 +166,7 @@ func manifest(ctx context.Context, q store.Querier, l *loaded) (AbandonManifest,
 	m := AbandonManifest{StackID: l.stack.ID, StackName: l.stack.Name, TeamID: l.stack.TeamID, VMs: []AbandonedVM{},
 		Addresses: []AbandonedAddress{}, Workspaces: []string{}, NagiosHosts: []string{}}
 	for _, e := range l.execs {
-		name := horizon.VMName(l.stack.Name, e.Job, e.Index)
+		name := e.MachineName(l.stack.Name)
 		m.Workspaces = append(m.Workspaces, horizon.Workspace(l.stack.ID, e.Job, e.Index))
 		if e.VMID != nil {
 			node := e.Config.Node

@@ -101,7 +101,7 @@ func liveProblems(def *template.Definition, stackName string, execs []horizon.Ex
 		if online, known := v.online[e.Config.Node]; known && !online {
 			p.Add(field("node"), "is offline")
 		}
-		name := horizon.VMName(stackName, e.Job, e.Index)
+		name := e.MachineName(stackName)
 		if vmid, taken := v.names[name]; taken && (e.VMID == nil || *e.VMID != vmid) {
 			p.Add(field(""), "would be named %s, but VM %d of the cluster already has that name", name, vmid)
 		}

@@ -52,7 +52,7 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 		}
 	}
 	views := askClusters(ctx, d.Box, ed.cat, ed.result())
-	probs = append(probs, liveProblems(ed.def, stackName(l, req), created, ed.cat, views)...)
+	probs = append(probs, liveProblems(ed.def, ed.name, created, ed.cat, views)...)
 	if len(probs) > 0 {
 		p := problem.Invalid(probs)
 		p.Detail = fmt.Sprintf("The edit has %d problem(s); nothing was changed. See errors.", len(probs))
@@ -156,6 +156,7 @@ func applyChanges(ctx context.Context, tx pgx.Tx, d api.Deps, ed *edit, views ma
 	}
 	// VM ids, placements and addresses of what is built or re-applied, as a deploy does.
 	l := &loaded{stack: ed.l.stack, def: ed.def}
+	l.stack.Name = ed.name
 	for _, ch := range ed.changes {
 		if ch.Action == runplan.ActionCreate || ch.Action == runplan.ActionReapply {
 			l.execs = append(l.execs, ch.Execution)

@@ -165,6 +165,9 @@ type Execution struct {
 	UpdatedAt          time.Time
 	// CleanedUpAt is when its cleanup scripts last succeeded (before a destroy).
 	CleanedUpAt *time.Time
+	// VMName is the machine's name, reserved in its cluster at its first deploy and kept
+	// (nil before, and for executions deployed before names were reserved).
+	VMName *string
 }
 
 // Run is one unit of user intent on a stack (StackID set) or on an ISO (ISOID set); never
@@ -272,6 +275,15 @@ func dnsSlug(s string) string {
 		}
 	}
 	return strings.TrimSuffix(b.String(), "-")
+}
+
+// MachineName is the name of the execution's machine: the one reserved at its first deploy,
+// else the one it gets in a stack named stack (VMName).
+func (e Execution) MachineName(stack string) string {
+	if e.VMName != nil {
+		return *e.VMName
+	}
+	return VMName(stack, e.Job, e.Index)
 }
 
 // VMTags are the Proxmox tags of a stack's VMs: "horizon", one naming the stack, and the

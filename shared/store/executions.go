@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -12,12 +13,12 @@ import (
 )
 
 const executionColumns = `id, stack_id, job, index, config, secret_parameters, commit, applied_hash, outputs, secret_outputs,
-	server_id, node, vmid, host_key, host_key_fingerprint, state, created_at, updated_at, cleaned_up_at`
+	server_id, node, vmid, host_key, host_key_fingerprint, state, created_at, updated_at, cleaned_up_at, vm_name`
 
 func scanExecution(row pgx.Row) (horizon.Execution, error) {
 	var e horizon.Execution
 	err := row.Scan(&e.ID, &e.StackID, &e.Job, &e.Index, &e.Config, &e.SecretParameters, &e.Commit, &e.AppliedHash, &e.Outputs,
-		&e.SecretOutputs, &e.ServerID, &e.Node, &e.VMID, &e.HostKey, &e.HostKeyFingerprint, &e.State, &e.CreatedAt, &e.UpdatedAt, &e.CleanedUpAt)
+		&e.SecretOutputs, &e.ServerID, &e.Node, &e.VMID, &e.HostKey, &e.HostKeyFingerprint, &e.State, &e.CreatedAt, &e.UpdatedAt, &e.CleanedUpAt, &e.VMName)
 	if e.Outputs == nil {
 		e.Outputs = map[string]any{}
 	}
@@ -90,11 +91,28 @@ func ExecutionSetHostKey(ctx context.Context, q Querier, id uuid.UUID, sealed []
 }
 
 // ExecutionSetPlacement records the cluster, node and VM id an execution's machine is built
-// with.
-func ExecutionSetPlacement(ctx context.Context, q Querier, id, server uuid.UUID, node string, vmid int) error {
-	_, err := q.Exec(ctx, `UPDATE executions SET server_id = $2, node = $3, vmid = $4, updated_at = now() WHERE id = $1`, id, server, node, vmid)
-	return translate(err)
+// with, and reserves its name in the cluster: the name it already has, or name. It returns the
+// machine's name. A name another machine of the cluster holds is a *VMNameTakenError (the
+// executions_vm_name_key index decides, so of two concurrent reservations one fails).
+func ExecutionSetPlacement(ctx context.Context, q Querier, id, server uuid.UUID, node string, vmid int, name string) (string, error) {
+	var reserved string
+	err := q.QueryRow(ctx, `UPDATE executions SET server_id = $2, node = $3, vmid = $4, vm_name = COALESCE(vm_name, $5), updated_at = now()
+		WHERE id = $1 RETURNING vm_name`, id, server, node, vmid, name).Scan(&reserved)
+	var ce *horizon.ConflictError
+	if err = translate(err); errors.As(err, &ce) && ce.Constraint == "executions_vm_name_key" {
+		return "", &VMNameTakenError{Name: name}
+	}
+	return reserved, err
 }
+
+// VMNameTakenError: a machine would be named Name, which another machine of its cluster holds.
+type VMNameTakenError struct{ Name string }
+
+func (e *VMNameTakenError) Error() string {
+	return fmt.Sprintf("would be named %s, which a machine of another stack in this cluster already has", e.Name)
+}
+
+func (e *VMNameTakenError) Unwrap() error { return horizon.ErrConflict }
 
 // ExecutionsRepin pins every active execution of a stack's job to commit.
 func ExecutionsRepin(ctx context.Context, q Querier, stack uuid.UUID, job, commit string) error {

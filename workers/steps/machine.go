@@ -71,7 +71,7 @@ func (h *Handler) variables(ctx context.Context, w *stepWork) (map[string]any, e
 }
 
 // vmName is the execution's machine name.
-func vmName(w *stepWork) string { return horizon.VMName(w.stack.Name, w.exec.Job, w.exec.Index) }
+func vmName(w *stepWork) string { return w.exec.MachineName(w.stack.Name) }
 
 // snippetName names the execution's cloud-init snippet by the execution's id: unique by
 // construction, so no other machine's build (another stack, another team) can ever read or

@@ -235,8 +235,8 @@ func TestISOCloudImageBuildRerunAndRemoval(t *testing.T) {
 		!strings.Contains(cfg["ide2"], "cloudinit") || cfg["ipconfig0"] != "ip="+e.prefix+".5/24,gw="+e.prefix+".1" || cfg["nameserver"] != "127.0.0.53" {
 		t.Errorf("template VM: template %v, config %v", vm.Template, cfg)
 	}
-	user := "user=local:snippets/horizon-iso-" + id[:8] + "-user.yaml"
-	vendor := "vendor=local:snippets/horizon-iso-" + id[:8] + "-vendor.yaml"
+	user := "user=local:snippets/horizon-iso-" + id + "-user.yaml"
+	vendor := "vendor=local:snippets/horizon-iso-" + id + "-vendor.yaml"
 	if cfg["cicustom"] != user+","+vendor {
 		t.Errorf("cicustom %q", cfg["cicustom"])
 	}

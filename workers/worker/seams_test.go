@@ -246,3 +246,68 @@ func TestSSHKeysAreCheckedOnEveryReference(t *testing.T) {
 	}
 	e.gateLinesEmpty()
 }
+
+// moreAddresses adds n free addresses to the engine's network (after e.addrs).
+func (e *engine) moreAddresses(n int) {
+	t := e.t
+	var network, ip string
+	if err := e.api.DB.QueryRow(t.Context(), `SELECT network_id, host(ip) FROM addresses WHERE id = $1`, e.addrs[0]).Scan(&network, &ip); err != nil {
+		t.Fatal(err)
+	}
+	prefix := ip[:strings.LastIndexByte(ip, '.')]
+	for i := range n {
+		r := e.api.Do("POST", "/v1/networks/"+network+"/addresses", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("more-%d", i),
+			"ip": fmt.Sprintf("%s.%d", prefix, 100+i)}})
+		if r.Status != 201 {
+			t.Fatalf("address: %d %s", r.Status, r.Body)
+		}
+		e.addrs = append(e.addrs, r.Map()["id"].(string))
+	}
+}
+
+// TestSameNamedStacksOfTwoTeamsNeverShareAVMName: two teams deploy stacks of one name at the
+// same instant, ten times. A VM's name is its hostname and is promised unique per cluster, so
+// exactly one deploy of each pair is accepted and the other names the clash; the check cannot
+// be a read of the cluster before the write (no VM exists yet while both deploys run).
+func TestSameNamedStacksOfTwoTeamsNeverShareAVMName(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{noWorker: true})
+	a, b := e.newTenant("alpha"), e.newTenant("beta")
+	e.moreAddresses(40)
+	for round := range 10 {
+		name := fmt.Sprintf("twin%d", round)
+		a.stack = e.draftFor(a, name, 10+4*round, "pve1")
+		b.stack = e.draftFor(b, name, 12+4*round, "pve1")
+		results := make([]*apitest.Response, 2)
+		var wg sync.WaitGroup
+		for i, tn := range []*tenant{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = e.api.Do("POST", "/v1/stacks/"+tn.stack+"/deploy", apitest.Req{Token: tn.token})
+			}()
+		}
+		wg.Wait()
+		accepted, refused := 0, 0
+		for _, r := range results {
+			switch {
+			case r.Status == 202:
+				accepted++
+			case r.Status == 422 && strings.Contains(string(r.Body), "would be named "+name+"-"):
+				refused++
+			default:
+				t.Fatalf("round %d: deploy answered %d %s", round, r.Status, r.Body)
+			}
+		}
+		if accepted != 1 || refused != 1 {
+			t.Fatalf("round %d: %d deploys accepted and %d refused, want one of each", round, accepted, refused)
+		}
+	}
+	var names, distinct int
+	if err := e.api.DB.QueryRow(t.Context(), `SELECT count(vm_name), count(DISTINCT (server_id, vm_name)) FILTER (WHERE vm_name IS NOT NULL) FROM executions`).Scan(&names, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if names != 20 || distinct != 20 {
+		t.Fatalf("%d machine names reserved, %d distinct; want 20 and 20", names, distinct)
+	}
+}
