@@ -83,7 +83,7 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *st
 		default:
 			out.say("the cached %s has %s checksum %s, expected %s: replacing it", volid, src.ChecksumAlgorithm, got, src.Checksum)
 		}
-		if err := h.do(ctx, c, "DELETE", node, base+"/content/"+volumePath(volid), nil, out); err != nil {
+		if err := h.do(ctx, c, "DELETE", node, proxmox.ContentPath(node, storage, volid), nil, out); err != nil {
 			return result{}, fmt.Errorf("delete the stale %s: %w", volid, err)
 		}
 	}

@@ -143,16 +143,6 @@ func getConfig(ctx context.Context, c *proxmox.Client, node string, vmid int) (v
 
 func (cfg vmConfig) template() bool { return cfg["template"] == "1" }
 
-// volumePath is a volume id as a path segment of …/content/{volume}: each part escaped, the
-// "/" between content type and file name kept, as PVE's clients send it.
-func volumePath(volid string) string {
-	parts := strings.Split(volid, "/")
-	for i, p := range parts {
-		parts[i] = url.PathEscape(p)
-	}
-	return strings.Join(parts, "/")
-}
-
 func vmPath(node string, vmid int) string {
 	return fmt.Sprintf("/nodes/%s/qemu/%d", url.PathEscape(node), vmid)
 }

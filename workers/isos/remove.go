@@ -3,7 +3,6 @@ package isos
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -121,7 +120,7 @@ func (h *Handler) removeImage(ctx context.Context, c *proxmox.Client, w *work, o
 		out.say("image %s is not on storage %s", volid, storage)
 		return "", nil
 	}
-	path := fmt.Sprintf("/nodes/%s/storage/%s/content/%s", url.PathEscape(w.iso.Node), url.PathEscape(storage), volumePath(volid))
+	path := proxmox.ContentPath(w.iso.Node, storage, volid)
 	if err := h.do(ctx, c, "DELETE", w.iso.Node, path, nil, out); err != nil {
 		return "", fmt.Errorf("delete image %s: %w", volid, err)
 	}
@@ -149,7 +148,7 @@ func (h *Handler) removeSnippets(ctx context.Context, c *proxmox.Client, w *work
 		if !found {
 			continue
 		}
-		path := fmt.Sprintf("/nodes/%s/storage/%s/content/%s", url.PathEscape(w.iso.Node), url.PathEscape(storage.Name), volumePath(volid))
+		path := proxmox.ContentPath(w.iso.Node, storage.Name, volid)
 		if err := h.do(ctx, c, "DELETE", w.iso.Node, path, nil, out); err != nil {
 			return n, fmt.Errorf("delete snippet %s: %w", volid, err)
 		}

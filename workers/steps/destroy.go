@@ -39,5 +39,10 @@ func (h *Handler) destroy(ctx context.Context, w *stepWork, out *stepLog) (outco
 		return outcome{}, err
 	}
 	out.horizon("destroyed; workspace %s deleted", workspace(w))
+	if w.machine() {
+		if err := h.removeCloudInit(ctx, w, out); err != nil {
+			return outcome{}, err
+		}
+	}
 	return outcome{destroyed: true}, nil
 }

@@ -3,6 +3,7 @@ package steps
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -149,6 +150,38 @@ func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *stepLog
 		return "", fmt.Errorf("upload cloud-init to node %s: %w", w.node.Name, err)
 	}
 	return cloudinit.VolumeID(storage.Name, name)
+}
+
+// removeCloudInit deletes the execution's cloud-init snippet once its machine is destroyed: the
+// snippet holds the machine's SSH host private key, which must not outlive the machine on the
+// node. A snippet already gone is fine (a destroy tried again).
+func (h *Handler) removeCloudInit(ctx context.Context, w *stepWork, out *stepLog) error {
+	storage, err := snippetStorage(w)
+	if err != nil {
+		return nil // the node has no snippet storage: nothing was uploaded
+	}
+	volid, err := cloudinit.VolumeID(storage.Name, snippetName(w))
+	if err != nil {
+		return err
+	}
+	client, err := proxmox.ForServer(h.Box, *w.server, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	var upid string
+	switch err := client.Delete(ctx, proxmox.ContentPath(w.node.Name, storage.Name, volid), &upid); {
+	case errors.Is(err, proxmox.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("delete the cloud-init snippet %s: %w", volid, err)
+	}
+	if upid != "" {
+		if err := client.WaitTask(ctx, upid, 0); err != nil {
+			return fmt.Errorf("delete the cloud-init snippet %s: %w", volid, err)
+		}
+	}
+	out.horizon("deleted the cloud-init snippet %s", volid)
+	return nil
 }
 
 // machineHostKey returns the execution's SSH host key, generating and storing it the first

@@ -566,6 +566,10 @@ func TestRemoveAndForceRemove(t *testing.T) {
 	if vms := e.vmsByName(); len(vms) != 0 {
 		t.Fatalf("VMs left: %v", vms)
 	}
+	// A snippet holds its machine's SSH host private key: it goes with the machine.
+	if left := e.snippets(); len(left) != 0 {
+		t.Fatalf("cloud-init snippets left on the nodes: %v", left)
+	}
 	e.gateLinesEmpty()
 	for _, a := range e.addrs[:2] {
 		if got := e.attachedTo(a); got != "" {

@@ -311,3 +311,20 @@ func TestSameNamedStacksOfTwoTeamsNeverShareAVMName(t *testing.T) {
 		t.Fatalf("%d machine names reserved, %d distinct; want 20 and 20", names, distinct)
 	}
 }
+
+// snippets lists the cloud-init snippets on every node's local storage.
+func (e *engine) snippets() []string {
+	var out []string
+	for _, node := range []string{"pve1", "pve2", "pve3"} {
+		var items []struct {
+			VolID string `json:"volid"`
+		}
+		if err := e.proxmox().Get(e.t.Context(), "/nodes/"+node+"/storage/local/content?content=snippets", &items); err != nil {
+			e.t.Fatal(err)
+		}
+		for _, it := range items {
+			out = append(out, node+":"+it.VolID)
+		}
+	}
+	return out
+}
