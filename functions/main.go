@@ -79,6 +79,13 @@ func run(cfg config.Config, log *slog.Logger) error {
 	}
 	rdb := redis.NewClient(ropts)
 	defer rdb.Close()
+	installation, err := store.InstallationID(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if err := queue.ClaimNamespace(ctx, rdb, cfg.Namespace, installation); err != nil {
+		return err
+	}
 
 	box, err := secrets.NewBox(cfg.SecretKey)
 	if err != nil {
