@@ -62,6 +62,7 @@ func routes(d api.Deps) []route {
 
 		{fiber.MethodPost, "/tokens", tokens.Create(d)},
 		{fiber.MethodGet, "/tokens", tokens.List(d)},
+		{fiber.MethodGet, "/tokens/:id", tokens.Get(d)},
 		{fiber.MethodDelete, "/tokens/:id", tokens.Revoke(d)},
 
 		{fiber.MethodPost, "/environments", environments.Create(d)},
@@ -109,6 +110,7 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/stacks/:id/outputs/:job/:n/:name/reveal", stacks.Reveal(d)},
 		{fiber.MethodGet, "/stacks/:id/history", stacks.GetHistory(d)},
 		{fiber.MethodGet, "/stacks/:id/runs", stacks.GetRuns(d)},
+		{fiber.MethodGet, "/stacks/:id/runs/:run", stacks.GetRun(d)},
 		{fiber.MethodGet, "/stacks/:id/logs", logs.Download(d)},
 
 		{fiber.MethodPost, "/stream-tokens", live.CreateToken(d)},

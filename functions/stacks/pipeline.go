@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -67,38 +68,56 @@ type Holder struct {
 // GetPipeline returns the pipeline of the stack's latest run, or of ?run=.
 func GetPipeline(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
 		runID, err := api.QueryID(c, "run")
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
-		s, err := store.StackGet(ctx, d.DB, who.Scope(), id)
-		if err != nil {
-			return err
-		}
-		var run horizon.Run
-		if runID != nil {
-			run, err = store.RunGet(ctx, d.DB, *runID)
-			if err == nil && (run.StackID == nil || *run.StackID != s.ID) {
-				err = horizon.ErrNotFound
-			}
-		} else {
-			run, err = store.RunLatest(ctx, d.DB, s.ID)
-		}
-		if err != nil {
-			return err
-		}
-		p, err := pipeline(ctx, d, s, run, who)
-		if err != nil {
-			return err
-		}
-		return c.JSON(p)
+		return servePipeline(c, d, runID)
 	}
+}
+
+// GetRun returns one run of the stack with its steps, as the pipeline shows them: where the
+// Location of every 202 that starts a run points.
+func GetRun(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		runID, err := api.ParamID(c, "run")
+		if err != nil {
+			return err
+		}
+		return servePipeline(c, d, &runID)
+	}
+}
+
+// servePipeline answers the pipeline of the run (nil: the latest) of the stack :id. A run of
+// another stack is not found, like a stack of another team.
+func servePipeline(c *fiber.Ctx, d api.Deps, runID *uuid.UUID) error {
+	id, err := api.ParamID(c, "id")
+	if err != nil {
+		return err
+	}
+	who := api.Principal(c)
+	ctx := c.UserContext()
+	s, err := store.StackGet(ctx, d.DB, who.Scope(), id)
+	if err != nil {
+		return err
+	}
+	var run horizon.Run
+	if runID != nil {
+		run, err = store.RunGet(ctx, d.DB, *runID)
+		if err == nil && (run.StackID == nil || *run.StackID != s.ID) {
+			err = fmt.Errorf("run %s of stack %s: %w", *runID, s.ID, horizon.ErrNotFound)
+		}
+	} else {
+		run, err = store.RunLatest(ctx, d.DB, s.ID)
+	}
+	if err != nil {
+		return err
+	}
+	p, err := pipeline(ctx, d, s, run, who)
+	if err != nil {
+		return err
+	}
+	return c.JSON(p)
 }
 
 func pipeline(ctx context.Context, d api.Deps, s horizon.Stack, run horizon.Run, who auth.Principal) (Pipeline, error) {

@@ -30,3 +30,18 @@ func List(d api.Deps) fiber.Handler {
 		return c.JSON(api.NewList(api.Map(tokens, toToken), next))
 	}
 }
+
+// Get returns one token of the caller's (any, for admins): its metadata, never its secret.
+func Get(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		t, err := store.TokenGet(c.UserContext(), d.DB, api.Principal(c), id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(toToken(t))
+	}
+}

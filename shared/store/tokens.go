@@ -96,6 +96,16 @@ func TokenList(ctx context.Context, q Querier, who auth.Principal, forUser *uuid
 	return tokens, next, nil
 }
 
+// TokenGet returns a token of the principal's own (any token, for admins).
+func TokenGet(ctx context.Context, q Querier, who auth.Principal, id uuid.UUID) (horizon.Token, error) {
+	t, err := scanToken(q.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE id = $1 AND ($2 OR user_id = $3)`,
+		id, who.IsAdmin(), who.UserID))
+	if err != nil {
+		return t, fmt.Errorf("token %s: %w", id, translate(err))
+	}
+	return t, nil
+}
+
 // TokenRevoke revokes a token of the principal's own (any token, for admins). Revoking an
 // already revoked token is a no-op that returns it.
 func TokenRevoke(ctx context.Context, q Querier, who auth.Principal, id uuid.UUID) (horizon.Token, error) {

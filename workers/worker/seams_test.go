@@ -328,3 +328,28 @@ func (e *engine) snippets() []string {
 	}
 	return out
 }
+
+// TestRunLocationAnswersItsTeamOnly: the Location of a 202 names the run, with its steps as
+// the pipeline shows them (apitest follows every Location it is given); another team, and a
+// run id under another stack, get 404.
+func TestRunLocationAnswersItsTeamOnly(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{noWorker: true})
+	a, b := e.newTenant("alpha"), e.newTenant("beta")
+	a.stack, b.stack = e.draftFor(a, "one", 0, "pve1"), e.draftFor(b, "two", 2, "pve2")
+	r := e.api.Do("POST", "/v1/stacks/"+a.stack+"/deploy", apitest.Req{Token: a.token})
+	if r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	loc := r.Header.Get("Location")
+	run := e.api.Do("GET", loc, apitest.Req{Token: a.token}).Map()
+	if run["run"].(map[string]any)["id"] != r.Map()["id"] || len(run["columns"].([]any)) != 2 {
+		t.Fatalf("GET %s: %v, want the run with its two phases", loc, run)
+	}
+	if got := e.api.Do("GET", loc, apitest.Req{Token: b.token}); got.Status != 404 {
+		t.Fatalf("another team reads %s: %d", loc, got.Status)
+	}
+	if got := e.api.Do("GET", "/v1/stacks/"+b.stack+"/runs/"+r.Map()["id"].(string), apitest.Req{Token: b.token}); got.Status != 404 {
+		t.Fatalf("a run under another stack: %d", got.Status)
+	}
+}
