@@ -3,80 +3,224 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"horizon/shared/auth"
 	"horizon/shared/testkit"
 )
 
-// TestTwoInstallationsRefuseToShareARedisNamespace starts the API as a process: on a Redis
-// namespace that another installation (another database) claimed, it refuses to start and
-// says which setting to change; replicas and restarts of one installation share the claim.
-// Before the claim, two installations on one namespace silently took each other's tasks.
+// These tests run the API as the process operators run, against real Postgres and Redis.
+
+var (
+	buildOnce sync.Once
+	apiBin    string
+	buildErr  error
+)
+
+// apiBinary builds the API once per test run.
+func apiBinary(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "horizon-api-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		apiBin = filepath.Join(dir, "api")
+		if out, err := exec.Command("go", "build", "-o", apiBin, ".").CombinedOutput(); err != nil {
+			buildErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build the API: %v", buildErr)
+	}
+	return apiBin
+}
+
+// apiProcess is a running API; out holds what it printed (read it only once it has exited).
+type apiProcess struct {
+	cmd  *exec.Cmd
+	addr string
+	out  *bytes.Buffer
+}
+
+// startAPI starts the API on a free port of its own with env (database, namespace, …) added to
+// a working base environment.
+func startAPI(t *testing.T, env ...string) *apiProcess {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &apiProcess{addr: ln.Addr().String(), out: &bytes.Buffer{}}
+	_ = ln.Close()
+	p.cmd = exec.Command(apiBinary(t))
+	p.cmd.Env = append(os.Environ(), "HORIZON_REDIS_URL="+testkit.RedisURL(), "HORIZON_LISTEN="+p.addr, "HORIZON_LOG_FORMAT=text",
+		"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)), "HORIZON_GIT_CACHE_DIR="+t.TempDir())
+	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	return p
+}
+
+func (p *apiProcess) ready(t *testing.T) {
+	t.Helper()
+	testkit.Eventually(t, 30*time.Second, "the API did not answer /readyz", func() bool {
+		r, err := http.Get("http://" + p.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = r.Body.Close()
+		return r.StatusCode == 200
+	})
+}
+
+// TestTwoInstallationsRefuseToShareARedisNamespace: on a Redis namespace that another
+// installation (another database) claimed, the API refuses to start and says which setting to
+// change; replicas and restarts of one installation share the claim. Before the claim, two
+// installations on one namespace silently took each other's tasks.
 func TestTwoInstallationsRefuseToShareARedisNamespace(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "api")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build the API: %v\n%s", err, out)
-	}
 	_, ns := testkit.Redis(t)
 	first, second := testkit.DB(t), testkit.DB(t)
-	start := func(db string) (*exec.Cmd, string, *bytes.Buffer) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		_ = ln.Close()
-		var out bytes.Buffer
-		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(), "HORIZON_DATABASE_URL="+db, "HORIZON_REDIS_URL="+testkit.RedisURL(), "HORIZON_NAMESPACE="+ns,
-			"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)), "HORIZON_LISTEN="+addr,
-			"HORIZON_LOG_FORMAT=text", "HORIZON_GIT_CACHE_DIR="+t.TempDir())
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd, addr, &out
-	}
-	ready := func(addr string, out *bytes.Buffer) {
-		t.Helper()
-		testkit.Eventually(t, 30*time.Second, "the API did not answer /readyz", func() bool {
-			r, err := http.Get("http://" + addr + "/readyz")
-			if err != nil {
-				return false
-			}
-			_ = r.Body.Close()
-			return r.StatusCode == 200
-		})
-	}
+	startAPI(t, "HORIZON_DATABASE_URL="+first.Config().ConnString(), "HORIZON_NAMESPACE="+ns).ready(t)
+	startAPI(t, "HORIZON_DATABASE_URL="+first.Config().ConnString(), "HORIZON_NAMESPACE="+ns).ready(t) // a replica
 
-	_, addr, out := start(first.Config().ConnString())
-	ready(addr, out)
-	_, addr, out = start(first.Config().ConnString()) // a replica of the same installation
-	ready(addr, out)
-
-	other, _, otherOut := start(second.Config().ConnString())
+	other := startAPI(t, "HORIZON_DATABASE_URL="+second.Config().ConnString(), "HORIZON_NAMESPACE="+ns)
 	done := make(chan error, 1)
-	go func() { done <- other.Wait() }()
+	go func() { done <- other.cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err == nil {
-			t.Fatalf("the second installation exited 0:\n%s", otherOut)
+			t.Fatalf("the second installation exited 0:\n%s", other.out)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the second installation on namespace %s is still running:\n%s", ns, otherOut)
+		t.Fatalf("the second installation on namespace %s is still running", ns)
 	}
 	for _, want := range []string{ns, "is already used by another Horizon installation", "HORIZON_NAMESPACE", "HORIZON_REDIS_URL"} {
-		if !strings.Contains(otherOut.String(), want) {
-			t.Fatalf("the refusal does not say %q:\n%s", want, otherOut)
+		if !strings.Contains(other.out.String(), want) {
+			t.Fatalf("the refusal does not say %q:\n%s", want, other.out)
 		}
 	}
 }
+
+// proxy forwards TCP connections to a target until it is cut: a dependency that goes away
+// (and comes back on the same address) without stopping the shared test server.
+type proxy struct {
+	target, addr string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{target: target}
+	p.listen(t, "127.0.0.1:0")
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *proxy) listen(t *testing.T, addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+}
+
+// cut closes the listener and every connection through it.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.ln.Close()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// TestPostgresDownAnswers503 cuts the API off Postgres: every request then answers 503
+// problem+json with Retry-After (the dependency is down; the client did nothing wrong and the
+// server has no bug), whether authentication was cached or not, and the API recovers without
+// a restart once Postgres is back. It used to answer 500 "Internal error".
+func TestPostgresDownAnswers503(t *testing.T) {
+	t.Parallel()
+	db := testkit.DB(t)
+	cfg := db.Config().ConnConfig
+	pg := newProxy(t, net.JoinHostPort(cfg.Host, itoa(cfg.Port)))
+	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: pg.addr, Path: "/" + cfg.Database, RawQuery: "sslmode=disable"}
+	_, ns := testkit.Redis(t)
+	token := auth.NewToken().Reveal()
+	api := startAPI(t, "HORIZON_DATABASE_URL="+u.String(), "HORIZON_NAMESPACE="+ns, "HORIZON_BOOTSTRAP_ADMIN_TOKEN="+token,
+		"HORIZON_AUTH_CACHE_TTL=2s")
+	api.ready(t)
+	get := func(path string) *http.Response {
+		req, _ := http.NewRequest("GET", "http://"+api.addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Body.Close()
+		return r
+	}
+	for _, path := range []string{"/v1/teams", "/v1/stacks", "/v1/me"} {
+		if r := get(path); r.StatusCode != 200 {
+			t.Fatalf("GET %s with Postgres up: %d", path, r.StatusCode)
+		}
+	}
+
+	pg.cut()
+	for _, path := range []string{"/v1/teams", "/v1/stacks", "/v1/me"} {
+		r := get(path) // authenticated from the cache, then the handler meets the dead pool
+		if r.StatusCode != 503 || r.Header.Get("Retry-After") == "" || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") {
+			t.Fatalf("GET %s with Postgres down: %d, Retry-After %q, %s; want 503 problem+json with Retry-After",
+				path, r.StatusCode, r.Header.Get("Retry-After"), r.Header.Get("Content-Type"))
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // past the auth cache: authentication itself meets the dead pool
+	if r := get("/v1/teams"); r.StatusCode != 503 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("GET /v1/teams with Postgres down, uncached: %d, Retry-After %q", r.StatusCode, r.Header.Get("Retry-After"))
+	}
+
+	pg.listen(t, pg.addr)
+	testkit.Eventually(t, 30*time.Second, "the API did not recover once Postgres was back", func() bool {
+		return get("/v1/teams").StatusCode == 200
+	})
+}
+
+func itoa(n uint16) string { return strconv.Itoa(int(n)) }

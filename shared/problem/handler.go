@@ -43,6 +43,8 @@ func From(err error) *Problem {
 		return Forbidden("Your role does not allow this.")
 	case errors.Is(err, context.DeadlineExceeded):
 		return Unavailable(err, "The request took too long and was abandoned; retry later.")
+	case dependencyDown(err):
+		return Unavailable(err, "A service Horizon depends on does not answer right now; retry shortly.")
 	case errors.As(err, &fe):
 		return fromFiber(fe)
 	}

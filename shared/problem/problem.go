@@ -150,9 +150,10 @@ func Internal(cause error) *Problem {
 	return p
 }
 
-// Unavailable is a 503 (a dependency does not answer).
+// Unavailable is a 503 (a dependency does not answer), with Retry-After.
 func Unavailable(cause error, format string, args ...any) *Problem {
 	p := New(TypeUnavailable, 503, format, args...)
 	p.cause = cause
+	p.Headers = map[string]string{"Retry-After": retryAfter}
 	return p
 }
