@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
 
 	pve "github.com/luthermonson/go-proxmox"
@@ -66,7 +67,16 @@ func classify(op string, err error) error {
 	case errors.As(err, &tfe):
 		e.Kind, e.Message = ErrTaskFailed, tfe.ExitStatus
 	case errors.As(err, &api):
-		e.Status, e.Message = api.StatusCode, api.Message
+		e.Status, e.Message = api.StatusCode, strings.TrimSpace(api.Message)
+		if len(api.Errors) > 0 {
+			// "Parameter verification failed." says nothing; the reasons are per parameter.
+			params := make([]string, 0, len(api.Errors))
+			for name, why := range api.Errors {
+				params = append(params, name+": "+strings.TrimSpace(why))
+			}
+			sort.Strings(params)
+			e.Message = strings.TrimSuffix(e.Message, ".") + " (" + strings.Join(params, "; ") + ")"
+		}
 		switch {
 		case api.StatusCode == 401 || api.StatusCode == 403:
 			e.Kind = ErrAuth

@@ -3,6 +3,7 @@ package proxmox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -84,6 +85,11 @@ func TestErrorKinds(t *testing.T) {
 	cl := client(t, pinned(c))
 	if err := cl.Get(ctx, "/nodes/pve1/qemu/4242/config", nil); !errors.Is(err, proxmox.ErrNotFound) {
 		t.Fatalf("missing VM: %v, want ErrNotFound", err)
+	}
+	// PVE's 400 says only "Parameter verification failed."; the reasons are per parameter.
+	err := cl.Post(ctx, "/nodes/pve1/qemu", map[string]any{"vmid": 4243, "memory": "lots", "cores": 0}, nil)
+	if msg := fmt.Sprint(err); !strings.Contains(msg, "Parameter verification failed (") || !strings.Contains(msg, "memory: ") || !strings.Contains(msg, "cores: ") {
+		t.Fatalf("invalid parameters: %v, want each parameter's reason", err)
 	}
 	if err := c.SetNodeOnline("pve2", false); err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@ func (w *Workdir) Init(ctx context.Context) error {
 	})
 	w.flush()
 	if err != nil {
-		return fmt.Errorf("terraform init: %w", err)
+		return failed("terraform init", err)
 	}
 	if err := w.selectWorkspace(ctx); err != nil {
 		return fmt.Errorf("select workspace %s: %w", w.workspace, err)
@@ -146,9 +146,7 @@ func (w *Workdir) afterRun(ctx context.Context, op string, runErr error) error {
 	defer cancel()
 	pushErr := w.PushErroredState(pushCtx)
 	w.flush()
-	if runErr != nil {
-		runErr = fmt.Errorf("%s: %w", op, runErr)
-	}
+	runErr = failed(op, runErr)
 	var ese *ErroredStateError
 	if errors.As(pushErr, &ese) {
 		return &ErroredStateError{Path: ese.Path, Err: errors.Join(runErr, ese.Err)}
@@ -164,7 +162,7 @@ func (w *Workdir) Plan(ctx context.Context) (changed bool, err error) {
 		tfexec.LockTimeout(w.r.cfg.LockTimeout.String()))
 	w.flush()
 	if err != nil {
-		return false, fmt.Errorf("terraform plan: %w", err)
+		return false, failed("terraform plan", err)
 	}
 	return changed, nil
 }

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -39,33 +40,41 @@ func (l *stepLog) terraform(stream terraform.Stream, line string) {
 	l.w.Line(string(stream), line) // the streams are named like the log's fds
 }
 
-// lineWriter turns a byte stream (a script's stdout or stderr) into log lines.
+// lineWriter turns a byte stream (a script's stdout or stderr) into log lines, and remembers
+// the last line that was not blank: a script's last word on stderr is usually why it failed.
 type lineWriter struct {
 	log  *stepLog
 	fd   string
 	part []byte
+	last string
 }
 
 func (lw *lineWriter) Write(p []byte) (int, error) {
 	for _, b := range p {
 		if b == '\n' {
-			lw.log.w.Line(lw.fd, string(lw.part))
-			lw.part = lw.part[:0]
+			lw.line()
 			continue
 		}
 		lw.part = append(lw.part, b)
 		if len(lw.part) >= 64<<10 {
-			lw.log.w.Line(lw.fd, string(lw.part))
-			lw.part = lw.part[:0]
+			lw.line()
 		}
 	}
 	return len(p), nil
 }
 
+func (lw *lineWriter) line() {
+	s := string(lw.part)
+	lw.log.w.Line(lw.fd, s)
+	if strings.TrimSpace(s) != "" {
+		lw.last = s
+	}
+	lw.part = lw.part[:0]
+}
+
 // Flush writes a last line without a newline.
 func (lw *lineWriter) Flush() {
 	if len(lw.part) > 0 {
-		lw.log.w.Line(lw.fd, string(lw.part))
-		lw.part = lw.part[:0]
+		lw.line()
 	}
 }

@@ -66,6 +66,10 @@ func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, out
 		stdout.Flush()
 		stderr.Flush()
 		var exit *sshx.ExitError
+		if errors.As(err, &exit) && stderr.last != "" {
+			// What the script said last on stderr comes first: it is what a failed card shows.
+			return res, fmt.Errorf("%s (%s %s exited with status %d)", strings.TrimSpace(stderr.last), kind, s.Name, exit.Status)
+		}
 		if errors.As(err, &exit) {
 			return res, fmt.Errorf("%s %s exited with status %d", kind, s.Name, exit.Status)
 		}

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,7 @@ func TestFailedScriptAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := strings.Replace(string(original), "set -euo pipefail\n",
-		"set -euo pipefail\nif [ \"$HORIZON_EXECUTION\" = 1 ]; then echo 'configure: the license server does not answer' >&2; exit 3; fi\n", 1)
+		"set -euo pipefail\nif [ \"$HORIZON_EXECUTION\" = 1 ]; then echo 'progress: 50%' >&2; echo \"configure: the license server refused key $admin_password\" >&2; exit 3; fi\n", 1)
 	e := newEngine(t, engineOpts{override: map[string]string{script: broken}})
 	stack := e.draft("flaky", 2)
 	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
@@ -134,8 +135,9 @@ func TestFailedScriptAndRetries(t *testing.T) {
 	if cards["app[1]"]["state"] != "failed" || cards["db[0]"]["state"] != "succeeded" || cards["app[0]"]["state"] != "succeeded" {
 		t.Fatalf("cards: %v %v %v", cards["db[0]"]["state"], cards["app[0]"]["state"], cards["app[1]"]["state"])
 	}
-	if msg, _ := cards["app[1]"]["error"].(string); !strings.Contains(msg, "exited with status 3") || strings.Contains(msg, "\n") {
-		t.Fatalf("the failed card's error is %q, want its first line", msg)
+	// The card shows why, as the script said it last on stderr, with the secret masked.
+	if msg, _ := cards["app[1]"]["error"].(string); msg != "configure: the license server refused key [masked] (scripts configure exited with status 3)" {
+		t.Fatalf("the failed card's error is %q, want the script's last stderr line, masked, then the exit status", msg)
 	}
 	if !contains(stringsOf(failed["allowed_actions"]), "force_retry") {
 		t.Fatalf("actions %v", failed["allowed_actions"])
@@ -175,4 +177,35 @@ func stringsOf(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestFailedModuleCardShowsTerraformsReason: a module that fails shows, on its card and in the
+// history, what Terraform said went wrong (its first error diagnostic, with the last line of
+// its detail), then the wrapper — not "terraform apply: exit status 1".
+func TestFailedModuleCardShowsTerraformsReason(t *testing.T) {
+	t.Parallel()
+	broken := `resource "terraform_data" "broken" {
+  provisioner "local-exec" {
+    command = "echo 'db module is broken at this commit' >&2; exit 1"
+  }
+}
+`
+	outputs := `output "ip" { value = "" }
+output "vm_id" { value = 0 }
+output "node" { value = "" }
+`
+	e := newEngine(t, engineOpts{override: map[string]string{"jobs/vm/main.tf": broken, "jobs/vm/outputs.tf": outputs}})
+	stack := e.draft("broken", 1)
+	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "failed", 3*time.Minute)
+	want := "local-exec provisioner error: db module is broken at this commit (terraform apply: exit status 1)"
+	if msg, _ := e.pipeline(stack)["db[0]"]["error"].(string); msg != want {
+		t.Fatalf("the failed card's error is %q, want %q", msg, want)
+	}
+	hist := e.api.Do("GET", "/v1/stacks/"+stack+"/history", apitest.Req{Token: e.member}).Map()["items"].([]any)
+	if last := hist[len(hist)-1].(map[string]any); last["to"] != "failed" || !strings.Contains(fmt.Sprint(last["error"]), "db module is broken at this commit") {
+		t.Fatalf("the history's failure: %v", last)
+	}
 }
