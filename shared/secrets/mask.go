@@ -54,6 +54,7 @@ type needleSet struct {
 	byPrefix map[uint16][]string
 	bits     [1 << 16 / 64]uint64
 	minLen   int
+	maxLen   int
 }
 
 // Add registers secret values. Values shorter than MinSecretLength are ignored (see there), as
@@ -102,8 +103,9 @@ func (m *Masker) Len() int {
 
 func (s *needleSet) index() {
 	s.byPrefix = make(map[uint16][]string)
-	s.minLen = 0
+	s.minLen, s.maxLen = 0, 0
 	for n := range s.needles {
+		s.maxLen = max(s.maxLen, len(n))
 		k := prefixKey(n, 0)
 		s.byPrefix[k] = append(s.byPrefix[k], n)
 		s.bits[k/64] |= 1 << (k % 64)
@@ -131,15 +133,52 @@ func prefixKey(s string, i int) uint16 { return uint16(s[i])<<8 | uint16(s[i+1])
 // Masked. It works on any text, including multi-line text and error strings, and returns s
 // itself (no allocation) when nothing matches.
 func (m *Masker) Mask(s string) string {
-	set := m.set.Load()
-	if set == nil || len(s) < set.minLen {
+	var b strings.Builder
+	emitted := 0 // s[:emitted] is already in b
+	m.set.Load().spans(s, func(start, end int) {
+		b.Grow(len(s))
+		b.WriteString(s[emitted:start])
+		b.WriteString(Masked)
+		emitted = end
+	})
+	if emitted == 0 && b.Len() == 0 {
 		return s
 	}
-	var (
-		b          strings.Builder
-		emitted    int      // s[:emitted] is already in b
-		start, end = -1, -1 // the current span of merged matches
-	)
+	b.WriteString(s[emitted:])
+	return b.String()
+}
+
+// SafeCut returns where a text that goes on beyond s may be cut, at or before at, so that
+// masking the two sides apart hides everything masking the whole would: at itself when no
+// match of a secret crosses it, else the start of the matches that do. It needs s to hold at
+// least MaxLen()-1 bytes beyond at, so that every match crossing at is complete in s; it returns
+// 0 when the matches run from the start of s up to at.
+func (m *Masker) SafeCut(s string, at int) int {
+	cut := at
+	m.set.Load().spans(s, func(start, end int) {
+		if start < at && at < end {
+			cut = start
+		}
+	})
+	return cut
+}
+
+// MaxLen is the length of the longest text the masker matches: how far beyond a cut a match
+// can reach (0 before any Add).
+func (m *Masker) MaxLen() int {
+	set := m.set.Load()
+	if set == nil {
+		return 0
+	}
+	return set.maxLen
+}
+
+// spans calls fn with each span of s to mask, in order: matches that overlap or touch merged.
+func (set *needleSet) spans(s string, fn func(start, end int)) {
+	if set == nil || len(s) < set.minLen {
+		return
+	}
+	start, end := -1, -1 // the current span of merged matches
 	for i := 0; i+1 < len(s); i++ {
 		k := prefixKey(s, i)
 		if set.bits[k/64]&(1<<(k%64)) == 0 {
@@ -155,23 +194,15 @@ func (m *Masker) Mask(s string) string {
 			case i <= end: // overlaps or touches the current span: extend it
 				end = max(end, i+len(n))
 			default:
-				b.Grow(len(s))
-				b.WriteString(s[emitted:start])
-				b.WriteString(Masked)
-				emitted = end
+				fn(start, end)
 				start, end = i, i+len(n)
 			}
 			break
 		}
 	}
-	if start < 0 {
-		return s
+	if start >= 0 {
+		fn(start, end)
 	}
-	b.Grow(len(s))
-	b.WriteString(s[emitted:start])
-	b.WriteString(Masked)
-	b.WriteString(s[end:])
-	return b.String()
 }
 
 // variants returns the strings to mask for one secret value.

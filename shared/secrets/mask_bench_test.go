@@ -2,7 +2,6 @@ package secrets_test
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -60,33 +59,4 @@ func BenchmarkMask(b *testing.B) {
 			b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "lines/s")
 		})
 	}
-}
-
-// BenchmarkWriter reports lines/s through a Writer into io.Discard, next to writing the same
-// lines to io.Discard directly.
-func BenchmarkWriter(b *testing.B) {
-	list := benchSecrets()
-	lines := benchLines(1024, list, true)
-	raw := make([][]byte, len(lines))
-	for i, l := range lines {
-		raw[i] = []byte(l + "\n")
-	}
-	b.Run("baseline-direct", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			_, _ = io.Discard.Write(raw[i%len(raw)])
-			i++
-		}
-		b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "lines/s")
-	})
-	b.Run("masking-10-secrets", func(b *testing.B) {
-		b.ReportAllocs()
-		w := secrets.NewWriter(io.Discard, newMasker(list...))
-		i := 0
-		for b.Loop() {
-			_, _ = w.Write(raw[i%len(raw)])
-			i++
-		}
-		b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "lines/s")
-	})
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -184,64 +183,25 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestWriterMasksLinesAcrossWrites(t *testing.T) {
-	t.Parallel()
-	m := newMasker("TOPSECRET")
-	var rec recorder
-	w := secrets.NewWriter(&rec, m)
-	for _, chunk := range []string{"first TOP", "SEC", "RET line\nsecond ", "line\n", "tail TOPSECRET"} {
-		if n, err := w.Write([]byte(chunk)); err != nil || n != len(chunk) {
-			t.Fatalf("Write(%q) = %d, %v", chunk, n, err)
+func TestSafeCutNeverSplitsASecret(t *testing.T) {
+	m := newMasker("s3cret-value")
+	s := "aaaa" + "s3cret-value" + "bbbb" // the secret is s[4:16]
+	tests := []struct{ at, want int }{
+		{2, 2},   // before it
+		{4, 4},   // at its start
+		{10, 4},  // inside it: cut before it
+		{16, 16}, // at its end
+		{18, 18}, // after it
+	}
+	for _, tt := range tests {
+		if got := m.SafeCut(s, tt.at); got != tt.want {
+			t.Errorf("SafeCut(%q, %d) = %d, want %d", s, tt.at, got, tt.want)
 		}
 	}
-	if got, want := strings.Join(rec.writes, "|"), "first [masked] line\n|second line\n"; got != want {
-		t.Fatalf("before Close: writes %q, want %q", got, want)
+	if got := m.SafeCut("s3cret-values3cret-value", 20); got != 0 {
+		t.Errorf("secrets from the start: SafeCut = %d, want 0", got)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := rec.writes[len(rec.writes)-1], "tail [masked]"; got != want {
-		t.Fatalf("Close flushed %q, want %q", got, want)
-	}
-	if _, err := w.Write([]byte("x\n")); !errors.Is(err, secrets.ErrWriterClosed) {
-		t.Fatalf("Write after Close: got %v, want ErrWriterClosed", err)
-	}
-}
-
-func TestWriterBoundsLongLines(t *testing.T) {
-	t.Parallel()
-	var rec recorder
-	w := secrets.NewWriter(&rec, newMasker("needle-value"))
-	long := strings.Repeat("a", secrets.MaxLineLength+10)
-	if _, err := w.Write([]byte(long)); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.writes) != 1 || len(rec.writes[0]) != secrets.MaxLineLength+1 {
-		t.Fatalf("got %d writes, want one piece of MaxLineLength plus newline", len(rec.writes))
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := rec.writes[len(rec.writes)-1]; got != "aaaaaaaaaa" {
-		t.Fatalf("remainder %q, want 10 a", got)
-	}
-}
-
-type failingWriter struct{ n int }
-
-func (f *failingWriter) Write(p []byte) (int, error) {
-	f.n++
-	return 0, errors.New("sink down")
-}
-
-func TestWriterKeepsFirstError(t *testing.T) {
-	t.Parallel()
-	f := &failingWriter{}
-	w := secrets.NewWriter(f, newMasker("whatever"))
-	if _, err := w.Write([]byte("a\n")); err == nil {
-		t.Fatal("Write to a failing writer succeeded")
-	}
-	if _, err := w.Write([]byte("b\n")); err == nil || f.n != 1 {
-		t.Fatalf("second Write: err %v after %d underlying writes, want the first error and no retry", err, f.n)
+	if m.MaxLen() < len("s3cret-value") || (&secrets.Masker{}).MaxLen() != 0 {
+		t.Errorf("MaxLen %d", m.MaxLen())
 	}
 }

@@ -58,7 +58,7 @@ func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, out
 			continue
 		}
 		out.horizon("running %s %s (%s)", kind, s.Name, s.Path)
-		stdout, stderr := &lineWriter{log: out, fd: "stdout"}, &lineWriter{log: out, fd: "stderr"}
+		stdout, stderr := &lineWriter{log: out, masker: w.masker, fd: "stdout"}, &lineWriter{log: out, masker: w.masker, fd: "stderr"}
 		script := preamble(w, dir, ip) + string(body)
 		cmd := fmt.Sprintf(`umask 077 && mkdir -p "$HOME/%[1]s" && cat > "$HOME/%[1]s/%[2]s.sh" && cd "$HOME" && bash "$HOME/%[1]s/%[2]s.sh" < /dev/null && touch "$HOME/%[3]s"`,
 			dir, s.Name, marker)

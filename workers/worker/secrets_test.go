@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"horizon/functions/apitest"
+	"horizon/shared/horizon"
+	"horizon/shared/secrets"
 )
 
 // TestSecretsNeverLeak: a secret parameter given by the user, a generated one and a secret
@@ -123,4 +126,57 @@ func (e *engine) redisDump(t *testing.T) string {
 		}
 	}
 	return b.String()
+}
+
+// TestSecretAcrossALongLineCutIsMasked: a script prints a line far longer than the 64 KiB a
+// log line is held to, with a known secret where the first and the second cut fall. Cut
+// before masking, each half of the secret was stored and streamed in plain text; the pieces
+// put back together must hold no trace of it.
+func TestSecretAcrossALongLineCutIsMasked(t *testing.T) {
+	t.Parallel()
+	script := "jobs/app/scripts/configure.sh"
+	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "set -euo pipefail\n" + `{ head -c 65530 /dev/zero | tr '\0' x; printf '%s' "$admin_password"; ` +
+		`head -c 65510 /dev/zero | tr '\0' y; printf '%s' "$admin_password"; echo z; }` + "\n"
+	e := newEngine(t, engineOpts{override: map[string]string{script: strings.Replace(string(original), "set -euo pipefail\n", long, 1)}})
+	stack := e.deployed("long", 1)
+
+	var sealed []byte
+	if err := e.api.DB.QueryRow(t.Context(), `SELECT secret_parameters FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&sealed); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := e.api.Deps.Box.Open(horizon.PurposeSecretParameters, sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params map[string]string
+	if err := json.Unmarshal(plain, &params); err != nil || len(params["admin_password"]) < 16 {
+		t.Fatalf("admin_password: %v %q", err, params["admin_password"])
+	}
+	secret := params["admin_password"]
+
+	var stored strings.Builder
+	rows, err := e.api.DB.Query(t.Context(), `SELECT text FROM log_lines WHERE stack_id = $1 AND job = 'app' AND fd = 'stdout' ORDER BY stream_ms, stream_seq`, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		stored.WriteString(text)
+	}
+	download := e.api.Do("GET", "/v1/stacks/"+stack+"/logs", apitest.Req{Token: e.member})
+	for name, text := range map[string]string{"log_lines": stored.String(), "download": strings.ReplaceAll(string(download.Body), "\n", "")} {
+		if strings.Contains(text, secret) || strings.Contains(text, secret[:len(secret)/2]) && strings.Contains(text, secret[len(secret)/2:]) {
+			t.Fatalf("%s holds the secret (or both its halves)", name)
+		}
+		if n := strings.Count(text, secrets.Masked); n != 2 {
+			t.Fatalf("%s: %d masked secrets in the long line, want 2", name, n)
+		}
+	}
 }
