@@ -46,7 +46,7 @@ func (l *stepLog) terraform(stream terraform.Stream, line string) {
 // knows crosses: the log writer masks each piece apart, and half a secret on either side of a
 // cut would match nothing.
 type lineWriter struct {
-	log    *stepLog
+	log    *scriptLog
 	masker *secrets.Masker
 	fd     string
 	part   []byte
@@ -87,7 +87,7 @@ func (lw *lineWriter) cutLong() {
 // line passes on part[:n] as one line and keeps the rest.
 func (lw *lineWriter) line(n int) {
 	s := string(lw.part[:n])
-	lw.log.w.Line(lw.fd, s)
+	lw.log.line(lw.fd, s)
 	if strings.TrimSpace(s) != "" {
 		lw.last = s
 	}

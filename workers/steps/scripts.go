@@ -58,13 +58,17 @@ func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, out
 			continue
 		}
 		out.horizon("running %s %s (%s)", kind, s.Name, s.Path)
-		stdout, stderr := &lineWriter{log: out, masker: w.masker, fd: "stdout"}, &lineWriter{log: out, masker: w.masker, fd: "stderr"}
+		lines := newScriptLog(ctx, out, w.masker, func(ctx context.Context) (map[string]string, error) {
+			return readOutputFile(ctx, c, dir, "secret-outputs")
+		})
+		stdout, stderr := &lineWriter{log: lines, masker: w.masker, fd: "stdout"}, &lineWriter{log: lines, masker: w.masker, fd: "stderr"}
 		script := preamble(w, dir, ip) + string(body)
 		cmd := fmt.Sprintf(`umask 077 && mkdir -p "$HOME/%[1]s" && cat > "$HOME/%[1]s/%[2]s.sh" && cd "$HOME" && bash "$HOME/%[1]s/%[2]s.sh" < /dev/null && touch "$HOME/%[3]s"`,
 			dir, s.Name, marker)
 		err = c.Run(ctx, cmd, sshx.RunOpts{Stdin: strings.NewReader(script), Stdout: stdout, Stderr: stderr})
 		stdout.Flush()
 		stderr.Flush()
+		lines.close() // after a last read of the secret outputs: the error below is masked with them
 		var exit *sshx.ExitError
 		if errors.As(err, &exit) && stderr.last != "" {
 			// What the script said last on stderr comes first: it is what a failed card shows.
@@ -196,29 +200,32 @@ func remoteTest(ctx context.Context, c *sshx.Client, file string) (bool, error) 
 
 // readOutputs collects key=value lines the scripts wrote; the contents never reach the log.
 func readOutputs(ctx context.Context, c *sshx.Client, dir string, res *scripted) error {
-	for _, f := range []struct {
-		name   string
-		secret bool
-	}{{"outputs", false}, {"secret-outputs", true}} {
-		var buf bytes.Buffer
-		err := c.Run(ctx, fmt.Sprintf(`cat "$HOME/%s/%s" 2>/dev/null || true`, dir, f.name), sshx.RunOpts{Stdout: &buf})
-		if err != nil {
-			return fmt.Errorf("read script outputs: %w", err)
-		}
-		for _, line := range strings.Split(buf.String(), "\n") {
-			k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), "=")
-			if !ok || strings.TrimSpace(k) == "" {
-				continue
-			}
-			k = strings.TrimSpace(k)
-			if f.secret {
-				res.secrets[k] = v
-			} else {
-				res.outputs[k] = v
-			}
+	outputs, err := readOutputFile(ctx, c, dir, "outputs")
+	if err != nil {
+		return err
+	}
+	for k, v := range outputs {
+		res.outputs[k] = v
+	}
+	res.secrets, err = readOutputFile(ctx, c, dir, "secret-outputs")
+	return err
+}
+
+// readOutputFile reads one of the scripts' output files ($HORIZON_OUTPUT, $HORIZON_SECRET_OUTPUT)
+// as key=value lines; a file not written yet is empty.
+func readOutputFile(ctx context.Context, c *sshx.Client, dir, name string) (map[string]string, error) {
+	var buf bytes.Buffer
+	if err := c.Run(ctx, fmt.Sprintf(`cat "$HOME/%s/%s" 2>/dev/null || true`, dir, name), sshx.RunOpts{Stdout: &buf}); err != nil {
+		return nil, fmt.Errorf("read script outputs: %w", err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), "=")
+		if k = strings.TrimSpace(k); ok && k != "" {
+			out[k] = v
 		}
 	}
-	return nil
+	return out, nil
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

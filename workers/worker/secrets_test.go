@@ -31,6 +31,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	leaky := strings.Replace(string(original), "set -euo pipefail\n",
 		"set -euo pipefail\necho \"the password is $admin_password\"\nprintf %s \"$admin_password\" | base64\n", 1)
+	// Its secret output, printed right after it is written: in clear, split across two writes
+	// of one line, and base64 on stderr.
+	leaky += `key=$(<app/api_key)
+echo "the api key is $key"
+printf 'half of it: %s' "${key:0:16}"; sleep 0.5; printf '%s\n' "${key:16}"
+printf %s "$key" | base64 >&2
+`
 	e := newEngine(t, engineOpts{override: map[string]string{script: leaky}})
 	given := "Sup3r-s3cret-" + fmt.Sprint(time.Now().UnixNano())
 	stack := e.draft("vault", 1)
@@ -178,5 +185,55 @@ func TestSecretAcrossALongLineCutIsMasked(t *testing.T) {
 		if n := strings.Count(text, secrets.Masked); n != 2 {
 			t.Fatalf("%s: %d masked secrets in the long line, want 2", name, n)
 		}
+	}
+}
+
+// TestSecretsOfAFailingScriptAreMasked: a script declares a secret of its own with
+// ::add-mask:: before printing it, writes another to $HORIZON_SECRET_OUTPUT and then fails
+// with it in its last stderr line. Neither reaches the log nor the failed card in clear.
+func TestSecretsOfAFailingScriptAreMasked(t *testing.T) {
+	t.Parallel()
+	script := "jobs/app/scripts/configure.sh"
+	failing := `#!/usr/bin/env bash
+set -euo pipefail
+own=$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
+echo "::add-mask::$own"
+echo "fetched the vault token $own"
+out=$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
+echo "api_key=$out" >>"$HORIZON_SECRET_OUTPUT"
+echo "$own $out" >"$HOME/leaked"
+echo "cannot register the key $out with the license server" >&2
+exit 4
+`
+	e := newEngine(t, engineOpts{override: map[string]string{script: failing}})
+	stack := e.draft("vault", 1)
+	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "failed", 3*time.Minute)
+	var vmid int
+	if err := e.api.DB.QueryRow(t.Context(), `SELECT vmid FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&vmid); err != nil {
+		t.Fatal(err)
+	}
+	leaked, err := os.ReadFile(filepath.Join(e.sb.Cluster("demo").VMDir(vmid), "leaked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := strings.Fields(string(leaked))
+	if len(values) != 2 {
+		t.Fatalf("the script's secrets: %q", leaked)
+	}
+	card, _ := e.pipeline(stack)["app[0]"]["error"].(string)
+	if card != "cannot register the key [masked] with the license server (scripts configure exited with status 4)" {
+		t.Fatalf("failed card %q", card)
+	}
+	text := e.logText(stack) + string(e.api.Do("GET", "/v1/stacks/"+stack+"/logs", apitest.Req{Token: e.member}).Body)
+	for _, v := range values {
+		if strings.Contains(text, v) {
+			t.Fatalf("the log holds the secret %s:\n%s", v, text)
+		}
+	}
+	if !strings.Contains(text, "fetched the vault token [masked]") || !strings.Contains(text, "::add-mask::[masked]") {
+		t.Fatalf("the log does not show the masked lines:\n%s", text)
 	}
 }
