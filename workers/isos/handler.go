@@ -109,39 +109,48 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	defer stopLease()
 
 	lw := h.Logs.NewWriter(w.run.ID, w.iso.ID, w.masker)
-	defer func() {
-		if err := lw.Close(context.WithoutCancel(ctx)); err != nil {
-			log.WarnContext(ctx, "close stage log", "error", err)
-		}
-	}()
 	out := &stageLog{w: lw, step: w.step}
+	state, line, res, err := h.attempt(ctx, run, w, out, lease)
+	// Closed before the stage is finished: finishing advances the run, which may end it and
+	// write its end of log, and a follower reading to that end must have every line before it.
+	if cerr := lw.Close(context.WithoutCancel(ctx)); cerr != nil {
+		log.WarnContext(ctx, "close stage log", "error", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	return h.finish(ctx, w, state, line, res)
+}
+
+// attempt runs the stage and says how it ends (state, error line, result); an error means the
+// attempt does not end the stage (it is handed back to Asynq).
+func (h *Handler) attempt(ctx, run context.Context, w *work, out *stageLog, lease *gate.Lease) (horizon.StepState, string, *result, error) {
 	out.say("%s of ISO %s started (attempt %d)", w.label(), w.iso.Name, w.step.Attempt)
 	if wait := time.Since(deref(w.step.ReadyAt)); lease != nil && wait > time.Second {
 		out.say("waited %s for node %s to be free", wait.Round(time.Second), w.iso.Node)
 	}
-
 	res, err := h.runStage(run, w, out)
 	if err != nil {
 		switch cause := context.Cause(run); {
 		case errors.Is(cause, steps.ErrCanceled):
 			out.say("canceled: %s stopped; what it made so far stays", w.label())
-			return h.finish(ctx, w, horizon.StepCanceled, "canceled", nil)
+			return horizon.StepCanceled, "canceled", nil, nil
 		case errors.Is(cause, gate.ErrLost):
 			out.say("lost the node's build gate: stopped, and will be retried")
-			return fmt.Errorf("step %s: %w", w.step.ID, cause)
+			return "", "", nil, fmt.Errorf("step %s: %w", w.step.ID, cause)
 		case ctx.Err() != nil:
-			return ctx.Err() // the worker is shutting down: Asynq gives the task back
+			return "", "", nil, ctx.Err() // the worker is shutting down: Asynq gives the task back
 		}
 		line := w.masker.Mask(steps.FirstLine(err.Error()))
 		out.say("failed: %s", line)
-		return h.finish(ctx, w, horizon.StepFailed, line, nil)
+		return horizon.StepFailed, line, nil, nil
 	}
 	if res.skipped {
 		out.say("%s skipped: %s", w.label(), res.reason)
-		return h.finish(ctx, w, horizon.StepSkipped, "", &res)
+		return horizon.StepSkipped, "", &res, nil
 	}
 	out.say("%s succeeded: %s", w.label(), res.reason)
-	return h.finish(ctx, w, horizon.StepSucceeded, "", &res)
+	return horizon.StepSucceeded, "", &res, nil
 }
 
 // runStage dispatches on the step's kind.

@@ -100,18 +100,36 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	defer stop()
 
 	logs := h.Logs.Open(w.run.ID, w.stack.ID, w.step, w.masker)
-	defer func() {
-		if err := logs.Close(context.WithoutCancel(ctx)); err != nil {
-			log.WarnContext(ctx, "close step log", "error", err)
-		}
-	}()
 	out := &stepLog{w: logs}
+	end, err := h.attempt(ctx, work, w, out, lease)
+	// The log is closed — every line in Redis and Postgres — before the step is finished:
+	// finishing advances the run, which may end it and write its end of log, and a follower
+	// reading to that end must have found every line before it.
+	if cerr := logs.Close(context.WithoutCancel(ctx)); cerr != nil {
+		log.WarnContext(ctx, "close step log", "error", cerr)
+	}
+	if err != nil {
+		return err
+	}
+	return h.finish(ctx, w, end.state, end.line, end.result)
+}
+
+// ending is how an attempt ends: the step's state, its error line, what a success produced.
+type ending struct {
+	state  horizon.StepState
+	line   string
+	result *outcome
+}
+
+// attempt runs the step's work and says how it ends; an error means the attempt does not end
+// the step (it is handed back to Asynq).
+func (h *Handler) attempt(ctx, work context.Context, w *stepWork, out *stepLog, lease *gate.Lease) (ending, error) {
 	out.horizon("%s of %s[%d] started (attempt %d)", w.step.Kind, w.step.Job, deref(w.step.ExecutionIndex), w.step.Attempt)
 	if wait := time.Since(deref(w.step.ReadyAt)); lease != nil && wait > time.Second {
 		out.horizon("waited %s for node %s to be free", wait.Round(time.Second), *w.step.Node)
 	}
-
 	var result outcome
+	var err error
 	switch w.step.Kind {
 	case horizon.StepApply:
 		result, err = h.apply(work, w, out, lease)
@@ -124,20 +142,20 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		switch cause := context.Cause(work); {
 		case errors.Is(cause, ErrCanceled):
 			out.horizon("canceled: Terraform was interrupted; nothing is rolled back")
-			return h.finish(ctx, w, horizon.StepCanceled, "canceled", nil)
+			return ending{state: horizon.StepCanceled, line: "canceled"}, nil
 		case errors.Is(err, gate.ErrLost):
 			out.horizon("lost the node's build gate: stopped, and will be retried")
-			return fmt.Errorf("step %s: %w", w.step.ID, err)
+			return ending{}, fmt.Errorf("step %s: %w", w.step.ID, err)
 		case ctx.Err() != nil:
 			// The worker is shutting down: Asynq gives the task back, and the attempt resumes.
-			return ctx.Err()
+			return ending{}, ctx.Err()
 		}
 		line := w.masker.Mask(FirstLine(err.Error()))
 		out.horizon("failed: %s", line)
-		return h.finish(ctx, w, horizon.StepFailed, line, nil)
+		return ending{state: horizon.StepFailed, line: line}, nil
 	}
 	out.horizon("%s of %s[%d] succeeded", w.step.Kind, w.step.Job, deref(w.step.ExecutionIndex))
-	return h.finish(ctx, w, horizon.StepSucceeded, "", &result)
+	return ending{state: horizon.StepSucceeded, result: &result}, nil
 }
 
 // finish records the attempt's end (and, for a success, what it produced) in one transaction,

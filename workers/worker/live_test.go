@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -244,4 +246,112 @@ func ids(evs []apitest.Event) []string {
 		out[i] = ev.ID
 	}
 	return out
+}
+
+// followLog reads a run's log stream to its end as EventSource would: on "lagging" it
+// reconnects from the id it names. It returns the lines' texts in order and how many times it
+// had to resume.
+func (e *engine) followLog(stack, run, lastEventID string) (texts []string, resumes int) {
+	t := e.t
+	t.Helper()
+	path := "/v1/stacks/" + stack + "/logs/stream?run=" + run
+	for {
+		headers := map[string]string{}
+		if lastEventID != "" {
+			headers["Last-Event-ID"] = lastEventID
+		}
+		events := e.api.Stream(path, apitest.Req{Token: e.member, Headers: headers}).Rest()
+		if len(events) == 0 {
+			t.Fatalf("the log stream of run %s ended without an event", run)
+		}
+		for _, ev := range events {
+			switch ev.Name {
+			case "line":
+				var l logstream.Line
+				if err := json.Unmarshal([]byte(ev.Data), &l); err != nil {
+					t.Fatal(err)
+				}
+				texts = append(texts, l.Text)
+			case "end":
+				return texts, resumes
+			case "lagging":
+				resumes++
+				lastEventID = ev.ID
+			}
+		}
+		if last := events[len(events)-1]; last.Name != "lagging" {
+			t.Fatalf("the log stream ended with %+v, neither end nor lagging", last)
+		}
+	}
+}
+
+// TestChattyScriptIsFollowedToItsLastLine: a script prints 30 000 lines. A follower that reads
+// the run's log to its end — live from the start, or resumed from the middle — gets exactly the
+// lines of the download. The run's end used to be written while the step's log was still
+// flushing, and followers stopped thousands of lines short.
+func TestChattyScriptIsFollowedToItsLastLine(t *testing.T) {
+	t.Parallel()
+	script := "jobs/app/scripts/configure.sh"
+	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatty := strings.Replace(string(original), "set -euo pipefail\n", "set -euo pipefail\nseq -f 'chatty line %g' 30000\n", 1)
+	e := newEngine(t, engineOpts{override: map[string]string{script: chatty}})
+	stack := e.draft("chatty", 1)
+	live := e.api.Stream("/v1/stacks/"+stack+"/logs/stream?follow=true", apitest.Req{Token: e.member})
+	testkit.Eventually(t, 10*time.Second, "the follower waits for the first run", func() bool { return e.api.Deps.EventHub.Stats().Members == 1 })
+	r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member})
+	if r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	run := r.Map()["id"].(string)
+	if ev := live.Next(); ev.Name != "run" {
+		t.Fatalf("first event %+v, want the run", ev)
+	}
+	var followed []string
+	lagged := false
+	for ev := live.Next(); ev.Name != "end"; ev = live.Next() {
+		if ev.Name == "lagging" {
+			lagged = true // resumed below, as EventSource would
+			rest, _ := e.followLog(stack, run, ev.ID)
+			followed = append(followed, rest...)
+			break
+		}
+		var l logstream.Line
+		if err := json.Unmarshal([]byte(ev.Data), &l); err != nil {
+			t.Fatalf("event %+v: %v", ev, err)
+		}
+		followed = append(followed, l.Text)
+	}
+	e.waitState(stack, "deployed", 3*time.Minute)
+
+	var stored []string
+	download := e.api.Do("GET", "/v1/stacks/"+stack+"/logs?run="+run, apitest.Req{Token: e.member, Headers: map[string]string{"Accept": "application/x-ndjson"}})
+	for l := range strings.Lines(string(download.Body)) {
+		var line logstream.Line
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("ndjson %q: %v", l, err)
+		}
+		stored = append(stored, line.Text)
+	}
+	if n := strings.Count(strings.Join(stored, "\n"), "chatty line "); n != 30000 {
+		t.Fatalf("the download has %d chatty lines, want 30000", n)
+	}
+	if d := cmp.Diff(stored, followed); d != "" {
+		t.Fatalf("the live follower (lagged: %v) got %d lines, the download has %d (-download +followed):\n%.2000s", lagged, len(followed), len(stored), d)
+	}
+	// Resumed from the middle of the log, a follower gets exactly the rest.
+	var middleID string
+	for i, ev := range e.api.Stream("/v1/stacks/"+stack+"/logs/stream?run="+run, apitest.Req{Token: e.member}).Rest() {
+		if i == len(stored)/2 {
+			middleID = ev.ID
+			break
+		}
+	}
+	rest, resumes := e.followLog(stack, run, middleID)
+	if d := cmp.Diff(stored[len(stored)/2+1:], rest); d != "" {
+		t.Fatalf("resumed after line %d (%d more resumes on lagging) (-download +followed):\n%.2000s", len(stored)/2, resumes, d)
+	}
+	t.Logf("%d lines; the live follower lagged: %v; the resumed one resumed %d more times", len(stored), lagged, resumes)
 }
