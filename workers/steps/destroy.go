@@ -2,8 +2,12 @@ package steps
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/url"
 	"time"
 
+	"horizon/shared/proxmox"
 	"horizon/shared/store"
 )
 
@@ -17,6 +21,10 @@ func (h *Handler) destroy(ctx context.Context, w *stepWork, out *stepLog) (outco
 	case w.exec.CleanedUpAt != nil:
 		out.horizon("cleanup scripts already succeeded at %s; not running them again", w.exec.CleanedUpAt.UTC().Format(time.RFC3339))
 	default:
+		if why := h.notRunning(ctx, w); why != "" {
+			out.horizon("cleanup scripts skipped: %s", why)
+			break
+		}
 		if _, err := h.runScripts(ctx, w, out, w.exec.Outputs, w.job.Cleanup, "cleanup"); err != nil {
 			return outcome{}, err
 		}
@@ -45,4 +53,34 @@ func (h *Handler) destroy(ctx context.Context, w *stepWork, out *stepLog) (outco
 		}
 	}
 	return outcome{destroyed: true}, nil
+}
+
+// notRunning asks Proxmox, before the cleanup scripts wait for the machine's SSH, whether its
+// VM still exists and runs, and says why not when it does not: a VM deleted outside Horizon
+// would otherwise be waited for (ScriptSSHTimeout) at every try of the removal. A stopped VM is
+// not started just to be cleaned up and destroyed. When Proxmox does not answer, the scripts
+// are tried as before ("").
+func (h *Handler) notRunning(ctx context.Context, w *stepWork) string {
+	if !w.machine() || w.exec.VMID == nil || w.server == nil {
+		return ""
+	}
+	node := w.exec.Config.Node
+	if w.exec.Node != nil {
+		node = *w.exec.Node
+	}
+	client, err := proxmox.ForServer(h.Box, *w.server, 30*time.Second)
+	if err != nil {
+		return ""
+	}
+	var status struct {
+		Status string `json:"status"`
+	}
+	err = client.Get(ctx, fmt.Sprintf("/nodes/%s/qemu/%d/status/current", url.PathEscape(node), *w.exec.VMID), &status)
+	switch {
+	case errors.Is(err, proxmox.ErrNotFound):
+		return fmt.Sprintf("VM %d no longer exists on node %s (deleted outside Horizon)", *w.exec.VMID, node)
+	case err == nil && status.Status != "running":
+		return fmt.Sprintf("VM %d on node %s is %s, and is not started only to be destroyed", *w.exec.VMID, node, status.Status)
+	}
+	return ""
 }

@@ -353,3 +353,61 @@ func TestRunLocationAnswersItsTeamOnly(t *testing.T) {
 		t.Fatalf("a run under another stack: %d", got.Status)
 	}
 }
+
+// pve runs a PVE API call that starts a task, and waits for the task.
+func (e *engine) pve(method, path string) {
+	e.t.Helper()
+	var upid string
+	var err error
+	switch method {
+	case "POST":
+		err = e.proxmox().Post(e.t.Context(), path, nil, &upid)
+	case "DELETE":
+		err = e.proxmox().Delete(e.t.Context(), path, &upid)
+	}
+	if err == nil && upid != "" {
+		err = e.proxmox().WaitTask(e.t.Context(), upid, 20*time.Millisecond)
+	}
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+}
+
+// TestRemovalOfAVanishedOrStoppedMachineSkipsItsCleanup: a removal asks Proxmox before it
+// waits for a machine's SSH to run its cleanup scripts. A VM deleted outside Horizon, or
+// stopped, has its cleanup skipped with a line saying why, and the removal finishes at its
+// first try; it used to wait for SSH until the timeout, fail, and fail again on every retry.
+func TestRemovalOfAVanishedOrStoppedMachineSkipsItsCleanup(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{})
+	for _, tc := range []struct{ name, do, want string }{
+		{"vanished", "delete", "no longer exists on node"},
+		{"stopped", "stop", "is stopped, and is not started only to be destroyed"},
+	} {
+		stack := e.deployed(tc.name, 1)
+		var vmid int
+		var node string
+		if err := e.api.DB.QueryRow(t.Context(), `SELECT vmid, node FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&vmid, &node); err != nil {
+			t.Fatal(err)
+		}
+		e.pve("POST", fmt.Sprintf("/nodes/%s/qemu/%d/status/stop", node, vmid))
+		if tc.do == "delete" {
+			e.pve("DELETE", fmt.Sprintf("/nodes/%s/qemu/%d", node, vmid))
+		}
+		r := e.api.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.member})
+		if r.Status != 202 {
+			t.Fatalf("%s: remove: %d %s", tc.name, r.Status, r.Body)
+		}
+		// The removal's log, followed live: a removed stack's stored log is deleted with it.
+		lines, _ := e.followLog(stack, r.Map()["id"].(string), "")
+		e.waitState(stack, "removed", time.Minute)
+		var attempts int
+		if err := e.api.DB.QueryRow(t.Context(), `SELECT max(attempt) FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.stack_id = $1 AND r.kind = 'remove'`,
+			stack).Scan(&attempts); err != nil || attempts != 1 {
+			t.Fatalf("%s: the removal took %d attempts (%v), want 1", tc.name, attempts, err)
+		}
+		if log := strings.Join(lines, "\n"); !strings.Contains(log, fmt.Sprintf("cleanup scripts skipped: VM %d", vmid)) || !strings.Contains(log, tc.want) {
+			t.Fatalf("%s: the log does not say why the cleanup was skipped:\n%s", tc.name, log)
+		}
+	}
+}
