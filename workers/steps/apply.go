@@ -117,6 +117,9 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 		if err != nil {
 			return outcome{}, err
 		}
+		if err := checkOutputs(w.job, scripted); err != nil {
+			return outcome{}, err
+		}
 		for k, v := range scripted.outputs {
 			outputs[k] = v
 		}

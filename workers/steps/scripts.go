@@ -211,12 +211,25 @@ func readOutputs(ctx context.Context, c *sshx.Client, dir string, res *scripted)
 	return err
 }
 
+// Limits on what scripts emit: outputs are stored on the execution and served by the API, so
+// a runaway script must not fill them (the template author's guide states them).
+const (
+	maxOutputValue = 64 << 10  // bytes of one value
+	maxOutputFile  = 256 << 10 // bytes of one output file, so of all of an execution's outputs of a kind
+	maxOutputs     = 100       // outputs of one kind
+)
+
 // readOutputFile reads one of the scripts' output files ($HORIZON_OUTPUT, $HORIZON_SECRET_OUTPUT)
-// as key=value lines; a file not written yet is empty.
+// as key=value lines; a file not written yet is empty. It reads at most maxOutputFile bytes
+// and fails beyond.
 func readOutputFile(ctx context.Context, c *sshx.Client, dir, name string) (map[string]string, error) {
 	var buf bytes.Buffer
-	if err := c.Run(ctx, fmt.Sprintf(`cat "$HOME/%s/%s" 2>/dev/null || true`, dir, name), sshx.RunOpts{Stdout: &buf}); err != nil {
+	cmd := fmt.Sprintf(`head -c %d "$HOME/%s/%s" 2>/dev/null || true`, maxOutputFile+1, dir, name)
+	if err := c.Run(ctx, cmd, sshx.RunOpts{Stdout: &buf}); err != nil {
 		return nil, fmt.Errorf("read script outputs: %w", err)
+	}
+	if buf.Len() > maxOutputFile {
+		return nil, fmt.Errorf("the scripts wrote more than %d KiB of outputs to %s, the limit", maxOutputFile>>10, outputVar(name))
 	}
 	out := map[string]string{}
 	for _, line := range strings.Split(buf.String(), "\n") {
@@ -226,6 +239,64 @@ func readOutputFile(ctx context.Context, c *sshx.Client, dir, name string) (map[
 		}
 	}
 	return out, nil
+}
+
+func outputVar(file string) string {
+	if file == "secret-outputs" {
+		return "$HORIZON_SECRET_OUTPUT"
+	}
+	return "$HORIZON_OUTPUT"
+}
+
+// checkOutputs holds what the scripts emitted to the job's declaration and the limits: every
+// output declared, a secret one written to $HORIZON_SECRET_OUTPUT (and only a secret one), no
+// value over maxOutputValue, no more than maxOutputs of a kind.
+func checkOutputs(job *template.Job, res scripted) error {
+	declared := map[string]template.ScriptOutput{}
+	for _, o := range job.Outputs {
+		declared[o.Name] = o
+	}
+	var undeclared []string
+	check := func(name string, value string, secret bool) error {
+		o, ok := declared[name]
+		switch {
+		case !ok:
+			undeclared = append(undeclared, truncate(name, 64))
+		case o.Secret && !secret:
+			return fmt.Errorf("the scripts wrote the secret output %s to $HORIZON_OUTPUT; write it to $HORIZON_SECRET_OUTPUT", name)
+		case !o.Secret && secret:
+			return fmt.Errorf("the scripts wrote output %s to $HORIZON_SECRET_OUTPUT, but the template does not declare it secret", name)
+		case len(value) > maxOutputValue:
+			return fmt.Errorf("output %s is %d KiB, over the limit of %d KiB per value", name, len(value)>>10, maxOutputValue>>10)
+		}
+		return nil
+	}
+	if len(res.outputs) > maxOutputs || len(res.secrets) > maxOutputs {
+		return fmt.Errorf("the scripts emitted %d outputs and %d secret outputs, over the limit of %d of each", len(res.outputs), len(res.secrets), maxOutputs)
+	}
+	for _, k := range sortedKeys(res.secrets) {
+		if err := check(k, res.secrets[k], true); err != nil {
+			return err
+		}
+	}
+	for k, v := range res.outputs {
+		if err := check(k, stringValue(v), false); err != nil {
+			return err
+		}
+	}
+	if len(undeclared) > 0 {
+		sort.Strings(undeclared)
+		return fmt.Errorf("the scripts emitted outputs the template does not declare: %s (declare them under the job's outputs)",
+			strings.Join(undeclared[:min(len(undeclared), 5)], ", "))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

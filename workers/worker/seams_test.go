@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -409,5 +411,48 @@ func TestRemovalOfAVanishedOrStoppedMachineSkipsItsCleanup(t *testing.T) {
 		if log := strings.Join(lines, "\n"); !strings.Contains(log, fmt.Sprintf("cleanup scripts skipped: VM %d", vmid)) || !strings.Contains(log, tc.want) {
 			t.Fatalf("%s: the log does not say why the cleanup was skipped:\n%s", tc.name, log)
 		}
+	}
+}
+
+// TestScriptOutputsAreDeclaredAndBounded: a script that emits an output the template does
+// not declare, or a 5 MB value, fails its step with a message naming the output and the
+// limit, and nothing of it is stored; before, 5.3 MB sat in executions.outputs and GET
+// …/outputs answered 5.2 MB.
+func TestScriptOutputsAreDeclaredAndBounded(t *testing.T) {
+	t.Parallel()
+	script := "jobs/app/scripts/configure.sh"
+	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runaway := strings.Replace(string(original), "set -euo pipefail\n", `set -euo pipefail
+case "$HORIZON_EXECUTION" in
+0) echo "surprise=1" >>"$HORIZON_OUTPUT" ;;
+1) printf 'app_url=%s\n' "$(head -c 5000000 /dev/zero | tr '\0' a)" >>"$HORIZON_OUTPUT" ;;
+2) echo "api_key=in-clear" >>"$HORIZON_OUTPUT" ;;
+esac
+`, 1)
+	e := newEngine(t, engineOpts{override: map[string]string{script: runaway}})
+	stack := e.draft("runaway", 3)
+	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "failed", 3*time.Minute)
+	cards := e.pipeline(stack)
+	for card, want := range map[string]string{
+		"app[0]": "the scripts emitted outputs the template does not declare: surprise",
+		"app[1]": "the scripts wrote more than 256 KiB of outputs to $HORIZON_OUTPUT, the limit",
+		"app[2]": "the scripts wrote the secret output api_key to $HORIZON_OUTPUT",
+	} {
+		if msg, _ := cards[card]["error"].(string); !strings.HasPrefix(msg, want) {
+			t.Errorf("card %s: %q, want %q…", card, msg, want)
+		}
+	}
+	var stored int
+	if err := e.api.DB.QueryRow(t.Context(), `SELECT coalesce(sum(length(outputs::text)), 0) FROM executions WHERE stack_id = $1`, stack).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored > 10<<10 {
+		t.Fatalf("%d bytes of outputs stored", stored)
 	}
 }
