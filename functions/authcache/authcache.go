@@ -6,6 +6,12 @@
 // once and publishes the eviction on Redis so every other API replica evicts too. If that
 // message is lost (Redis down at that instant), the TTL bounds how long another replica may
 // still accept the token: that window is the price of the cache, and TTL 0 disables it.
+//
+// Event and log streams outlive any entry: they run under Bound, whose context the same
+// evictions end, on every replica, as soon as they arrive — and which ends with every other
+// stream when the eviction channel comes back after an outage, since evictions may have been
+// lost meanwhile. A revoked token's streams end within the eviction's delivery time (well under
+// a second); its clients reconnect and are refused.
 package authcache
 
 import (
@@ -40,7 +46,21 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[string]entry
+	// bound are the open streams' contexts, ended by a Forget of their token or user.
+	bound map[*binding]struct{}
+	// lost is set while evictions may be missed (the subscription is down).
+	lost bool
 }
+
+// binding is one stream's tie to its principal.
+type binding struct {
+	token, user uuid.UUID
+	end         context.CancelCauseFunc
+}
+
+// ErrRevoked ends the context of a stream whose token was revoked, or whose user's role or
+// teams changed; the client reconnects and is authenticated again.
+var ErrRevoked = errors.New("the token was revoked or its rights changed")
 
 type entry struct {
 	p       auth.Principal
@@ -49,7 +69,8 @@ type entry struct {
 
 // New returns a cache whose evictions travel on namespace's Redis channel.
 func New(rdb redis.UniversalClient, namespace string, ttl time.Duration) *Cache {
-	return &Cache{ttl: ttl, rdb: rdb, channel: namespace + ":auth:evict", now: time.Now, entries: map[string]entry{}}
+	return &Cache{ttl: ttl, rdb: rdb, channel: namespace + ":auth:evict", now: time.Now, entries: map[string]entry{},
+		bound: map[*binding]struct{}{}}
 }
 
 // Get returns the principal cached for a token hash.
@@ -105,13 +126,52 @@ func (c *Cache) evict(msg string) {
 	if !ok {
 		return
 	}
+	matches := func(token, user uuid.UUID) bool {
+		return (kind == "token" && token.String() == id) || (kind == "user" && user.String() == id)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, e := range c.entries {
-		if (kind == "token" && e.p.TokenID.String() == id) || (kind == "user" && e.p.UserID.String() == id) {
+		if matches(e.p.TokenID, e.p.UserID) {
 			delete(c.entries, k)
 		}
 	}
+	for b := range c.bound {
+		if matches(b.token, b.user) {
+			b.end(ErrRevoked)
+			delete(c.bound, b)
+		}
+	}
+}
+
+// Bound returns a context that also ends (cause ErrRevoked) when the principal's token is
+// revoked or its user's role or teams change, on any replica — as soon as the eviction
+// arrives — and when evictions may have been lost (the eviction channel was down: every bound
+// context ends once it is back). Long-lived responses (event and log streams) run under it, so
+// that a revoked token stops receiving at once, not at the client's next request. Call stop
+// when the response ends.
+func (c *Cache) Bound(ctx context.Context, p auth.Principal) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	b := &binding{token: p.TokenID, user: p.UserID, end: cancel}
+	c.mu.Lock()
+	c.bound[b] = struct{}{}
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		delete(c.bound, b)
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// endBound ends every bound context: evictions may have been lost.
+func (c *Cache) endBound() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for b := range c.bound {
+		b.end(ErrRevoked)
+	}
+	c.bound = map[*binding]struct{}{}
 }
 
 // Run applies evictions published by other replicas until ctx ends. Only while it is
@@ -119,7 +179,7 @@ func (c *Cache) evict(msg string) {
 // the subscription is confirmed again, so an eviction lost in an outage cannot outlive it. Run it
 // once per process.
 func (c *Cache) Run(ctx context.Context, log *slog.Logger) {
-	if c == nil || c.ttl <= 0 {
+	if c == nil {
 		return
 	}
 	sub := c.rdb.Subscribe(ctx, c.channel)
@@ -128,8 +188,16 @@ func (c *Cache) Run(ctx context.Context, log *slog.Logger) {
 		msg, err := sub.ReceiveTimeout(ctx, 30*time.Second)
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			// (Re)subscribed: entries cached before may have missed evictions.
+			// (Re)subscribed: entries cached before, and streams bound before, may have missed
+			// evictions.
 			c.flush()
+			c.mu.Lock()
+			lost := c.lost
+			c.lost = false
+			c.mu.Unlock()
+			if lost {
+				c.endBound()
+			}
 			c.live.Store(true)
 			continue
 		case *redis.Message:
@@ -147,6 +215,9 @@ func (c *Cache) Run(ctx context.Context, log *slog.Logger) {
 		if c.live.Swap(false) {
 			log.Warn("auth cache lost its eviction subscription; bypassing it until resubscribed", "error", err)
 		}
+		c.mu.Lock()
+		c.lost = true
+		c.mu.Unlock()
 		c.flush()
 		select {
 		case <-ctx.Done():

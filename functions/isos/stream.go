@@ -55,7 +55,10 @@ func GetLogStream(d api.Deps) fiber.Handler {
 			run = last.ID
 		}
 		hub := d.LogHub
+		who := api.Principal(c)
 		return d.Streams.SSE(c, "iso_logs", func(ctx context.Context, w *stream.Writer) error {
+			ctx, stop := d.Auth.Bound(ctx, who) // ends when the token is revoked
+			defer stop()
 			err := follow(ctx, w, hub, run, after, filter)
 			if errors.Is(err, rstream.ErrClosed) {
 				return nil // the hub closed: the server is shutting down

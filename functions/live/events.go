@@ -39,6 +39,8 @@ func Events(d api.Deps) fiber.Handler {
 		keep := visible(who, stack)
 		hub := d.EventHub
 		return d.Streams.SSE(c, "events", func(ctx context.Context, w *stream.Writer) error {
+			ctx, stop := d.Auth.Bound(ctx, who) // ends when the token is revoked
+			defer stop()
 			sub := hub.Subscribe(ctx, after, keep)
 			defer sub.Close()
 			for m := range sub.C {

@@ -11,6 +11,7 @@ import (
 	"horizon/functions/apitest"
 	"horizon/shared/auth"
 	"horizon/shared/store"
+	"horizon/shared/testkit"
 )
 
 func (w *world) mint(token string, body map[string]any) *apitest.Response {
@@ -110,5 +111,43 @@ func TestStreamTokensOpenOneStreamOfTheirUser(t *testing.T) {
 	}
 	if r := w.s.Stream("/v1/events?stream_token="+ev, apitest.Req{Token: apitest.NoToken}); r.Status != 401 {
 		t.Fatalf("the token of a revoked API token: %d %s, want 401", r.Status, r.Body)
+	}
+}
+
+// TestRevokedTokenEndsItsStreams: revoking a token ends, on every replica, the event and log
+// streams opened with it and with the stream tokens minted from it; they used to go on
+// delivering for as long as they stayed open. Another user's stream is untouched.
+func TestRevokedTokenEndsItsStreams(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	other := w.s.Replica(nil)
+	browser := w.tokenOf(w.mint(w.viewerA, map[string]any{"purpose": "events"}))
+	var tokenID string
+	for _, tok := range w.s.Do("GET", "/v1/tokens", apitest.Req{Token: w.viewerA}).Map()["items"].([]any) {
+		tokenID = tok.(map[string]any)["id"].(string)
+	}
+	streams := map[string]*apitest.Stream{
+		"events, bearer, this replica":        w.s.Stream("/v1/events", apitest.Req{Token: w.viewerA}),
+		"events, stream token, other replica": other.Stream("/v1/events?stream_token="+browser, apitest.Req{Token: apitest.NoToken}),
+		"logs, bearer, other replica":         other.Stream("/v1/stacks/"+w.stackA.String()+"/logs/stream?follow=true", apitest.Req{Token: w.viewerA}),
+	}
+	bystander := w.s.Stream("/v1/events", apitest.Req{Token: w.memberB})
+	testkit.Eventually(t, 10*time.Second, "the streams follow", func() bool {
+		return w.s.Deps.EventHub.Stats().Members == 2 && other.Deps.EventHub.Stats().Members == 2
+	})
+
+	if r := w.s.Do("DELETE", "/v1/tokens/"+tokenID, apitest.Req{}); r.Status != 204 {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	for name, st := range streams {
+		st.Rest() // fails the test if the stream goes on
+		t.Logf("%s: ended", name)
+	}
+	if r := w.s.Do("GET", "/v1/me", apitest.Req{Token: w.viewerA}); r.Status != 401 {
+		t.Fatalf("the revoked token still authenticates: %d", r.Status)
+	}
+	id := w.publish(w.stackEvent(w.stackB, w.teamB, "deployed"))
+	if ev := bystander.Next(); ev.ID != id {
+		t.Fatalf("the other user's stream got %+v, want the event %s", ev, id)
 	}
 }

@@ -99,7 +99,10 @@ func Stream(d api.Deps) fiber.Handler {
 		}
 
 		fw := &follower{d: d, stack: id, filter: f, follow: follow}
+		who := api.Principal(c)
 		return d.Streams.SSE(c, "logs", func(ctx context.Context, w *stream.Writer) error {
+			ctx, stop := d.Auth.Bound(ctx, who) // ends when the token is revoked
+			defer stop()
 			err := fw.run(ctx, w, from)
 			if errors.Is(err, rstream.ErrClosed) {
 				return nil // a hub closed: the server is shutting down

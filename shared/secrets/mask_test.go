@@ -170,19 +170,6 @@ func TestMaskerConcurrentAddAndMask(t *testing.T) {
 	}
 }
 
-// recorder records each Write call as one string.
-type recorder struct {
-	mu     sync.Mutex
-	writes []string
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.writes = append(r.writes, string(p))
-	return len(p), nil
-}
-
 func TestSafeCutNeverSplitsASecret(t *testing.T) {
 	m := newMasker("s3cret-value")
 	s := "aaaa" + "s3cret-value" + "bbbb" // the secret is s[4:16]
