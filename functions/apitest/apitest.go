@@ -166,7 +166,7 @@ func start(t testing.TB, deps api.Deps, opts *Options) *Server {
 	deps.LogHub = logstream.NewHub(deps.Logs, readers, hcfg)
 	deps.EventHub = events.NewHub(readers, events.Config{Prefix: deps.Namespace}, hcfg)
 	deps.Streams = stream.NewServer(opts.Streams, deps.Log, reg)
-	inspector := asynq.NewInspector(asynq.RedisClientOpt{Addr: readers.Options().Addr, DB: readers.Options().DB})
+	inspector := asynq.NewInspector(asynq.RedisClientOpt{Addr: readers.Options().Addr, DB: readers.Options().DB, Username: readers.Options().Username, Password: readers.Options().Password, TLSConfig: readers.Options().TLSConfig})
 	t.Cleanup(func() { _ = inspector.Close() }) // nothing to flush
 	reg.MustRegister(metrics.NewCollector(deps.Redis, deps.Namespace, inspector, []string{deps.Queues.Control, deps.Queues.Build}, deps.DB, deps.Log))
 	a := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: opts.RateLimit, RateWindow: opts.RateWindow,

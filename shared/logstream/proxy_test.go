@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/testkit"
 )
 
 // proxy is a TCP proxy to Redis that a test can cut, to make Redis unreachable for one client
@@ -90,7 +92,13 @@ func pipe(dst, src net.Conn) {
 // redisVia returns a client that reaches Redis through p and does not retry.
 func redisVia(t testing.TB, p *proxy) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, DialTimeout: time.Second})
+	// The test Redis's own settings (database, credentials), only reached through the proxy.
+	opts, err := redis.ParseURL(testkit.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Addr, opts.MaxRetries, opts.DialTimeout = p.Addr(), -1, time.Second
+	c := redis.NewClient(opts)
 	t.Cleanup(func() { _ = c.Close() }) // nothing to flush
 	return c
 }

@@ -50,7 +50,7 @@ func TestCollectorReportsWhatEveryProcessContributed(t *testing.T) {
 		t.Fatal(err)
 	}
 	queues := queue.Names(ns)
-	opt := asynq.RedisClientOpt{Addr: rdb.Options().Addr, DB: rdb.Options().DB}
+	opt := asynq.RedisClientOpt{Addr: rdb.Options().Addr, DB: rdb.Options().DB, Username: rdb.Options().Username, Password: rdb.Options().Password}
 	client := asynq.NewClient(opt)
 	defer client.Close()
 	for range 3 {
