@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"horizon/functions/activity"
 	"horizon/functions/api"
 	"horizon/functions/environments"
 	"horizon/functions/gitcredentials"
@@ -63,6 +64,7 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/tokens", tokens.Create(d)},
 		{fiber.MethodGet, "/tokens", tokens.List(d)},
 		{fiber.MethodGet, "/tokens/:id", tokens.Get(d)},
+		{fiber.MethodGet, "/activity", activity.List(d)},
 		{fiber.MethodDelete, "/tokens/:id", tokens.Revoke(d)},
 
 		{fiber.MethodPost, "/environments", environments.Create(d)},
