@@ -22,6 +22,7 @@ import (
 	"horizon/functions/api"
 	"horizon/functions/app"
 	"horizon/functions/authcache"
+	"horizon/functions/setup"
 	"horizon/functions/stream"
 	"horizon/shared/auth"
 	"horizon/shared/config"
@@ -71,6 +72,11 @@ func run(cfg config.Config, log *slog.Logger) error {
 		if restored {
 			log.Warn("bootstrap admin token was revoked and has been restored, because HORIZON_BOOTSTRAP_ADMIN_TOKEN names it")
 		}
+	}
+
+	// With no admin yet (and no bootstrap token), the way in is a one-time token in the log.
+	if err := setup.Issue(ctx, pool, log); err != nil {
+		return fmt.Errorf("issue a setup token: %w", err)
 	}
 
 	ropts, err := redis.ParseURL(cfg.RedisURL)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -48,11 +49,29 @@ func apiBinary(t *testing.T) string {
 	return apiBin
 }
 
-// apiProcess is a running API; out holds what it printed (read it only once it has exited).
+// apiProcess is a running API; out holds what it printed.
 type apiProcess struct {
 	cmd  *exec.Cmd
 	addr string
-	out  *bytes.Buffer
+	out  *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer the process writes to while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startAPI starts the API on a free port of its own with env (database, namespace, …) added to
@@ -63,7 +82,7 @@ func startAPI(t *testing.T, env ...string) *apiProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &apiProcess{addr: ln.Addr().String(), out: &bytes.Buffer{}}
+	p := &apiProcess{addr: ln.Addr().String(), out: &lockedBuffer{}}
 	_ = ln.Close()
 	p.cmd = exec.Command(apiBinary(t))
 	p.cmd.Env = append(os.Environ(), "HORIZON_REDIS_URL="+testkit.RedisURL(), "HORIZON_LISTEN="+p.addr, "HORIZON_LOG_FORMAT=text",
@@ -224,3 +243,58 @@ func TestPostgresDownAnswers503(t *testing.T) {
 }
 
 func itoa(n uint16) string { return strconv.Itoa(int(n)) }
+
+// TestFirstAdminThroughTheSetupToken starts the API on an empty database with no bootstrap
+// token, as the documented compose and Kubernetes deployments do: it logs a one-time setup
+// token, which makes the first admin once; then setup is closed, and a restart logs no token.
+func TestFirstAdminThroughTheSetupToken(t *testing.T) {
+	t.Parallel()
+	db := testkit.DB(t)
+	_, ns := testkit.Redis(t)
+	env := []string{"HORIZON_DATABASE_URL=" + db.Config().ConnString(), "HORIZON_NAMESPACE=" + ns}
+	api := startAPI(t, env...)
+	api.ready(t)
+	var setupToken string
+	testkit.Eventually(t, 10*time.Second, "no setup token in the log", func() bool {
+		_, after, ok := strings.Cut(api.out.String(), "setup_token=")
+		setupToken, _, _ = strings.Cut(after, "\n")
+		return ok
+	})
+	post := func(body string) (*http.Response, map[string]any) {
+		r, err := http.Post("http://"+api.addr+"/v1/setup", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		return r, m
+	}
+	if r, m := post(`{"setup_token": "hzs_wrong", "name": "Ada", "email": "ada@example.org"}`); r.StatusCode != 401 {
+		t.Fatalf("a wrong setup token: %d %v", r.StatusCode, m)
+	}
+	r, m := post(`{"setup_token": "` + setupToken + `", "name": "Ada", "email": "ada@example.org"}`)
+	if r.StatusCode != 201 || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("setup: %d %v", r.StatusCode, m)
+	}
+	req, _ := http.NewRequest("GET", "http://"+api.addr+"/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+m["token"].(string))
+	me, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var who map[string]any
+	_ = json.NewDecoder(me.Body).Decode(&who)
+	_ = me.Body.Close()
+	if me.StatusCode != 200 || who["role"] != "admin" {
+		t.Fatalf("the first admin's token: %d %v", me.StatusCode, who)
+	}
+	if r, m := post(`{"setup_token": "` + setupToken + `", "name": "Eve", "email": "eve@example.org"}`); r.StatusCode != 409 {
+		t.Fatalf("setup again: %d %v, want 409", r.StatusCode, m)
+	}
+	again := startAPI(t, env...)
+	again.ready(t)
+	if strings.Contains(again.out.String(), "setup_token=") {
+		t.Fatalf("a restart with an admin logged a setup token:\n%s", again.out)
+	}
+}

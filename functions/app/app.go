@@ -14,6 +14,7 @@ import (
 	"horizon/functions/api"
 	"horizon/functions/health"
 	"horizon/functions/middleware"
+	"horizon/functions/setup"
 	"horizon/shared/problem"
 )
 
@@ -74,6 +75,8 @@ func New(d api.Deps, o Options) *fiber.App {
 	for _, r := range streamRoutes(d) {
 		app.Add(r.method, "/v1"+r.path, deadline, middleware.StreamAuth(d, r.purpose), limit, r.handler)
 	}
+	// Setup has no bearer token to check: its setup token is the proof (package setup).
+	app.Post("/v1/setup", deadline, setup.Claim(d))
 	v1 := app.Group("/v1", deadline, middleware.Auth(d), limit, middleware.Idempotency(d))
 	for _, r := range routes(d) {
 		v1.Add(r.method, r.path, r.handler)

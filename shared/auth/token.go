@@ -9,20 +9,29 @@ import (
 	"horizon/shared/secrets"
 )
 
-// TokenPrefix starts every Horizon API token, so that secret scanners and humans recognise one.
-const TokenPrefix = "hzn_"
+// TokenPrefix starts every Horizon API token, so that secret scanners and humans recognise one;
+// SetupTokenPrefix starts the one-time token that makes the first admin.
+const (
+	TokenPrefix      = "hzn_"
+	SetupTokenPrefix = "hzs_"
+)
 
 const tokenRandomBytes = 32
 
 var tokenEncoding = base64.RawURLEncoding
 
 // NewToken mints a token. The caller stores only HashToken of it and shows it once.
-func NewToken() secrets.Value {
+func NewToken() secrets.Value { return newToken(TokenPrefix) }
+
+// NewSetupToken mints a one-time setup token (see store.SetupTokenIssue).
+func NewSetupToken() secrets.Value { return newToken(SetupTokenPrefix) }
+
+func newToken(prefix string) secrets.Value {
 	b := make([]byte, tokenRandomBytes)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
-	return secrets.Value(TokenPrefix + tokenEncoding.EncodeToString(b))
+	return secrets.Value(prefix + tokenEncoding.EncodeToString(b))
 }
 
 // WellFormed reports whether s has the shape of a Horizon token. It says nothing about whether
