@@ -195,7 +195,7 @@ func dockerAnswers(ctx context.Context) bool {
 // composeUp starts one service of docker-compose.yml and waits until it answers.
 func composeUp(ctx context.Context, service string, answers func() bool, url string, isPG bool) (string, error) {
 	fmt.Printf("%s: starting it with docker compose\n", service)
-	if out, err := exec.CommandContext(ctx, "docker", "compose", "up", "-d", service).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "docker", "compose", "-f", "docker-compose.yml", "-f", "deploy/compose.dev.yml", "up", "-d", service).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("docker compose up %s: %v: %s", service, err, out)
 	}
 	if err := waitFor(ctx, 60*time.Second, answers); err != nil {
