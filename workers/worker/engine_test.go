@@ -176,6 +176,25 @@ func (e *engine) publish(example string, override map[string]string) (*testkit.G
 	return repo, r.Map()["id"].(string)
 }
 
+// appScript is the sandbox-vm example's app script, in its repository.
+const appScript = "jobs/app/scripts/configure.sh"
+
+// exampleFile reads a file of the sandbox-vm example.
+func exampleFile(t testing.TB, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// appScriptWith is the example's app script with lines run first (right after its
+// "set -euo pipefail"): an override that makes it misbehave.
+func appScriptWith(t testing.TB, lines string) string {
+	return strings.Replace(exampleFile(t, appScript), "set -euo pipefail\n", "set -euo pipefail\n"+lines, 1)
+}
+
 // machine is a machine execution's answers with the lab's attachments.
 func (e *engine) machine(addr int, extra map[string]any) map[string]any {
 	m := map[string]any{"address_id": e.addrs[addr], "ssh_key_id": e.key, "proxmox_server_id": e.server, "node": "pve1", "pool": "dev"}

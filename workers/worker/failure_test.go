@@ -3,8 +3,6 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,14 +116,8 @@ func TestReconcilerRecoversARunRedisLost(t *testing.T) {
 // job to its branch's newest commit and the stack ends deployed with no duplicate VM.
 func TestFailedScriptAndRetries(t *testing.T) {
 	t.Parallel()
-	script := "jobs/app/scripts/configure.sh"
-	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	broken := strings.Replace(string(original), "set -euo pipefail\n",
-		"set -euo pipefail\nif [ \"$HORIZON_EXECUTION\" = 1 ]; then echo 'progress: 50%' >&2; echo \"configure: the license server refused key $admin_password\" >&2; exit 3; fi\n", 1)
-	e := newEngine(t, engineOpts{override: map[string]string{script: broken}})
+	broken := appScriptWith(t, "if [ \"$HORIZON_EXECUTION\" = 1 ]; then echo 'progress: 50%' >&2; echo \"configure: the license server refused key $admin_password\" >&2; exit 3; fi\n")
+	e := newEngine(t, engineOpts{override: map[string]string{appScript: broken}})
 	stack := e.draft("flaky", 2)
 	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
@@ -152,7 +144,7 @@ func TestFailedScriptAndRetries(t *testing.T) {
 		t.Fatalf("retry cards: %v %v %v", cards["db[0]"]["state"], cards["app[0]"]["state"], cards["app[1]"]["state"])
 	}
 
-	fixed := e.repo.Commit(map[string]string{script: string(original)})
+	fixed := e.repo.Commit(map[string]string{appScript: exampleFile(t, appScript)})
 	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.member, Body: map[string]any{"mode": "force"}}); r.Status != 202 {
 		t.Fatalf("force retry: %d %s", r.Status, r.Body)
 	}

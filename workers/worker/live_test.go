@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -291,13 +289,7 @@ func (e *engine) followLog(stack, run, lastEventID string) (texts []string, resu
 // flushing, and followers stopped thousands of lines short.
 func TestChattyScriptIsFollowedToItsLastLine(t *testing.T) {
 	t.Parallel()
-	script := "jobs/app/scripts/configure.sh"
-	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chatty := strings.Replace(string(original), "set -euo pipefail\n", "set -euo pipefail\nseq -f 'chatty line %g' 30000\n", 1)
-	e := newEngine(t, engineOpts{override: map[string]string{script: chatty}})
+	e := newEngine(t, engineOpts{override: map[string]string{appScript: appScriptWith(t, "seq -f 'chatty line %g' 30000\n")}})
 	stack := e.draft("chatty", 1)
 	live := e.api.Stream("/v1/stacks/"+stack+"/logs/stream?follow=true", apitest.Req{Token: e.member})
 	testkit.Eventually(t, 10*time.Second, "the follower waits for the first run", func() bool { return e.api.Deps.EventHub.Stats().Members == 1 })

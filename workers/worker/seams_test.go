@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -420,19 +418,13 @@ func TestRemovalOfAVanishedOrStoppedMachineSkipsItsCleanup(t *testing.T) {
 // …/outputs answered 5.2 MB.
 func TestScriptOutputsAreDeclaredAndBounded(t *testing.T) {
 	t.Parallel()
-	script := "jobs/app/scripts/configure.sh"
-	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runaway := strings.Replace(string(original), "set -euo pipefail\n", `set -euo pipefail
-case "$HORIZON_EXECUTION" in
+	runaway := appScriptWith(t, `case "$HORIZON_EXECUTION" in
 0) echo "surprise=1" >>"$HORIZON_OUTPUT" ;;
 1) printf 'app_url=%s\n' "$(head -c 5000000 /dev/zero | tr '\0' a)" >>"$HORIZON_OUTPUT" ;;
 2) echo "api_key=in-clear" >>"$HORIZON_OUTPUT" ;;
 esac
-`, 1)
-	e := newEngine(t, engineOpts{override: map[string]string{script: runaway}})
+`)
+	e := newEngine(t, engineOpts{override: map[string]string{appScript: runaway}})
 	stack := e.draft("runaway", 3)
 	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)

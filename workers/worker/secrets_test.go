@@ -24,13 +24,7 @@ import (
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	// The app's script prints its secret parameter, in clear and base64: masking must catch it.
-	script := "jobs/app/scripts/configure.sh"
-	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaky := strings.Replace(string(original), "set -euo pipefail\n",
-		"set -euo pipefail\necho \"the password is $admin_password\"\nprintf %s \"$admin_password\" | base64\n", 1)
+	leaky := appScriptWith(t, "echo \"the password is $admin_password\"\nprintf %s \"$admin_password\" | base64\n")
 	// Its secret output, printed right after it is written: in clear, split across two writes
 	// of one line, and base64 on stderr.
 	leaky += `key=$(<app/api_key)
@@ -38,7 +32,7 @@ echo "the api key is $key"
 printf 'half of it: %s' "${key:0:16}"; sleep 0.5; printf '%s\n' "${key:16}"
 printf %s "$key" | base64 >&2
 `
-	e := newEngine(t, engineOpts{override: map[string]string{script: leaky}})
+	e := newEngine(t, engineOpts{override: map[string]string{appScript: leaky}})
 	given := "Sup3r-s3cret-" + fmt.Sprint(time.Now().UnixNano())
 	stack := e.draft("vault", 1)
 	etag := e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member}).Header.Get("ETag")
@@ -141,14 +135,9 @@ func (e *engine) redisDump(t *testing.T) string {
 // put back together must hold no trace of it.
 func TestSecretAcrossALongLineCutIsMasked(t *testing.T) {
 	t.Parallel()
-	script := "jobs/app/scripts/configure.sh"
-	original, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	long := "set -euo pipefail\n" + `{ head -c 65530 /dev/zero | tr '\0' x; printf '%s' "$admin_password"; ` +
+	long := `{ head -c 65530 /dev/zero | tr '\0' x; printf '%s' "$admin_password"; ` +
 		`head -c 65510 /dev/zero | tr '\0' y; printf '%s' "$admin_password"; echo z; }` + "\n"
-	e := newEngine(t, engineOpts{override: map[string]string{script: strings.Replace(string(original), "set -euo pipefail\n", long, 1)}})
+	e := newEngine(t, engineOpts{override: map[string]string{appScript: appScriptWith(t, long)}})
 	stack := e.deployed("long", 1)
 
 	var sealed []byte
@@ -193,7 +182,6 @@ func TestSecretAcrossALongLineCutIsMasked(t *testing.T) {
 // with it in its last stderr line. Neither reaches the log nor the failed card in clear.
 func TestSecretsOfAFailingScriptAreMasked(t *testing.T) {
 	t.Parallel()
-	script := "jobs/app/scripts/configure.sh"
 	failing := `#!/usr/bin/env bash
 set -euo pipefail
 own=$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
@@ -205,7 +193,7 @@ echo "$own $out" >"$HOME/leaked"
 echo "cannot register the key $out with the license server" >&2
 exit 4
 `
-	e := newEngine(t, engineOpts{override: map[string]string{script: failing}})
+	e := newEngine(t, engineOpts{override: map[string]string{appScript: failing}})
 	stack := e.draft("vault", 1)
 	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
