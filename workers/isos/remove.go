@@ -22,47 +22,9 @@ func (h *Handler) remove(ctx context.Context, c *proxmox.Client, w *work, out *s
 	if err != nil {
 		return result{}, err
 	}
-	var done []string
-	var outputs []output
-	destroy := func(vmid int, what, clone string) error {
-		v, ok := vms[vmid]
-		if !ok {
-			out.say("%s: VM %d does not exist", what, vmid)
-			return nil
-		}
-		cfg, err := getConfig(ctx, c, v.Node, vmid)
-		if err != nil {
-			return err
-		}
-		if m := readMarker(cfg["description"]); m.iso != w.iso.ID || m.clone != clone {
-			out.say("%s: VM %d (%q) was not built by this ISO: left alone", what, vmid, v.Name)
-			return nil
-		}
-		if err := h.destroyVM(ctx, c, v.Node, vmid, out); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		done = append(done, fmt.Sprintf("%s (VM %d)", what, vmid))
-		return nil
-	}
-	clones := map[string]int{}
-	for name, cl := range w.iso.Outputs.Clones {
-		clones[name] = cl.VMID
-	}
-	if w.spec.VM != nil {
-		for _, cl := range w.spec.Clones {
-			clones[cl.Name] = cl.VMID
-		}
-	}
-	names := make([]string, 0, len(clones))
-	for n := range clones {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if err := destroy(clones[name], "clone "+name, name); err != nil {
-			return result{}, err
-		}
-		outputs = append(outputs, output{clone: name})
+	done, outputs, err := h.removeClones(ctx, c, w, vms, out)
+	if err != nil {
+		return result{}, err
 	}
 	vmid := 0
 	if w.iso.Outputs.VM != nil {
@@ -71,8 +33,12 @@ func (h *Handler) remove(ctx context.Context, c *proxmox.Client, w *work, out *s
 		vmid = w.spec.VM.VMID
 	}
 	if vmid != 0 {
-		if err := destroy(vmid, "VM", ""); err != nil {
+		destroyed, err := h.destroyOwn(ctx, c, w, vms, vmid, "VM", "", out)
+		if err != nil {
 			return result{}, err
+		}
+		if destroyed {
+			done = append(done, fmt.Sprintf("VM (VM %d)", vmid))
 		}
 		outputs = append(outputs, output{key: "vm"})
 	}
@@ -93,6 +59,61 @@ func (h *Handler) remove(ctx context.Context, c *proxmox.Client, w *work, out *s
 		return result{reason: "nothing of this ISO was left on Proxmox", outputs: outputs}, nil
 	}
 	return result{reason: "removed " + strings.Join(done, ", "), outputs: outputs}, nil
+}
+
+// removeClones destroys the clones this ISO made (those its outputs or its spec name), in name
+// order, and returns what it destroyed and the outputs to clear. A template with linked clones
+// cannot be destroyed, so its removal, and its rebuild, begin here.
+func (h *Handler) removeClones(ctx context.Context, c *proxmox.Client, w *work, vms map[int]clusterVM, out *stageLog) ([]string, []output, error) {
+	clones := map[string]int{}
+	for name, cl := range w.iso.Outputs.Clones {
+		clones[name] = cl.VMID
+	}
+	if w.spec.VM != nil {
+		for _, cl := range w.spec.Clones {
+			clones[cl.Name] = cl.VMID
+		}
+	}
+	names := make([]string, 0, len(clones))
+	for n := range clones {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var done []string
+	var outputs []output
+	for _, name := range names {
+		destroyed, err := h.destroyOwn(ctx, c, w, vms, clones[name], "clone "+name, name, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		if destroyed {
+			done = append(done, fmt.Sprintf("clone %s (VM %d)", name, clones[name]))
+		}
+		outputs = append(outputs, output{clone: name})
+	}
+	return done, outputs, nil
+}
+
+// destroyOwn destroys VM vmid if this ISO made it (as its VM, clone "", or as clone clone), and
+// reports whether it did; a VM that does not exist, or that another made, is left alone.
+func (h *Handler) destroyOwn(ctx context.Context, c *proxmox.Client, w *work, vms map[int]clusterVM, vmid int, what, clone string, out *stageLog) (bool, error) {
+	v, ok := vms[vmid]
+	if !ok {
+		out.say("%s: VM %d does not exist", what, vmid)
+		return false, nil
+	}
+	cfg, err := getConfig(ctx, c, v.Node, vmid)
+	if err != nil {
+		return false, err
+	}
+	if m := readMarker(cfg["description"]); m.iso != w.iso.ID || m.clone != clone {
+		out.say("%s: VM %d (%q) was not built by this ISO: left alone", what, vmid, v.Name)
+		return false, nil
+	}
+	if err := h.destroyVM(ctx, c, v.Node, vmid, out); err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	return true, nil
 }
 
 // removeImage deletes the ISO's image unless another ISO of the cluster that sees the same

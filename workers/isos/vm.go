@@ -61,8 +61,23 @@ func (h *Handler) vmCreate(ctx context.Context, c *proxmox.Client, w *work, out 
 		out.say("VM exists: %d %q on %s was built from this configuration", v.VMID, cfg["name"], w.iso.Node)
 		return result{skipped: true, reason: fmt.Sprintf("VM exists: %d", v.VMID), outputs: []output{vmOutput(w, cfg.template())}}, nil
 	}
+	var cleared []output
 	if found {
 		out.say("VM %d was built from an earlier configuration of this ISO: rebuilding it", v.VMID)
+		// Its linked clones hold its base volume: they go first, and the clone stages make
+		// them again from the new template.
+		vms, err := clusterVMs(ctx, c)
+		if err != nil {
+			return result{}, err
+		}
+		destroyed, outputs, err := h.removeClones(ctx, c, w, vms, out)
+		if err != nil {
+			return result{}, err
+		}
+		if len(destroyed) > 0 {
+			out.say("destroyed %s, to be cloned again from the rebuilt template", strings.Join(destroyed, ", "))
+		}
+		cleared = outputs
 		if err := h.destroyVM(ctx, c, w.iso.Node, v.VMID, out); err != nil {
 			return result{}, err
 		}
@@ -89,7 +104,7 @@ func (h *Handler) vmCreate(ctx context.Context, c *proxmox.Client, w *work, out 
 	}
 	out.say("created VM %d %q on %s: %d×%d cores, %d MiB, bios %s, net0 %s", v.VMID, v.Name, w.iso.Node, v.Sockets, v.Cores,
 		v.MemoryMB, v.BIOS, body["net0"])
-	return result{reason: fmt.Sprintf("created VM %d (%s)", v.VMID, v.Name), outputs: []output{vmOutput(w, false)}}, nil
+	return result{reason: fmt.Sprintf("created VM %d (%s)", v.VMID, v.Name), outputs: append(cleared, vmOutput(w, false))}, nil
 }
 
 func netValue(n isotemplate.Network) string {

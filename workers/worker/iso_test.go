@@ -732,3 +732,42 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 	}
 	e.waitISO(shared, "removed")
 }
+
+// TestISORebuildWithLinkedClones: a cloud-image ISO with three linked clones is edited to a new
+// version and rebuilt. Its template cannot be destroyed while linked clones use its base
+// volume: the rebuild destroys the clones first, rebuilds the template, and clones it again.
+// The rebuild used to fail at vm-create on every retry ("still in use by linked clone").
+func TestISORebuildWithLinkedClones(t *testing.T) {
+	t.Parallel()
+	e := newISOEngine(t, engineOpts{})
+	spec := e.cloudImage(9820, 3)
+	tmpl := e.isoTemplate("noble-clones", "cloud-image", spec)
+	id := e.build(tmpl, nil)
+	d := e.waitISO(id, "built")
+	spec["vm"].(map[string]any)["memory_mb"] = 4096
+	if r := e.api.Do("POST", "/v1/iso-templates/"+tmpl+"/versions", apitest.Req{Body: map[string]any{"spec": spec}}); r.Status != 201 {
+		t.Fatalf("version 2: %d %s", r.Status, r.Body)
+	}
+	if r := e.api.Do("PATCH", "/v1/isos/"+id, apitest.Req{Body: map[string]any{"version": 2},
+		Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, d["version"])}}); r.Status != 200 {
+		t.Fatalf("edit: %d %s", r.Status, r.Body)
+	}
+	if r := e.api.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{}); r.Status != 202 {
+		t.Fatalf("rebuild: %d %s", r.Status, r.Body)
+	}
+	d = e.waitISO(id, "built")
+	if v := e.vm(9820); v == nil || v.Config["memory"] != "4096" || !v.Template {
+		t.Fatalf("rebuilt template: %+v", v)
+	}
+	for i := range 3 {
+		if v := e.vm(9820 + 101 + i); v == nil || v.Status != "running" || !strings.Contains(v.Config["scsi0"]+v.Config["virtio0"], "base-9820-") {
+			t.Fatalf("clone %d after the rebuild: %+v, want it running, linked to the new template", i+1, v)
+		}
+	}
+	if log := e.runLog(id); !strings.Contains(log, "to be cloned again from the rebuilt template") {
+		t.Error("the rebuild does not say it destroyed the clones")
+	}
+	if clones, _ := d["outputs"].(map[string]any)["clones"].(map[string]any); len(clones) != 3 {
+		t.Fatalf("outputs after the rebuild: %v", d["outputs"])
+	}
+}
