@@ -39,8 +39,11 @@ func planEdit(ctx context.Context, q store.Querier, d api.Deps, l *loaded, req U
 		name: stackName(l, req)}
 	if upgradeTo != nil {
 		tv, def, err := version(ctx, q, l.stack.TemplateID, *upgradeTo)
-		if err != nil {
+		if errors.Is(err, horizon.ErrNotFound) {
 			return nil, horizon.Invalid("version", "is not a version of this stack's template")
+		}
+		if err != nil {
+			return nil, err // the database's failure, not the caller's: never a 4xx
 		}
 		ed.def, ed.version, ed.commits = def, *upgradeTo, tv.JobCommits
 	}

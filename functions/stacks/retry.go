@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
@@ -10,6 +11,7 @@ import (
 
 	"horizon/functions/api"
 	"horizon/shared/gitcred"
+	"horizon/shared/gitsource"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/runplan"
@@ -139,8 +141,14 @@ func resolveFailedJobs(ctx context.Context, d api.Deps, l *loaded) (map[string]s
 			return nil, err
 		}
 		commit, err := d.Git.Resolve(ctx, job.Source.Repo, job.Source.Branch, creds[job.Source.Repo])
-		if err != nil {
+		switch {
+		case errors.Is(err, gitsource.ErrUnreachable):
+			return nil, problem.Unavailable(err, "The git server of job %s (%s) does not answer; retry shortly.", job.Name, job.Source.Repo)
+		case errors.Is(err, gitsource.ErrBranchNotFound), errors.Is(err, gitsource.ErrRepoNotFound), errors.Is(err, gitsource.ErrAuth),
+			errors.Is(err, gitsource.ErrHostKey):
 			return nil, horizon.Invalid("mode", "job %s: branch %s of %s cannot be resolved: %v", job.Name, job.Source.Branch, job.Source.Repo, err)
+		case err != nil:
+			return nil, err
 		}
 		commits[job.Name] = commit
 	}

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -146,16 +147,22 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 		number = *req.TemplateVersion
 	}
 	tv, def, err := version(ctx, tx, l.stack.TemplateID, number)
-	if err != nil {
+	if errors.Is(err, horizon.ErrNotFound) {
 		return nil, horizon.Invalid("template_version", "is not a version of this template")
+	}
+	if err != nil {
+		return nil, err // the database's failure, not the caller's: never a 4xx
 	}
 	envID := l.stack.EnvironmentID
 	if req.EnvironmentID != nil {
 		envID = *req.EnvironmentID
 	}
 	cat, err := loadCatalogue(ctx, tx, envID, l.stack.TeamID)
-	if err != nil {
+	if errors.Is(err, horizon.ErrNotFound) {
 		return nil, horizon.Invalid("environment_id", "is not an environment")
+	}
+	if err != nil {
+		return nil, err
 	}
 	jobs := req.Jobs
 	if jobs == nil {
