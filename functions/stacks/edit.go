@@ -10,6 +10,7 @@ import (
 
 	"horizon/functions/api"
 	"horizon/shared/answers"
+	"horizon/shared/auth"
 	"horizon/shared/horizon"
 	"horizon/shared/runplan"
 	"horizon/shared/secrets"
@@ -34,7 +35,7 @@ type edit struct {
 // planEdit plans an edit of l by req (and, when upgradeTo is set, an upgrade to that template
 // version). Structural mistakes are a *horizon.ValidationError; problems of the resulting
 // answers are in problems.
-func planEdit(ctx context.Context, q store.Querier, d api.Deps, l *loaded, req UpdateRequest, upgradeTo *int) (*edit, error) {
+func planEdit(ctx context.Context, q store.Querier, d api.Deps, who auth.Principal, l *loaded, req UpdateRequest, upgradeTo *int) (*edit, error) {
 	ed := &edit{l: l, def: l.def, version: l.stack.TemplateVersion, commits: l.version.JobCommits, secrets: map[int]map[string]string{},
 		name: stackName(l, req)}
 	if upgradeTo != nil {
@@ -59,6 +60,9 @@ func planEdit(ctx context.Context, q store.Querier, d api.Deps, l *loaded, req U
 		return nil, err
 	}
 	ed.cat = cat
+	if err := ed.preselectAdded(ctx, q, who); err != nil {
+		return nil, err
+	}
 	hashes := ed.hashes(d.Box)
 	unfinished, err := unfinishedExecutions(ctx, q, l)
 	if err != nil {
@@ -93,6 +97,7 @@ func (ed *edit) desire(req UpdateRequest, box *secrets.Box, p *horizon.Problems)
 			p.Add("jobs."+name, "is not a job of this template version")
 		}
 	}
+	req.Jobs = resolveRequests(req.Jobs, ed.l.execs, p)
 	for _, job := range ed.def.Jobs() {
 		reqs, given := req.Jobs[job.Name]
 		if !given {
@@ -147,6 +152,31 @@ func (ed *edit) desire(req UpdateRequest, box *secrets.Box, p *horizon.Problems)
 			ed.secrets[len(ed.desired)] = values
 			ed.desired = append(ed.desired, want)
 		}
+	}
+	return nil
+}
+
+// preselectAdded fills, for the executions the edit adds, the answers that admit a single
+// option, as creating the stack does.
+func (ed *edit) preselectAdded(ctx context.Context, q store.Querier, who auth.Principal) error {
+	var added []horizon.Execution
+	var at []int
+	count := map[string]int{}
+	for i, want := range ed.desired {
+		if want.Existing == nil {
+			added = append(added, horizon.Execution{Job: want.Job, Index: count[want.Job], Config: want.Config})
+			at = append(at, i)
+		}
+		count[want.Job]++
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	if _, err := preselect(ctx, q, ed.def, added, ed.cat, who); err != nil {
+		return err
+	}
+	for k, i := range at {
+		ed.desired[i].Config = added[k].Config
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func PlanEdit(d api.Deps) fiber.Handler {
 		if err := editable(l.stack, req); err != nil {
 			return err
 		}
-		ed, err := planEdit(ctx, d.DB, d, l, req, upgradeTo)
+		ed, err := planEdit(ctx, d.DB, d, who, l, req, upgradeTo)
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 	if err := checkFields(l.stack, req); err != nil {
 		return err
 	}
-	ed, err := planEdit(ctx, d.DB, d, l, req, upgradeTo)
+	ed, err := planEdit(ctx, d.DB, d, who, l, req, upgradeTo)
 	if err != nil {
 		return err
 	}

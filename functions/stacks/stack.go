@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"bytes"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +25,151 @@ type ExecutionRequest struct {
 	Nagios          *NagiosRequest `json:"nagios"`
 	NodeExporter    bool           `json:"node_exporter"`
 	StartupOrder    *int           `json:"startup_order"`
+
+	// What GET shows and only Horizon sets, accepted so that an execution read can be sent back
+	// as is: each must equal the execution's current value (checkReadOnly).
+	Index   *int    `json:"index"`
+	Commit  *string `json:"commit"`
+	VMID    *int    `json:"vm_id"`
+	Applied *bool   `json:"applied"`
+	State   *string `json:"state"`
+
+	// present holds the fields the request carried: an execution named by its id changes only
+	// those (merge).
+	present map[string]bool
+}
+
+// UnmarshalJSON decodes strictly (an unknown field is refused, as everywhere) and records
+// which fields were present.
+func (r *ExecutionRequest) UnmarshalJSON(b []byte) error {
+	type plain ExecutionRequest // without this method
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	*r = ExecutionRequest(p)
+	r.present = make(map[string]bool, len(fields))
+	for k := range fields {
+		r.present[k] = true
+	}
+	return nil
+}
+
+// merge fills the fields the request left out from the execution it names: an edit of one
+// field is sent as that field alone.
+func (r ExecutionRequest) merge(old horizon.Execution) ExecutionRequest {
+	cur := requestFrom(old.Config)
+	keep := func(name string) bool { return r.present != nil && !r.present[name] }
+	// Parameters merge by name: those sent replace, null resets one to its default.
+	params := map[string]any{}
+	for k, v := range cur.Parameters {
+		params[k] = v
+	}
+	if r.present != nil && r.present["parameters"] {
+		for k, v := range r.Parameters {
+			if v == nil {
+				delete(params, k)
+			} else {
+				params[k] = v
+			}
+		}
+	}
+	if r.present != nil {
+		r.Parameters = params
+	}
+	if keep("address_id") {
+		r.AddressID = cur.AddressID
+	}
+	if keep("ssh_key_id") {
+		r.SSHKeyID = cur.SSHKeyID
+	}
+	if keep("proxmox_server_id") {
+		r.ProxmoxServerID = cur.ProxmoxServerID
+	}
+	if keep("node") {
+		r.Node = cur.Node
+	}
+	if keep("pool") {
+		r.Pool = cur.Pool
+	}
+	if keep("iso_id") {
+		r.ISOID = cur.ISOID
+	}
+	if keep("nagios") {
+		r.Nagios = cur.Nagios
+	}
+	if keep("node_exporter") {
+		r.NodeExporter = cur.NodeExporter
+	}
+	if keep("startup_order") {
+		r.StartupOrder = cur.StartupOrder
+	}
+	return r
+}
+
+// resolveRequests merges every execution request that names an execution of the stack (by
+// its id) onto it, and checks the read-only fields of all; an id that is not one of the job's
+// executions is a problem.
+func resolveRequests(jobs map[string]JobRequest, existing []horizon.Execution, p *horizon.Problems) map[string]JobRequest {
+	byID := map[uuid.UUID]horizon.Execution{}
+	for _, e := range existing {
+		byID[e.ID] = e
+	}
+	out := make(map[string]JobRequest, len(jobs))
+	for name, j := range jobs {
+		var reqs []ExecutionRequest
+		for i, r := range j.Executions {
+			var old *horizon.Execution
+			if r.ID != nil {
+				e, ok := byID[*r.ID]
+				if !ok || e.Job != name {
+					p.Add(execField(name, i, "id"), "is not an execution of job %s of this stack", name)
+					continue
+				}
+				old, r = &e, r.merge(e)
+			}
+			r.checkReadOnly(p, name, i, old)
+			reqs = append(reqs, r)
+		}
+		out[name] = JobRequest{Executions: reqs}
+	}
+	return out
+}
+
+// checkReadOnly refuses a read-only field whose value is not the execution's own (old nil: a new
+// execution, which has none of them but its index, its position i).
+func (r ExecutionRequest) checkReadOnly(p *horizon.Problems, job string, i int, old *horizon.Execution) {
+	field := func(f string) string { return execField(job, i, f) }
+	if r.Index != nil && *r.Index != i {
+		p.Add(field("index"), "is %d, the execution's position in the list; leave it out or send %d", *r.Index, i)
+	}
+	if old == nil {
+		for name, set := range map[string]bool{"commit": r.Commit != nil, "vm_id": r.VMID != nil, "applied": r.Applied != nil,
+			"state": r.State != nil} {
+			if set {
+				p.Add(field(name), "is set by Horizon: leave it out of a new execution")
+			}
+		}
+		return
+	}
+	if r.Commit != nil && *r.Commit != old.Commit {
+		p.Add(field("commit"), "is set by Horizon (%s): send it unchanged or leave it out", old.Commit)
+	}
+	if r.VMID != nil && (old.VMID == nil || *r.VMID != *old.VMID) {
+		p.Add(field("vm_id"), "is set by Horizon: send it unchanged or leave it out")
+	}
+	if r.Applied != nil && *r.Applied != (old.AppliedHash != nil) {
+		p.Add(field("applied"), "is set by Horizon: send it unchanged or leave it out")
+	}
+	if r.State != nil && *r.State != string(old.State) {
+		p.Add(field("state"), "is set by Horizon (%s): send it unchanged or leave it out", old.State)
+	}
 }
 
 // NagiosRequest is an execution's monitoring choice.

@@ -14,6 +14,7 @@ import (
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/queue"
+	"horizon/shared/secrets"
 	"horizon/shared/store"
 )
 
@@ -165,8 +166,14 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 		return nil, err
 	}
 	jobs := req.Jobs
+	var resolved horizon.Problems
 	if jobs == nil {
 		jobs = requestOf(l)
+	} else {
+		jobs = resolveRequests(jobs, l.execs, &resolved)
+		if err := resolved.Err(); err != nil {
+			return nil, err
+		}
 	}
 	execs, p := executionsFrom(def, tv.JobCommits, jobs, d.Box)
 	if err := p.Err(); err != nil {
@@ -174,6 +181,8 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	}
 	if req.Jobs == nil {
 		keepSecrets(l, execs)
+	} else {
+		keepNamedSecrets(l, jobs, execs, d.Box)
 	}
 	if err := refuseKeys(ctx, tx, l.stack.TeamID, execs, l.execs); err != nil {
 		return nil, err
@@ -194,16 +203,21 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	return preselected, nil
 }
 
+// requestFrom is an execution's answers as a request would carry them (secrets aside).
+func requestFrom(cfg horizon.ExecutionConfig) ExecutionRequest {
+	r := ExecutionRequest{Parameters: cfg.Parameters, AddressID: cfg.AddressID, SSHKeyID: cfg.SSHKeyID, ProxmoxServerID: cfg.ProxmoxServerID,
+		Node: cfg.Node, Pool: cfg.Pool, ISOID: cfg.ISOID, NodeExporter: cfg.NodeExporter, StartupOrder: cfg.StartupOrder}
+	if cfg.NagiosHostgroup != "" {
+		r.Nagios = &NagiosRequest{Hostgroup: cfg.NagiosHostgroup}
+	}
+	return r
+}
+
 // requestOf turns a draft's executions back into a request, for a rebuild.
 func requestOf(l *loaded) map[string]JobRequest {
 	jobs := map[string]JobRequest{}
 	for _, e := range l.execs {
-		cfg := e.Config
-		r := ExecutionRequest{Parameters: cfg.Parameters, AddressID: cfg.AddressID, SSHKeyID: cfg.SSHKeyID, ProxmoxServerID: cfg.ProxmoxServerID,
-			Node: cfg.Node, Pool: cfg.Pool, ISOID: cfg.ISOID, NodeExporter: cfg.NodeExporter, StartupOrder: cfg.StartupOrder}
-		if cfg.NagiosHostgroup != "" {
-			r.Nagios = &NagiosRequest{Hostgroup: cfg.NagiosHostgroup}
-		}
+		r := requestFrom(e.Config)
 		j := jobs[e.Job]
 		j.Executions = append(j.Executions, r)
 		jobs[e.Job] = j
@@ -213,6 +227,30 @@ func requestOf(l *loaded) map[string]JobRequest {
 
 // keepSecrets carries the sealed secret parameters of a draft's executions over to their
 // rebuilt selves (same job and index).
+// keepNamedSecrets gives each execution of a draft edit that names an existing one (by id) the
+// secret parameters it had, but for those the edit sets anew.
+func keepNamedSecrets(l *loaded, jobs map[string]JobRequest, execs []horizon.Execution, box *secrets.Box) {
+	byID := map[uuid.UUID]horizon.Execution{}
+	for _, e := range l.execs {
+		byID[e.ID] = e
+	}
+	for i := range execs {
+		reqs := jobs[execs[i].Job].Executions
+		if execs[i].Index >= len(reqs) || reqs[execs[i].Index].ID == nil {
+			continue
+		}
+		old, ok := byID[*reqs[execs[i].Index].ID]
+		if !ok {
+			continue
+		}
+		values := openSecrets(box, old.SecretParameters)
+		for k, v := range openSecrets(box, execs[i].SecretParameters) {
+			values[k] = v
+		}
+		setSecrets(&execs[i], values, box)
+	}
+}
+
 func keepSecrets(l *loaded, execs []horizon.Execution) {
 	for i := range execs {
 		for _, old := range l.execs {

@@ -662,3 +662,54 @@ func TestRemoveAndForceRemove(t *testing.T) {
 		t.Fatalf("manifest of a stack removed normally: %d, want 404", r.Status)
 	}
 }
+
+// TestEditsRoundTrip: an execution sent back exactly as GET shows it is accepted (its
+// read-only fields equal to the current ones) and changes nothing; one sent as its id and the
+// field to change changes that field only; a read-only field that differs is refused naming
+// it; an execution the edit adds gets the answers that have one option, as at creation.
+func TestEditsRoundTrip(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{})
+	stack := e.deployed("trip", 1)
+	d, etag := e.get(stack)
+	asShown := map[string]any{"jobs": map[string]any{}, "confirm": true}
+	for job, j := range d["jobs"].(map[string]any) {
+		asShown["jobs"].(map[string]any)[job] = j
+	}
+	r := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: asShown})
+	if r.Status != 200 {
+		t.Fatalf("the stack sent back as GET shows it: %d %s, want 200 (nothing to apply)", r.Status, r.Body)
+	}
+	d, etag = e.get(stack)
+	app := executions(d, "app")[0]
+
+	wrong := map[string]any{"jobs": map[string]any{"app": map[string]any{"executions": []any{map[string]any{"id": app["id"], "vm_id": 4242}}}}, "confirm": true}
+	r = e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: wrong})
+	if r.Status != 422 || !strings.Contains(strings.Join(r.Problem().Fields(), " "), "jobs.app.executions[0].vm_id") {
+		t.Fatalf("a changed vm_id: %d %s, want 422 naming it", r.Status, r.Body)
+	}
+
+	// Only the id and one parameter; and a new execution with only what has several options.
+	partial := map[string]any{"confirm": true, "jobs": map[string]any{"app": map[string]any{"executions": []any{
+		map[string]any{"id": app["id"], "parameters": map[string]any{"cores": 2}},
+		map[string]any{"address_id": e.addrs[5], "node": "pve2", "pool": "dev"},
+	}}}}
+	r = e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: partial})
+	if r.Status != 202 {
+		t.Fatalf("a partial edit: %d %s", r.Status, r.Body)
+	}
+	d = e.waitState(stack, "deployed", 3*time.Minute)
+	apps := executions(d, "app")
+	if len(apps) != 2 {
+		t.Fatalf("apps after the edit: %v", apps)
+	}
+	kept, added := apps[0], apps[1]
+	params := kept["parameters"].(map[string]any)
+	if params["cores"] != float64(2) || kept["address_id"] != app["address_id"] || kept["node"] != app["node"] || kept["ssh_key_id"] != app["ssh_key_id"] ||
+		params["admin_password"] == nil {
+		t.Fatalf("app[0] after changing its cores only: %v (before: %v)", kept, app)
+	}
+	if added["ssh_key_id"] != e.key || added["proxmox_server_id"] != e.server {
+		t.Fatalf("the added execution's single-option answers were not preselected: %v", added)
+	}
+}
