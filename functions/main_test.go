@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -137,61 +136,6 @@ func TestTwoInstallationsRefuseToShareARedisNamespace(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to a target until it is cut: a dependency that goes away
-// (and comes back on the same address) without stopping the shared test server.
-type proxy struct {
-	target, addr string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        []net.Conn
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	p := &proxy{target: target}
-	p.listen(t, "127.0.0.1:0")
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) listen(t *testing.T, addr string) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
-		}
-	}()
-}
-
-// cut closes the listener and every connection through it.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_ = p.ln.Close()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
-}
-
 // TestPostgresDownAnswers503 cuts the API off Postgres: every request then answers 503
 // problem+json with Retry-After (the dependency is down; the client did nothing wrong and the
 // server has no bug), whether authentication was cached or not, and the API recovers without
@@ -200,8 +144,8 @@ func TestPostgresDownAnswers503(t *testing.T) {
 	t.Parallel()
 	db := testkit.DB(t)
 	cfg := db.Config().ConnConfig
-	pg := newProxy(t, net.JoinHostPort(cfg.Host, itoa(cfg.Port)))
-	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: pg.addr, Path: "/" + cfg.Database, RawQuery: "sslmode=disable"}
+	pg := testkit.NewProxy(t, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
+	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Host: pg.Addr(), Path: "/" + cfg.Database, RawQuery: "sslmode=disable"}
 	_, ns := testkit.Redis(t)
 	token := auth.NewToken().Reveal()
 	api := startAPI(t, "HORIZON_DATABASE_URL="+u.String(), "HORIZON_NAMESPACE="+ns, "HORIZON_BOOTSTRAP_ADMIN_TOKEN="+token,
@@ -223,7 +167,7 @@ func TestPostgresDownAnswers503(t *testing.T) {
 		}
 	}
 
-	pg.cut()
+	pg.Cut()
 	for _, path := range []string{"/v1/teams", "/v1/stacks", "/v1/me"} {
 		r := get(path) // authenticated from the cache, then the handler meets the dead pool
 		if r.StatusCode != 503 || r.Header.Get("Retry-After") == "" || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") {
@@ -236,13 +180,11 @@ func TestPostgresDownAnswers503(t *testing.T) {
 		t.Fatalf("GET /v1/teams with Postgres down, uncached: %d, Retry-After %q", r.StatusCode, r.Header.Get("Retry-After"))
 	}
 
-	pg.listen(t, pg.addr)
+	pg.Restore()
 	testkit.Eventually(t, 30*time.Second, "the API did not recover once Postgres was back", func() bool {
 		return get("/v1/teams").StatusCode == 200
 	})
 }
-
-func itoa(n uint16) string { return strconv.Itoa(int(n)) }
 
 // TestFirstAdminThroughTheSetupToken starts the API on an empty database with no bootstrap
 // token, as the documented compose and Kubernetes deployments do: it logs a one-time setup

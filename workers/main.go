@@ -5,13 +5,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"horizon/shared/config"
@@ -90,10 +94,46 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
+	health := &http.Server{Addr: cfg.WorkersListen, Handler: healthHandler(w, pool, rdb), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := health.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("workers health endpoint stopped", "addr", cfg.WorkersListen, "error", err)
+		}
+	}()
+	defer health.Close()
 	log.Info("workers running", "queues", []string{w.Queues.Control, w.Queues.Build}, "concurrency", cfg.WorkerConcurrency,
 		"terraform", bin.Path, "terraform_version", bin.Version)
 	<-ctx.Done()
 	log.Info("workers shutting down")
 	w.Shutdown()
 	return nil
+}
+
+// healthHandler serves a worker process's supervisor: /healthz (alive: the Asynq server's checks
+// of Redis succeed; a 503 asks for a restart) and /readyz (Postgres and Redis answer now).
+func healthHandler(w *worker.Worker, db *pgxpool.Pool, rdb *redis.Client) http.Handler {
+	mux := http.NewServeMux()
+	answer := func(rw http.ResponseWriter, err error) {
+		if err != nil {
+			rw.Header().Set("Retry-After", "5")
+			http.Error(rw, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = rw.Write([]byte("ok\n"))
+	}
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, r *http.Request) { answer(rw, w.Healthy()) })
+	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := db.Ping(ctx); err != nil {
+			answer(rw, fmt.Errorf("postgres does not answer: %w", err))
+			return
+		}
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			answer(rw, fmt.Errorf("redis does not answer: %w", err))
+			return
+		}
+		answer(rw, nil)
+	})
+	return mux
 }

@@ -29,6 +29,9 @@ type Config struct {
 	RedisURL string
 	// Listen (HORIZON_LISTEN, default 127.0.0.1:8080): host:port the API serves on.
 	Listen string
+	// WorkersListen (HORIZON_WORKERS_LISTEN, default 127.0.0.1:8081): host:port a worker
+	// process serves its /healthz and /readyz on, for its supervisor.
+	WorkersListen string
 	// SecretKey (HORIZON_SECRET_KEY, required): base64 of 32 bytes; encrypts secrets at rest.
 	SecretKey []byte
 	// BootstrapAdminToken (HORIZON_BOOTSTRAP_ADMIN_TOKEN, optional): when set, an admin user
@@ -132,6 +135,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		DatabaseURL:       l.required("HORIZON_DATABASE_URL"),
 		RedisURL:          l.required("HORIZON_REDIS_URL"),
 		Listen:            l.str("HORIZON_LISTEN", "127.0.0.1:8080"),
+		WorkersListen:     l.str("HORIZON_WORKERS_LISTEN", "127.0.0.1:8081"),
 		LogFormat:         l.oneOf("HORIZON_LOG_FORMAT", "json", "json", "text"),
 		LogLevel:          l.oneOf("HORIZON_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		RequestTimeout:    l.duration("HORIZON_REQUEST_TIMEOUT", 30*time.Second),

@@ -196,7 +196,7 @@ func TestFollowSeesAnEndThatRedisMissed(t *testing.T) {
 	h := e.hub(rstream.Config{})
 	run, stack := uuid.New(), uuid.New()
 	e.write(run, stack, source{}, "line", 5)
-	p := newProxy(t, e.rdb.Options().Addr)
+	p := testkit.NewProxy(t, e.rdb.Options().Addr)
 	p.Cut()
 	down := logstream.New(redisVia(t, p), e.db, logstream.Config{Prefix: e.ns})
 	if err := down.End(context.Background(), run, stack, "failed", 0); err == nil {

@@ -212,7 +212,7 @@ func TestWriterBlocksWhenFullInsteadOfGrowing(t *testing.T) {
 func TestWriterKeepsEveryLineWhenRedisFails(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, logstream.Config{RedisRetry: 20 * time.Millisecond})
-	p := newProxy(t, e.rdb.Options().Addr)
+	p := testkit.NewProxy(t, e.rdb.Options().Addr)
 	c := logstream.New(redisVia(t, p), e.db, logstream.Config{Prefix: e.ns, RedisRetry: 20 * time.Millisecond})
 	run, stack := uuid.New(), uuid.New()
 	w := c.NewWriter(run, stack, &secrets.Masker{})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -82,6 +83,34 @@ type Worker struct {
 	// Reconcile is the reconcile pass, for tests and for the scheduler.
 	Reconcile reconcile.Handler
 	log       *slog.Logger
+
+	// health is the outcome of the Asynq server's last check of its Redis connection.
+	health atomic.Pointer[healthCheck]
+}
+
+type healthCheck struct {
+	at  time.Time
+	err error
+}
+
+// healthInterval is how often the Asynq server checks its Redis connection; Healthy wants a
+// check younger than three of them.
+const healthInterval = 5 * time.Second
+
+// Healthy says whether the workers are alive: started, and their Asynq server's last check of
+// Redis, within the last three intervals, succeeded. A worker whose server hangs or lost Redis
+// for good answers an error, so that its supervisor restarts it (GET /healthz).
+func (w *Worker) Healthy() error {
+	h := w.health.Load()
+	switch {
+	case h == nil:
+		return errors.New("the workers have not checked their Redis connection yet")
+	case time.Since(h.at) > 3*healthInterval:
+		return fmt.Errorf("the workers' last check of Redis was %s ago", time.Since(h.at).Round(time.Second))
+	case h.err != nil:
+		return fmt.Errorf("the workers cannot reach Redis: %w", h.err)
+	}
+	return nil
 }
 
 // New builds the workers; Start runs them.
@@ -132,9 +161,11 @@ func New(cfg Config) (*Worker, error) {
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	w.cancelBase = cancelBase
 	w.srv = asynq.NewServer(cfg.RedisOpt, asynq.Config{
-		Concurrency: cfg.Concurrency,
-		Queues:      queues.Weights(),
-		BaseContext: func() context.Context { return baseCtx },
+		Concurrency:         cfg.Concurrency,
+		Queues:              queues.Weights(),
+		HealthCheckInterval: healthInterval,
+		HealthCheckFunc:     func(err error) { w.health.Store(&healthCheck{at: time.Now(), err: err}) },
+		BaseContext:         func() context.Context { return baseCtx },
 		// Waiting for a node's build gate is not a failure: it does not use up retries, and it
 		// is retried within seconds (the releasing holder usually wakes the task sooner).
 		IsFailure: func(err error) bool { return !gate.IsBusy(err) && !errors.Is(err, context.Canceled) },
