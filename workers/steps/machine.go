@@ -255,14 +255,44 @@ func (h *Handler) proxmoxEnv(ctx context.Context, w *stepWork, dir string) (map[
 	if err := os.WriteFile(caFile, bundle, 0o600); err != nil {
 		return nil, err
 	}
-	return map[string]string{
+	env := map[string]string{
 		"PROXMOX_VE_ENDPOINT":     w.server.APIURL,
 		"PROXMOX_VE_API_TOKEN":    w.server.TokenID + "=" + token.Reveal(),
 		"PM_API_URL":              w.server.APIURL + "/api2/json",
 		"PM_API_TOKEN_ID":         w.server.TokenID,
 		"PM_API_TOKEN_SECRET":     token.Reveal(),
 		"HORIZON_PROXMOX_CA_FILE": caFile,
-	}, nil
+	}
+	// Providers and the tools a module runs trust one file: the system's roots, so that
+	// registries and other HTTPS still verify, plus the cluster's certificate, so that they
+	// verify a self-signed PVE as Horizon does, without being told to skip verification. Go
+	// reads SSL_CERT_FILE; curl reads CURL_CA_BUNDLE (a distribution's curl names its own bundle
+	// and ignores SSL_CERT_FILE); Python's requests reads REQUESTS_CA_BUNDLE.
+	if roots := systemRoots(); roots != nil {
+		trust := filepath.Join(dir, "trust.pem")
+		if err := os.WriteFile(trust, append(append(roots, '\n'), bundle...), 0o600); err != nil {
+			return nil, err
+		}
+		for _, name := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE"} {
+			env[name] = trust
+		}
+	}
+	return env, nil
+}
+
+// systemRoots reads the host's CA bundle (SSL_CERT_FILE if the worker has one, else the
+// distributions' usual places), or nil when there is none.
+func systemRoots() []byte {
+	for _, f := range []string{os.Getenv("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+		"/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/cert.pem"} {
+		if f == "" {
+			continue
+		}
+		if b, err := os.ReadFile(f); err == nil && len(b) > 0 {
+			return b
+		}
+	}
+	return nil
 }
 
 func contains(xs []string, x string) bool {

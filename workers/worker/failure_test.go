@@ -201,3 +201,23 @@ output "node" { value = "" }
 		t.Fatalf("the history's failure: %v", last)
 	}
 }
+
+// TestModulesTrustTheClusterAsHorizonDoes: a module's tools verify the Proxmox API's
+// certificate as Horizon does, with no flag to skip verification: curl (as a provider would)
+// reaches the sandbox's self-signed API through the trust bundle the step gives Terraform,
+// while it keeps the system's roots.
+func TestModulesTrustTheClusterAsHorizonDoes(t *testing.T) {
+	t.Parallel()
+	trust := `resource "terraform_data" "trust" {
+  provisioner "local-exec" {
+    command = "curl -sS -o /dev/null \"$PROXMOX_VE_ENDPOINT/api2/json/version\""
+  }
+}
+`
+	e := newEngine(t, engineOpts{override: map[string]string{"jobs/vm/trust.tf": trust}})
+	stack := e.draft("trusting", 1)
+	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "deployed", 3*time.Minute)
+}
