@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 	"horizon/shared/terraform"
+	"horizon/shared/tfstate"
 	"horizon/workers/worker"
 )
 
@@ -35,6 +37,13 @@ func main() {
 		os.Exit(2)
 	}
 	log := cfg.Logger(os.Stderr)
+	if len(os.Args) > 1 {
+		if err := command(cfg, os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(cfg, log); err != nil {
 		log.Error("workers stopped", "error", err)
 		os.Exit(1)
@@ -74,6 +83,11 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if n, err := tfstate.MigratePG(ctx, pool, box, tfstate.PGSchema); err != nil {
+		return fmt.Errorf("seal the states of the pg backend: %w", err)
+	} else if n > 0 {
+		log.Info("moved the pg backend's states into sealed storage and dropped its tables", "states", n)
+	}
 	bin, err := terraform.FindBinary(ctx, cfg.TerraformBin)
 	if err != nil {
 		return err
@@ -87,7 +101,7 @@ func run(cfg config.Config, log *slog.Logger) error {
 		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, Heartbeat: cfg.StepHeartbeat, Git: git,
 		LogClient: logs, EventsMaxLen: cfg.EventsMaxLen,
 		ISODownloadAttempts: cfg.ISODownloadAttempts, ISORetryBackoff: cfg.ISORetryBackoff, ProxmoxTaskPoll: cfg.ProxmoxTaskPoll,
-		Terraform: terraform.Config{Binary: bin, ConnString: cfg.DatabaseURL, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
+		Terraform: terraform.Config{Binary: bin, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
 	if err != nil {
 		return err
 	}
@@ -107,6 +121,43 @@ func run(cfg config.Config, log *slog.Logger) error {
 	log.Info("workers shutting down")
 	w.Shutdown()
 	return nil
+}
+
+// command runs an operator's command instead of the workers, for an emergency:
+// `state show <workspace>` prints a Terraform state, opened; `state push <workspace>` replaces it
+// with the one read from standard input (refused while a run holds the workspace's lock).
+// States hold secrets in clear: they are for the operator's terminal, not a log or a ticket.
+func command(cfg config.Config, args []string) error {
+	if len(args) != 3 || args[0] != "state" || (args[1] != "show" && args[1] != "push") {
+		return errors.New("usage: workers state show|push <workspace>   (or no arguments, to run the workers)")
+	}
+	ctx := context.Background()
+	pool, err := store.Open(ctx, store.Config{URL: cfg.DatabaseURL})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	box, err := secrets.NewBox(cfg.SecretKey)
+	if err != nil {
+		return err
+	}
+	workspace := args[2]
+	if args[1] == "push" {
+		state, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		return tfstate.Write(ctx, pool, box, workspace, state)
+	}
+	state, err := tfstate.Read(ctx, pool, box, workspace)
+	if err != nil {
+		return err
+	}
+	if state == nil {
+		return fmt.Errorf("workspace %s has no state", workspace)
+	}
+	_, err = os.Stdout.Write(state)
+	return err
 }
 
 // healthHandler serves a worker process's supervisor: /healthz (alive: the Asynq server's checks

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,10 +25,7 @@ import (
 // dependency is back. The workers used to have no listener at all.
 func TestWorkersServeTheirHealth(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "workers")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build the workers: %v\n%s", err, out)
-	}
+	bin := buildWorkers(t)
 	tf, err := terraform.FindBinary(context.Background(), os.Getenv("HORIZON_TERRAFORM_BIN"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,4 +78,60 @@ func TestWorkersServeTheirHealth(t *testing.T) {
 	want("/readyz", 503, "the workers stay ready without Postgres")
 	pg.Restore()
 	want("/readyz", 200, "the workers did not get ready again with Postgres back")
+}
+
+func buildWorkers(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "workers")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build the workers: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestOperatorReadsAndRepairsAState: in an emergency an operator reads a sealed state and
+// writes a repaired one back with the workers' binary; the write waits for no run, it refuses
+// while one holds the workspace's lock.
+func TestOperatorReadsAndRepairsAState(t *testing.T) {
+	t.Parallel()
+	bin := buildWorkers(t)
+	db := testkit.DB(t)
+	state := `{"version":4,"serial":7,"lineage":"l","outputs":{"token":{"value":"OperatorSecret9731","type":"string","sensitive":true}},"resources":[]}`
+	run := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "HORIZON_DATABASE_URL="+db.Config().ConnString(), "HORIZON_REDIS_URL="+testkit.RedisURL(),
+			"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	const ws = "s0190c2a8-0000-7000-8000-000000000001-vm-0"
+	if _, err := run("", "state", "show", ws); err == nil {
+		t.Fatal("show of a workspace without state succeeded")
+	}
+	if _, err := run(state, "state", "push", ws); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	if found := testkit.TablesHolding(t, db, "OperatorSecret9731"); len(found) > 0 {
+		t.Fatalf("the pushed state is stored in clear in %v", found)
+	}
+	if got, err := run("", "state", "show", ws); err != nil || got != state {
+		t.Fatalf("show: %q, %v", got, err)
+	}
+	// A run holds the workspace's lock (as the state backend takes it for Terraform).
+	ctx := context.Background()
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, "horizon-tfstate:"+ws); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(`{"version":4}`, "state", "push", ws); err == nil {
+		t.Fatal("a push while a run holds the lock succeeded")
+	}
+	if got, _ := run("", "state", "show", ws); got != state {
+		t.Fatalf("the refused push changed the state: %s", got)
+	}
 }

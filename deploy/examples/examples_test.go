@@ -11,7 +11,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,10 +29,12 @@ import (
 
 	"horizon/deploy/sandbox/pve"
 	"horizon/shared/gitsource"
+	"horizon/shared/secrets"
 	"horizon/shared/sshx"
 	"horizon/shared/template"
 	"horizon/shared/terraform"
 	"horizon/shared/testkit"
+	"horizon/shared/tfstate"
 )
 
 // examples are the example templates: directories laid out as the git repository they are
@@ -179,8 +183,17 @@ func newSandboxEnv(t *testing.T) *sandboxEnv {
 		t.Fatalf("find terraform: %v", err)
 	}
 	db := testkit.DB(t)
+	box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, err := tfstate.Start(db, box, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = states.Close() })
 	r, err := terraform.New(terraform.Config{
-		Binary: bin, ConnString: db.Config().ConnString(), WorkRoot: filepath.Join(t.TempDir(), "work"),
+		Binary: bin, States: states, WorkRoot: filepath.Join(t.TempDir(), "work"),
 		LockTimeout: time.Minute, GracePeriod: 20 * time.Second,
 		Env: map[string]string{
 			"PROXMOX_VE_ENDPOINT":     c.URL(),

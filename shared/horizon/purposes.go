@@ -10,4 +10,6 @@ const (
 	PurposeHostKey              = "executions.host_key"
 	PurposeDeployKey            = "deploy_keys.private_key"
 	PurposeNagiosPassword       = "nagios_servers.password"
+	// PurposeTerraformState is followed by ":" and the workspace: a state opens only as its own.
+	PurposeTerraformState = "terraform_states.state"
 )

@@ -20,18 +20,21 @@ var inherited = []string{
 }
 
 // reserved are variables Horizon sets itself; neither the worker's environment nor a caller may
-// supply them. TF_DATA_DIR would move .terraform out of the work dir.
-var reserved = []string{
-	"PG_CONN_STR", "PG_SCHEMA_NAME", "TF_PLUGIN_CACHE_DIR", "TF_DATA_DIR", "CHECKPOINT_DISABLE",
+// supply them, nor any TF_HTTP_* (the state backend's settings). TF_DATA_DIR would move
+// .terraform out of the work dir.
+var reserved = []string{"TF_PLUGIN_CACHE_DIR", "TF_DATA_DIR", "CHECKPOINT_DISABLE"}
+
+func isReserved(name string) bool {
+	return slices.Contains(reserved, name) || strings.HasPrefix(name, "TF_HTTP_")
 }
 
 // buildEnv returns the complete environment of Terraform for one work dir (SetEnv replaces the
 // environment as a whole): the inherited part of base, every TF_* variable of base that
 // terraform-exec does not manage itself (TF_CLI_CONFIG_FILE, TF_TOKEN_*, …), then global and
-// extra (extra wins), then the variables Horizon owns. An inherited TF_CLI_CONFIG_FILE naming
+// extra (extra wins), then the variables Horizon owns: state (the backend's grant) and the rest. An inherited TF_CLI_CONFIG_FILE naming
 // a missing file is dropped. It returns an error when global or extra
 // set a variable terraform-exec refuses (TF_VAR_*, TF_LOG, TF_WORKSPACE, …) or one Horizon owns.
-func buildEnv(base []string, cfg Config, global, extra map[string]string) (map[string]string, error) {
+func buildEnv(base []string, cfg Config, global, extra, state map[string]string) (map[string]string, error) {
 	env := map[string]string{}
 	for _, kv := range base {
 		k, v, ok := strings.Cut(kv, "=")
@@ -51,19 +54,20 @@ func buildEnv(base []string, cfg Config, global, extra map[string]string) (map[s
 			delete(env, "TF_CLI_CONFIG_FILE")
 		}
 	}
-	for _, k := range reserved {
-		delete(env, k)
+	for k := range env {
+		if isReserved(k) {
+			delete(env, k)
+		}
 	}
 	for _, set := range []map[string]string{global, extra} {
 		for _, k := range slices.Sorted(maps.Keys(set)) {
-			if p := tfexec.ProhibitedEnv(map[string]string{k: ""}); len(p) > 0 || slices.Contains(reserved, k) {
+			if p := tfexec.ProhibitedEnv(map[string]string{k: ""}); len(p) > 0 || isReserved(k) {
 				return nil, fmt.Errorf("environment variable %s is managed by Horizon and cannot be set", k)
 			}
 		}
 		maps.Copy(env, set)
 	}
-	env["PG_CONN_STR"] = cfg.ConnString
-	env["PG_SCHEMA_NAME"] = cfg.Schema
+	maps.Copy(env, state)
 	env["CHECKPOINT_DISABLE"] = "1"
 	if cfg.PluginCacheDir != "" {
 		env["TF_PLUGIN_CACHE_DIR"] = cfg.PluginCacheDir

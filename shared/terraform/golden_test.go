@@ -14,6 +14,24 @@ import (
 	"horizon/shared/testkit"
 )
 
+// fixedStates stands in for the state backend of the fake binary, which saves nothing: its
+// grant is fixed, so that the golden environment is stable, and its state holds the outputs.
+type fixedStates struct{}
+
+func (fixedStates) Grant(workspace string) (map[string]string, func()) {
+	return map[string]string{
+		"TF_HTTP_ADDRESS":  "http://127.0.0.1:1/states/" + workspace,
+		"TF_HTTP_USERNAME": "user", "TF_HTTP_PASSWORD": "grant-password",
+	}, func() {}
+}
+
+func (fixedStates) Read(context.Context, string) ([]byte, error) {
+	return []byte(`{"version":4,"outputs":{"admin_password":{"sensitive":true,"type":"string","value":"fake-secret-value"},` +
+		`"name":{"sensitive":false,"type":"string","value":"vm-x"}},"resources":[]}`), nil
+}
+
+func (fixedStates) Delete(context.Context, string) error { return nil }
+
 // fakeRunner returns a Runner over testdata/fake-terraform, which records the commands
 // terraform-exec builds, and the files those records go to.
 func fakeRunner(t *testing.T, mode string) (r *terraform.Runner, log, envFile, tmp string) {
@@ -30,7 +48,7 @@ func fakeRunner(t *testing.T, mode string) (r *terraform.Runner, log, envFile, t
 	}
 	r, err = terraform.New(terraform.Config{
 		Binary:         terraform.Binary{Path: fake, Kind: terraform.KindTerraform, Version: "1.11.4"},
-		ConnString:     "postgres://horizon@db.example:5432/tfstate?sslmode=disable",
+		States:         fixedStates{},
 		WorkRoot:       filepath.Join(tmp, "work"),
 		PluginCacheDir: filepath.Join(tmp, "plugins"),
 		GracePeriod:    300 * time.Millisecond,
@@ -42,7 +60,7 @@ func fakeRunner(t *testing.T, mode string) (r *terraform.Runner, log, envFile, t
 			"AWS_SECRET_ACCESS_KEY=must-not-leak",
 			"TF_CLI_CONFIG_FILE=" + cliConfig, "TF_TOKEN_registry_example=tok",
 			"TF_LOG=TRACE", "TF_VAR_admin_password=must-not-leak", "TF_WORKSPACE=other",
-			"TF_DATA_DIR=/elsewhere", "PG_CONN_STR=postgres://wrong", "TF_PLUGIN_CACHE_DIR=/wrong",
+			"TF_DATA_DIR=/elsewhere", "TF_HTTP_PASSWORD=must-not-leak", "TF_PLUGIN_CACHE_DIR=/wrong",
 		},
 	})
 	if err != nil {
@@ -131,8 +149,8 @@ func TestCommandsAndEnvGolden(t *testing.T) {
 		kept = append(kept, kv)
 	}
 	testkit.Golden(t, "env.golden", normalize([]byte(strings.Join(kept, "\n")+"\n"), w, tmp))
-	if strings.Contains(string(env), "must-not-leak") || strings.Contains(string(commands), "db.example") {
-		t.Fatal("a worker secret reached Terraform's environment, or the connection string its arguments")
+	if strings.Contains(string(env), "must-not-leak") || strings.Contains(string(commands), "grant-password") {
+		t.Fatal("a worker secret reached Terraform's environment, or the state credentials its arguments")
 	}
 
 	vars, err := os.ReadFile(filepath.Join(w.Dir(), terraform.VarsFile))
@@ -213,7 +231,7 @@ func TestPrepareRejects(t *testing.T) {
 		{"hidden secret", func(o *terraform.PrepareOpts) {
 			o.Vars["admin_password"] = []secrets.Value{"x"} // would be written as "[redacted]"
 		}, "secrets.Value"},
-		{"horizon-managed env", func(o *terraform.PrepareOpts) { o.Env = map[string]string{"PG_CONN_STR": "x"} }, "PG_CONN_STR"},
+		{"horizon-managed env", func(o *terraform.PrepareOpts) { o.Env = map[string]string{"TF_HTTP_ADDRESS": "http://elsewhere"} }, "TF_HTTP_ADDRESS"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,31 +5,49 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
 	"horizon/shared/testkit"
+	"horizon/shared/tfstate"
 )
 
 const testPassword = "s3cr3t-Adm1n-passw0rd"
 
+// backend is where a test runner's state goes: Horizon's state server over a fresh database.
+type backend struct {
+	db  *pgxpool.Pool
+	box *secrets.Box
+	*tfstate.Server
+}
+
 // realRunner returns a Runner over the real binary whose state goes to a fresh database, with
 // a plugin cache (and so the init lock) unless noCache.
-func realRunner(t *testing.T, noCache ...bool) (*terraform.Runner, *pgxpool.Pool) {
+func realRunner(t *testing.T, noCache ...bool) (*terraform.Runner, backend) {
 	t.Helper()
 	db := testkit.DB(t)
+	box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := tfstate.Start(db, box, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
 	tmp := t.TempDir()
 	cfg := terraform.Config{
 		Binary:         realBinary(t),
-		ConnString:     db.Config().ConnString(),
+		States:         srv,
 		WorkRoot:       filepath.Join(tmp, "work"),
 		PluginCacheDir: filepath.Join(tmp, "plugins"),
 		LockTimeout:    2 * time.Minute,
@@ -42,7 +60,7 @@ func realRunner(t *testing.T, noCache ...bool) (*terraform.Runner, *pgxpool.Pool
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r, db
+	return r, backend{db: db, box: box, Server: srv}
 }
 
 func vmOpts(t *testing.T, workspace string, sleep int, sink terraform.Sink) terraform.PrepareOpts {
@@ -70,22 +88,17 @@ type tfState struct {
 	} `json:"resources"`
 }
 
-// stateOf reads the workspace's state from the backend's table in schema terraform; ok is
-// false when the workspace does not exist.
-func stateOf(t *testing.T, db *pgxpool.Pool, workspace string) (st tfState, ok bool) {
+// stateOf reads the workspace's state from the backend; ok is false when there is none.
+func stateOf(t *testing.T, b backend, workspace string) (st tfState, ok bool) {
 	t.Helper()
-	var data string
-	err := db.QueryRow(context.Background(), "SELECT data FROM terraform.states WHERE name = $1", workspace).Scan(&data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return tfState{}, false
-	}
+	data, err := b.Read(context.Background(), workspace)
 	if err != nil {
 		t.Fatalf("read state of %s: %v", workspace, err)
 	}
-	if data == "" {
-		return tfState{}, true
+	if data == nil {
+		return tfState{}, false
 	}
-	if err := json.Unmarshal([]byte(data), &st); err != nil {
+	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatalf("decode state of %s: %v", workspace, err)
 	}
 	return st, true
@@ -108,7 +121,7 @@ func prepareInit(t *testing.T, r *terraform.Runner, opts terraform.PrepareOpts) 
 // binary and Postgres, and checks that the sensitive output never reaches the sink.
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
-	r, db := realRunner(t)
+	r, states := realRunner(t)
 	ctx := context.Background()
 	var out lines
 	w := prepareInit(t, r, vmOpts(t, "s1-vm-0", 0, out.sink))
@@ -116,7 +129,7 @@ func TestLifecycle(t *testing.T) {
 	if err := w.Apply(ctx); err != nil {
 		t.Fatalf("apply: %v\n%s", err, out.text())
 	}
-	st, ok := stateOf(t, db, "s1-vm-0")
+	st, ok := stateOf(t, states, "s1-vm-0")
 	if !ok || len(st.Resources) != 1 || st.Resources[0].Type != "terraform_data" {
 		t.Fatalf("state in schema terraform after apply: %+v (exists %v)", st, ok)
 	}
@@ -142,13 +155,13 @@ func TestLifecycle(t *testing.T) {
 	if err := w.Destroy(ctx); err != nil {
 		t.Fatalf("destroy: %v", err)
 	}
-	if st, ok := stateOf(t, db, "s1-vm-0"); !ok || len(st.Resources) != 0 {
+	if st, ok := stateOf(t, states, "s1-vm-0"); !ok || len(st.Resources) != 0 {
 		t.Fatalf("state after destroy: %+v (exists %v), want an empty workspace", st, ok)
 	}
 	if err := w.DeleteWorkspace(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := stateOf(t, db, "s1-vm-0"); ok {
+	if _, ok := stateOf(t, states, "s1-vm-0"); ok {
 		t.Fatal("workspace still exists after DeleteWorkspace")
 	}
 
@@ -169,7 +182,7 @@ func TestLifecycle(t *testing.T) {
 // following apply from another work dir succeeds and replaces it.
 func TestCancelApply(t *testing.T) {
 	t.Parallel()
-	r, db := realRunner(t)
+	r, states := realRunner(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &lines{}
@@ -192,7 +205,7 @@ func TestCancelApply(t *testing.T) {
 	if !strings.Contains(out.text(), "Interrupt received") {
 		t.Errorf("Terraform did not report the interrupt:\n%s", out.text())
 	}
-	st, ok := stateOf(t, db, "s2-vm-0")
+	st, ok := stateOf(t, states, "s2-vm-0")
 	if !ok || len(st.Resources) != 1 || len(st.Resources[0].Instances) != 1 || st.Resources[0].Instances[0].Status != "tainted" {
 		t.Fatalf("state after cancel: %+v, want the resource saved tainted", st)
 	}
@@ -207,67 +220,78 @@ func TestCancelApply(t *testing.T) {
 	if !strings.Contains(again.text(), "terraform_data.vm is tainted") {
 		t.Errorf("the tainted resource was not replaced:\n%s", again.text())
 	}
-	if st, _ := stateOf(t, db, "s2-vm-0"); st.Resources[0].Instances[0].Status != "" {
+	if st, _ := stateOf(t, states, "s2-vm-0"); st.Resources[0].Instances[0].Status != "" {
 		t.Fatalf("resource still %q after the second apply", st.Resources[0].Instances[0].Status)
 	}
 }
 
-// TestParallelFirstApplies runs several executions' first init and apply at once in distinct
-// workspaces of one new database, which contend for the backend's workspace-creation lock and
-// its schema creation; each must succeed with its own state. There is no plugin cache, so the
-// inits are not serialised by its lock either.
-func TestParallelFirstApplies(t *testing.T) {
+// TestParallelExecutionsNeverContend runs 20 executions' first init and apply at once, then
+// their destroys and workspace deletions at once, over one new database, without a plugin cache
+// (so inits are not serialised by its lock). With the pg backend, creating and deleting
+// workspaces contended for one database-wide lock and about one removal in five failed; each
+// execution now has its own state address, and every step must succeed with its own state.
+func TestParallelExecutionsNeverContend(t *testing.T) {
 	t.Parallel()
-	r, db := realRunner(t, true)
-	const n = 8
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	logs := make([]*lines, n)
-	for i := range n {
-		logs[i] = &lines{}
-		wg.Go(func() {
-			ctx := context.Background()
-			ws := fmt.Sprintf("s3-worker-%d", i)
-			w, err := r.Prepare(ctx, vmOpts(t, ws, 0, logs[i].sink))
+	r, states := realRunner(t, true)
+	const n = 20
+	each := func(op func(ctx context.Context, ws string, w *terraform.Workdir) error) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		logs := make([]*lines, n)
+		for i := range n {
+			logs[i] = &lines{}
+			wg.Go(func() {
+				ctx := context.Background()
+				ws := fmt.Sprintf("s3-worker-%d", i)
+				w, err := r.Prepare(ctx, vmOpts(t, ws, 0, logs[i].sink))
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				defer w.Close()
+				if err := w.Init(ctx); err != nil {
+					errs[i] = err
+					return
+				}
+				errs[i] = op(ctx, ws, w)
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
 			if err != nil {
-				errs[i] = err
-				return
+				t.Errorf("execution %d: %v\n%s", i, err, logs[i].text())
 			}
-			defer w.Close()
-			if err := w.Init(ctx); err != nil {
-				errs[i] = err
-				return
-			}
-			if err := w.Apply(ctx); err != nil {
-				errs[i] = err
-				return
-			}
-			o, err := w.Outputs(ctx)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if got := string(o["name"].Value); got != `"vm-`+ws+`"` {
-				errs[i] = fmt.Errorf("output name %s: another execution's state", got)
-			}
-		})
+		}
 	}
-	wg.Wait()
-	retries := 0
-	for i, err := range errs {
+	each(func(ctx context.Context, ws string, w *terraform.Workdir) error {
+		if err := w.Apply(ctx); err != nil {
+			return err
+		}
+		o, err := w.Outputs(ctx)
 		if err != nil {
-			t.Errorf("execution %d: %v\n%s", i, err, logs[i].text())
+			return err
 		}
-		retries += strings.Count(logs[i].text(), "retrying")
-		if testing.Verbose() && strings.Contains(logs[i].text(), "retrying") {
-			t.Logf("execution %d:\n%s", i, logs[i].text())
+		if got := string(o["name"].Value); got != `"vm-`+ws+`"` {
+			return fmt.Errorf("output name %s: another execution's state", got)
 		}
-	}
-	t.Logf("%d retries on workspace-creation contention", retries)
+		return nil
+	})
 	for i := range n {
-		st, ok := stateOf(t, db, fmt.Sprintf("s3-worker-%d", i))
+		st, ok := stateOf(t, states, fmt.Sprintf("s3-worker-%d", i))
 		if !ok || len(st.Resources) != 1 {
 			t.Errorf("workspace %d: state %+v (exists %v)", i, st, ok)
+		}
+	}
+	each(func(ctx context.Context, ws string, w *terraform.Workdir) error {
+		if err := w.Destroy(ctx); err != nil {
+			return err
+		}
+		return w.DeleteWorkspace(ctx)
+	})
+	for i := range n {
+		if _, ok := stateOf(t, states, fmt.Sprintf("s3-worker-%d", i)); ok {
+			t.Errorf("workspace %d still has a state after its removal", i)
 		}
 	}
 }
@@ -316,17 +340,17 @@ func TestConcurrentApplyOfOneWorkspaceWaits(t *testing.T) {
 // PushErroredState saves the state and Close removes the dir.
 func TestErroredStateIsPushedOrKept(t *testing.T) {
 	t.Parallel()
-	r, db := realRunner(t)
+	r, states := realRunner(t)
 	ctx := context.Background()
 	var out lines
 	w := prepareInit(t, r, vmOpts(t, "s5-vm-0", 0, out.sink))
 
-	// After init created the workspace, writes to the state table start failing.
-	if _, err := db.Exec(ctx, `
-		CREATE FUNCTION terraform.refuse() RETURNS trigger LANGUAGE plpgsql AS
+	// After init, writes of a state start failing (taking the lock still works).
+	if _, err := states.db.Exec(ctx, `
+		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS
 		  $$ BEGIN RAISE EXCEPTION 'test: state writes refused'; END $$;
-		CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON terraform.states
-		  FOR EACH ROW EXECUTE FUNCTION terraform.refuse();`); err != nil {
+		CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON terraform_states
+		  FOR EACH ROW WHEN (NEW.state IS NOT NULL) EXECUTE FUNCTION refuse();`); err != nil {
 		t.Fatal(err)
 	}
 	err := w.Apply(ctx)
@@ -334,23 +358,23 @@ func TestErroredStateIsPushedOrKept(t *testing.T) {
 	if !errors.As(err, &ese) {
 		t.Fatalf("apply with a failing backend: got %v, want an ErroredStateError\n%s", err, out.text())
 	}
-	if filepath.Base(ese.Path) != "errored.tfstate" || !strings.Contains(err.Error(), "state writes refused") {
+	if filepath.Base(ese.Path) != "errored.tfstate" || !strings.Contains(err.Error(), "Failed to upload state") {
 		t.Fatalf("error %v: want the path of errored.tfstate and the push failure", err)
 	}
 	if err := w.Close(); !errors.As(err, &ese) {
 		t.Fatalf("Close with an unpushed errored.tfstate: got %v, want an ErroredStateError", err)
 	}
-	if st, _ := stateOf(t, db, "s5-vm-0"); len(st.Resources) != 0 {
+	if st, _ := stateOf(t, states, "s5-vm-0"); len(st.Resources) != 0 {
 		t.Fatalf("the backend has resources although its writes failed: %+v", st)
 	}
 
-	if _, err := db.Exec(ctx, `DROP TRIGGER refuse ON terraform.states`); err != nil {
+	if _, err := states.db.Exec(ctx, `DROP TRIGGER refuse ON terraform_states`); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.PushErroredState(ctx); err != nil {
 		t.Fatalf("push once the backend works: %v", err)
 	}
-	if st, _ := stateOf(t, db, "s5-vm-0"); len(st.Resources) != 1 {
+	if st, _ := stateOf(t, states, "s5-vm-0"); len(st.Resources) != 1 {
 		t.Fatalf("state after the push: %+v, want the applied resource", st)
 	}
 	if !strings.Contains(out.text(), "pushed errored.tfstate") {

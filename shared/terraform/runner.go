@@ -1,6 +1,7 @@
 package terraform
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +11,6 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultSchema      = "terraform"
 	DefaultLockTimeout = 10 * time.Minute
 	DefaultGracePeriod = 60 * time.Second
 )
@@ -19,11 +19,9 @@ const (
 type Config struct {
 	// Binary is the executable to run, from FindBinary. Required.
 	Binary Binary
-	// ConnString is the Postgres URL of the state database, handed to the pg backend as
-	// PG_CONN_STR. Required.
-	ConnString string
-	// Schema is the Postgres schema of the state tables (PG_SCHEMA_NAME); DefaultSchema.
-	Schema string
+	// States keeps the workspaces' state and serves it to Terraform's http backend
+	// (tfstate.Server). Required.
+	States States
 	// WorkRoot is the directory under which work dirs are created; os.TempDir().
 	WorkRoot string
 	// PluginCacheDir is the provider cache shared by every work dir on this host
@@ -43,6 +41,18 @@ type Config struct {
 	GracePeriod time.Duration
 }
 
+// States keeps each workspace's state where Terraform's http backend reaches it.
+type States interface {
+	// Grant returns the TF_HTTP_* environment that points the http backend at workspace, with
+	// credentials for it alone, and the function that revokes them and releases a lock left
+	// by a Terraform that did not finish.
+	Grant(workspace string) (env map[string]string, revoke func())
+	// Read returns the workspace's state, or nil when it has none.
+	Read(ctx context.Context, workspace string) ([]byte, error)
+	// Delete removes the workspace's state once it tracks no resource.
+	Delete(ctx context.Context, workspace string) error
+}
+
 // Runner prepares and runs Terraform work dirs. It is safe for concurrent use.
 type Runner struct {
 	cfg     Config
@@ -55,11 +65,8 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Binary.Path == "" {
 		return nil, errors.New("terraform config: no binary")
 	}
-	if cfg.ConnString == "" {
-		return nil, errors.New("terraform config: no state database connection string")
-	}
-	if cfg.Schema == "" {
-		cfg.Schema = DefaultSchema
+	if cfg.States == nil {
+		return nil, errors.New("terraform config: no state backend")
 	}
 	if cfg.WorkRoot == "" {
 		cfg.WorkRoot = os.TempDir()

@@ -21,12 +21,12 @@ const VarsFile = "horizon.auto.tfvars.json"
 // BackendFile is the name of the backend configuration Horizon adds to the module.
 const BackendFile = "horizon_backend.tf"
 
-// backendConfig leaves every setting to the environment (PG_CONN_STR, PG_SCHEMA_NAME): values
-// given with -backend-config are saved in .terraform/terraform.tfstate, in clear.
-const backendConfig = `# Written by Horizon. State is kept in Postgres by the built-in pg backend; the connection
-# (PG_CONN_STR) and the schema (PG_SCHEMA_NAME) come from the environment, never from this file.
+// backendConfig leaves every setting to the environment (TF_HTTP_*): values given with
+// -backend-config are saved in .terraform/terraform.tfstate, in clear.
+const backendConfig = `# Written by Horizon. State is kept sealed by Horizon's workers, which serve it to the
+# built-in http backend; the address and credentials come from the environment (TF_HTTP_*).
 terraform {
-  backend "pg" {}
+  backend "http" {}
 }
 `
 

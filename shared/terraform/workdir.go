@@ -43,7 +43,8 @@ type PrepareOpts struct {
 	// Module is the module's directory inside Source ("" or "." for the root). The whole
 	// checkout is copied so that relative module sources ("../modules/vm") keep working.
 	Module string
-	// Workspace is the execution's Terraform workspace, e.g. "s42-master-0".
+	// Workspace names the execution's state, e.g. "s42-master-0". (Terraform itself stays on
+	// its default workspace: the state backend gives each work dir its own address.)
 	Workspace string
 	// Vars are candidate variable values (parameters, inputs, horizon_* values). Only the ones
 	// the module declares are written to VarsFile.
@@ -63,12 +64,11 @@ type Workdir struct {
 	dir       string // the module inside root, where Terraform runs
 	workspace string
 
-	// logged streams to the sink; quiet has no writer at all, for the commands whose stdout is
-	// JSON with sensitive values in clear (output, show): terraform-exec copies a command's
-	// stdout into the handle's writer as well as into its parser.
-	logged, quiet  *tfexec.Terraform
+	// tf streams to the sink, except inside quietly.
+	tf             *tfexec.Terraform
 	stdout, stderr *lineWriter
 	sink           Sink
+	revoke         func() // the state backend's grant
 }
 
 // Prepare creates a work dir for one execution: a fresh directory under Config.WorkRoot with a
@@ -82,7 +82,13 @@ func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err
 	if !workspaceRE.MatchString(opts.Workspace) {
 		return nil, fmt.Errorf("prepare: workspace name %q is not allowed", opts.Workspace)
 	}
-	env, err := buildEnv(r.baseEnv, r.cfg, r.cfg.Env, opts.Env)
+	stateEnv, revoke := r.cfg.States.Grant(opts.Workspace)
+	defer func() {
+		if err != nil {
+			revoke()
+		}
+	}()
+	env, err := buildEnv(r.baseEnv, r.cfg, r.cfg.Env, opts.Env, stateEnv)
 	if err != nil {
 		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
 	}
@@ -128,24 +134,34 @@ func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err
 		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
 	}
 
-	w := &Workdir{r: r, root: root, dir: dir, workspace: opts.Workspace, sink: opts.Sink}
+	w := &Workdir{r: r, root: root, dir: dir, workspace: opts.Workspace, sink: opts.Sink, revoke: revoke}
 	if w.sink == nil {
 		w.sink = func(Stream, string) {}
 	}
 	var mu sync.Mutex
 	w.stdout = &lineWriter{mu: &mu, sink: w.sink, stream: Stdout}
 	w.stderr = &lineWriter{mu: &mu, sink: w.sink, stream: Stderr}
-	if w.logged, err = r.handle(ctx, dir, env); err != nil {
+	if w.tf, err = r.handle(ctx, dir, env); err != nil {
 		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
 	}
 	// Writers are attached after handle has cached the version: terraform-exec's version check
 	// prints its JSON to the handle's writer too.
-	w.logged.SetStdout(w.stdout)
-	w.logged.SetStderr(w.stderr)
-	if w.quiet, err = r.handle(ctx, dir, env); err != nil {
-		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
-	}
+	w.tf.SetStdout(w.stdout)
+	w.tf.SetStderr(w.stderr)
 	return w, nil
+}
+
+// quietly runs op with no writer on the handle, for the commands whose stdout is JSON with
+// sensitive values in clear (show, state push): terraform-exec copies a command's stdout into
+// the handle's writer as well as into its parser. Errors still carry stderr.
+func (w *Workdir) quietly(op func(tf *tfexec.Terraform) error) error {
+	w.tf.SetStdout(nil)
+	w.tf.SetStderr(nil)
+	defer func() {
+		w.tf.SetStdout(w.stdout)
+		w.tf.SetStderr(w.stderr)
+	}()
+	return op(w.tf)
 }
 
 // handle returns a terraform-exec handle for dir with the whole environment set, the grace
@@ -171,13 +187,16 @@ func (w *Workdir) Dir() string { return w.dir }
 // Workspace returns the workspace the work dir is bound to.
 func (w *Workdir) Workspace() string { return w.workspace }
 
-// Close removes the work dir. When it holds an errored.tfstate that was not pushed, the
-// directory is kept and Close returns an *ErroredStateError: that file may be the only record
-// of infrastructure that exists.
+// Close revokes the work dir's state credentials (releasing a lock a killed Terraform left)
+// and removes the work dir. When it holds an errored.tfstate that was not pushed, the
+// directory and its credentials are kept, so that PushErroredState can still be called, and
+// Close returns an *ErroredStateError: that file may be the only record of infrastructure
+// that exists.
 func (w *Workdir) Close() error {
 	if _, err := os.Stat(w.erroredPath()); err == nil {
 		return &ErroredStateError{Path: w.erroredPath(), Err: errors.New("not pushed to the backend; work dir kept")}
 	}
+	w.revoke()
 	if err := os.RemoveAll(w.root); err != nil {
 		return fmt.Errorf("remove work dir: %w", err)
 	}

@@ -161,3 +161,36 @@ func withDatabase(t testing.TB, base, name string) string {
 	u.Path = "/" + name
 	return u.String()
 }
+
+// TablesHolding returns the tables ("schema.table") of db in which some row, read as text, holds
+// needle or its hex encoding (how a bytea column reads): the scan a test makes for a secret that
+// must never be stored in clear. System schemas are skipped.
+func TablesHolding(t testing.TB, db *pgxpool.Pool, needle string) []string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.Query(ctx, `SELECT table_schema, table_name FROM information_schema.tables
+		WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')`)
+	if err != nil {
+		t.Fatalf("list tables: %v", err)
+	}
+	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pgx.Identifier, error) {
+		var schema, name string
+		return pgx.Identifier{schema, name}, r.Scan(&schema, &name)
+	})
+	if err != nil {
+		t.Fatalf("list tables: %v", err)
+	}
+	var found []string
+	for _, table := range tables {
+		var hit bool
+		err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table.Sanitize()+` AS t
+			WHERE strpos(t::text, $1) > 0 OR strpos(t::text, $2) > 0)`, needle, hex.EncodeToString([]byte(needle))).Scan(&hit)
+		if err != nil {
+			t.Fatalf("scan %s: %v", table.Sanitize(), err)
+		}
+		if hit {
+			found = append(found, table[0]+"."+table[1])
+		}
+	}
+	return found
+}

@@ -108,7 +108,7 @@ func BenchmarkEnginePhaseTransition(b *testing.B) {
 	row(w, "  of which step finished → run:advance queued it (hop 1)", hop1, "", "")
 	row(w, "  of which queued → running (hop 2: pickup, load, start)", hop2, "", "")
 	row(w, "step running time (started → finished)", wall, "", "")
-	row(w, "  Terraform processes inside it (tfclock)", tf, "", "")
+	row(w, fmt.Sprintf("  Terraform processes inside it (tfclock; %.2f per step)", processesPerStep(steps)), tf, "", "")
 	row(w, "  per-step overhead outside Terraform", over, fmt.Sprintf("%.2f× of Terraform's p50", ratio(pct(over, .5), pct(tf, .5))), "p50 ≤ 50 ms")
 	fmt.Fprintf(w, "Terraform per step (mean): %s\n", clock.breakdown(steps))
 	_ = w.Flush()
@@ -117,6 +117,7 @@ func BenchmarkEnginePhaseTransition(b *testing.B) {
 	b.ReportMetric(ms(pct(bare, .5)), "chain-p50-ms")
 	b.ReportMetric(ratio(pct(trans, .5), pct(bare, .5)), "p50-ratio")
 	b.ReportMetric(ms(pct(over, .5)), "step-overhead-p50-ms")
+	b.ReportMetric(processesPerStep(steps), "terraform-processes/step")
 }
 
 // BenchmarkEngineMakespan deploys one stack of 50 machine executions spread round-robin over the
@@ -174,13 +175,15 @@ func BenchmarkEngineMakespan(b *testing.B) {
 	fmt.Fprintf(w, "per build (mean): gate held %s, of which Terraform %s and Horizon %s (work dir, cloud-init upload, database); after the gate %s (terraform output, finish)\n",
 		last.meanHeld.Round(time.Millisecond), last.meanTF.Round(time.Millisecond), (last.meanHeld - last.meanTF).Round(time.Millisecond),
 		last.meanAfter.Round(time.Millisecond))
-	fmt.Fprintf(w, "Terraform per build (mean, every command, output included): %s\n", last.tfBreakdown)
+	fmt.Fprintf(w, "Terraform per build (mean, every command, output included): %s; %.2f processes per build (goal ≤ 3)\n", last.tfBreakdown, last.processes)
 	fmt.Fprintf(w, "first build started %s after the deploy was accepted; the run finished %s after the last apply exited\n",
 		last.head.Round(time.Millisecond), last.tail.Round(time.Millisecond))
 	_ = w.Flush()
 	b.ReportMetric(ratio(last.makespan, last.lbGate), "makespan/LB-gate")
 	b.ReportMetric(ratio(last.makespan, last.lbTF), "makespan/LB-terraform")
 	b.ReportMetric(ms(pct(last.gaps, .5)), "handoff-p50-ms")
+	b.ReportMetric(ratio(last.makespan, last.lbNominal), "makespan/LB-nominal")
+	b.ReportMetric(last.processes, "terraform-processes/build")
 }
 
 // BenchmarkEngineWorkerMemory runs 500 runs through the workers — ten one-step stacks (a
@@ -444,6 +447,7 @@ type makespanResult struct {
 	meanHeld, meanTF, meanAfter       time.Duration
 	head, tail                        time.Duration
 	tfBreakdown                       string
+	processes                         float64
 }
 
 func makespanOf(b *testing.B, e *engine, clock *tfClock, run uuid.UUID) makespanResult {
@@ -493,6 +497,7 @@ func makespanOf(b *testing.B, e *engine, clock *tfClock, run uuid.UUID) makespan
 	}
 	r.lbNominal = time.Duration(most) * 200 * time.Millisecond
 	r.tfBreakdown = clock.breakdown(steps)
+	r.processes = processesPerStep(steps)
 	return r
 }
 
@@ -577,6 +582,17 @@ func (c *tfClock) attribute(b *testing.B, steps []stepTimes) []stepTimes {
 		}
 	}
 	return steps
+}
+
+// processesPerStep is the mean number of Terraform processes a step ran.
+func processesPerStep(steps []stepTimes) float64 {
+	n := 0
+	for _, s := range steps {
+		for _, c := range s.calls {
+			n += c
+		}
+	}
+	return float64(n) / float64(len(steps))
 }
 
 // breakdown is the mean Terraform time per step by subcommand, with the mean number of calls

@@ -359,7 +359,7 @@ func (e *engine) attachedTo(address string) string {
 // workspaces lists the Terraform workspaces of a stack that hold state.
 func (e *engine) workspaces(stack string) []string {
 	e.t.Helper()
-	rows, err := e.api.DB.Query(context.Background(), `SELECT name FROM terraform.states WHERE name LIKE $1 ORDER BY name`, "s"+stack+"-%")
+	rows, err := e.api.DB.Query(context.Background(), `SELECT workspace FROM terraform_states WHERE workspace LIKE $1 AND state IS NOT NULL ORDER BY workspace`, "s"+stack+"-%")
 	if err != nil {
 		e.t.Fatal(err)
 	}

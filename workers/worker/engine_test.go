@@ -46,6 +46,8 @@ type engine struct {
 	tmpl   string
 	addrs  []string // free addresses of the environment's network, in order
 	repo   *testkit.GitRepo
+	// workRoot holds the workers' Terraform work dirs.
+	workRoot string
 }
 
 type engineOpts struct {
@@ -130,11 +132,14 @@ func (e *engine) startWorker(o engineOpts) {
 		concurrency = 8
 	}
 	d := e.api.Deps
+	if e.workRoot == "" {
+		e.workRoot = t.TempDir()
+	}
 	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: concurrency,
 		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
 		ShutdownTimeout: 10 * time.Second, LogClient: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
 		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
-		Terraform: terraform.Config{Binary: bin, ConnString: d.DB.Config().ConnString(), WorkRoot: t.TempDir(), GracePeriod: 5 * time.Second}})
+		Terraform: terraform.Config{Binary: bin, WorkRoot: e.workRoot, GracePeriod: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"horizon/functions/apitest"
 	"horizon/shared/horizon"
 	"horizon/shared/secrets"
+	"horizon/shared/testkit"
 )
 
 // TestSecretsNeverLeak: a secret parameter given by the user, a generated one and a secret
@@ -223,5 +225,84 @@ exit 4
 	}
 	if !strings.Contains(text, "fetched the vault token [masked]") || !strings.Contains(text, "::add-mask::[masked]") {
 		t.Fatalf("the log does not show the masked lines:\n%s", text)
+	}
+}
+
+// TestSecretsAreSealedAtRest: a secret parameter, which the app's module hands on as a sensitive
+// output and so Terraform keeps in its state, and a secret script output are in no Postgres
+// table and no work dir, in clear or hex, after the deploy, after a re-apply that changes the
+// secret, and after the removal. (The pg backend kept states as plain JSON.)
+func TestSecretsAreSealedAtRest(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{})
+	first := "Sealed1st" + fmt.Sprint(time.Now().UnixNano())
+	stack := e.draft("sealed", 1)
+	setPassword := func(password string, confirm bool) *apitest.Response {
+		cur, etag := e.get(stack)
+		body := editBody(cur, func(job string, ex map[string]any) {
+			if job == "app" {
+				ex["parameters"].(map[string]any)["admin_password"] = password
+			}
+		})
+		if confirm {
+			body = withConfirm(body)
+		}
+		return e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: body})
+	}
+	if r := setPassword(first, false); r.Status != 200 {
+		t.Fatalf("patch the draft: %d %s", r.Status, r.Body)
+	}
+	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "deployed", 3*time.Minute)
+	reveal := func(name string) string {
+		return e.api.Do("POST", "/v1/stacks/"+stack+"/outputs/app/0/"+name+"/reveal", apitest.Req{Token: e.member}).Map()["value"].(string)
+	}
+	// The module's sensitive output is the parameter: it went through Terraform's state.
+	if got := reveal("admin_password"); got != first {
+		t.Fatalf("admin_password output %q, want the parameter", got)
+	}
+	apiKey := reveal("api_key")
+	e.noSecretsAtRest("after the deploy", first, apiKey)
+
+	second := "Sealed2nd" + fmt.Sprint(time.Now().UnixNano())
+	if r := setPassword(second, true); r.Status != 202 {
+		t.Fatalf("re-apply with a new password: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "deployed", 3*time.Minute)
+	if got := reveal("admin_password"); got != second {
+		t.Fatalf("admin_password output after the re-apply %q", got)
+	}
+	e.noSecretsAtRest("after the re-apply", first, second, apiKey)
+
+	if r := e.api.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("remove: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "removed", 3*time.Minute)
+	e.noSecretsAtRest("after the removal", first, second, apiKey)
+}
+
+// noSecretsAtRest fails the test when a table of the database or a file under the workers'
+// work root holds one of the secrets in clear or hex.
+func (e *engine) noSecretsAtRest(when string, secrets ...string) {
+	e.t.Helper()
+	for _, s := range secrets {
+		if found := testkit.TablesHolding(e.t, e.api.DB, s); len(found) > 0 {
+			e.t.Errorf("%s: a secret is stored in clear in %v", when, found)
+		}
+		err := filepath.WalkDir(e.workRoot, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err == nil && (strings.Contains(string(b), s) || strings.Contains(string(b), hex.EncodeToString([]byte(s)))) {
+				e.t.Errorf("%s: a secret is in %s", when, path)
+			}
+			return nil
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
+	"horizon/shared/tfstate"
 	"horizon/workers/isos"
 	"horizon/workers/reconcile"
 	"horizon/workers/runs"
@@ -42,8 +43,10 @@ type Config struct {
 	// ReconcileInterval is the period of the reconcile pass; 0 disables the scheduler (tests
 	// call the pass themselves).
 	ReconcileInterval time.Duration
-	Terraform         terraform.Config
-	Git               *gitsource.Cache
+	// Terraform configures the runner; when its States is nil, New serves the state from DB
+	// (tfstate) on loopback for as long as the workers run.
+	Terraform terraform.Config
+	Git       *gitsource.Cache
 	// LogClient writes the deploy logs (Redis streams and log_lines).
 	LogClient *logstream.Client
 	// EventsMaxLen trims the events stream (events.Config.MaxLen; 0: its default).
@@ -79,6 +82,7 @@ type Worker struct {
 	sched      *asynq.Scheduler
 	mux        *asynq.ServeMux
 	cancelBase context.CancelFunc
+	states     *tfstate.Server // nil when Config.Terraform.States was given
 	Queues     queue.Queues
 	// Reconcile is the reconcile pass, for tests and for the scheduler.
 	Reconcile reconcile.Handler
@@ -131,14 +135,24 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	var states *tfstate.Server
+	if cfg.Terraform.States == nil {
+		if states, err = tfstate.Start(cfg.DB, cfg.Box, cfg.Log); err != nil {
+			return nil, err
+		}
+		cfg.Terraform.States = states
+	}
 	tf, err := terraform.New(cfg.Terraform)
 	if err != nil {
+		if states != nil {
+			_ = states.Close()
+		}
 		return nil, err
 	}
 	enqueue := queue.Enqueuer{Client: client}
 	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen})
 	recorder := metrics.NewRecorder(cfg.Redis, cfg.Namespace)
-	w := &Worker{Queues: queues, log: cfg.Log}
+	w := &Worker{Queues: queues, log: cfg.Log, states: states}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	handlers := map[string]asynq.Handler{
 		queue.TypeReconcile:  w.Reconcile,
@@ -229,4 +243,8 @@ func (w *Worker) Shutdown() {
 	}
 	w.cancelBase()
 	w.srv.Shutdown()
+	// After the handlers: a Terraform saving its state at SIGINT still reaches the backend.
+	if w.states != nil {
+		_ = w.states.Close()
+	}
 }

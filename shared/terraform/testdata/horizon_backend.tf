@@ -1,5 +1,5 @@
-# Written by Horizon. State is kept in Postgres by the built-in pg backend; the connection
-# (PG_CONN_STR) and the schema (PG_SCHEMA_NAME) come from the environment, never from this file.
+# Written by Horizon. State is kept sealed by Horizon's workers, which serve it to the
+# built-in http backend; the address and credentials come from the environment (TF_HTTP_*).
 terraform {
-  backend "pg" {}
+  backend "http" {}
 }
