@@ -3,15 +3,19 @@
 //
 // A Runner (one per worker, built from Config) prepares a Workdir per execution run:
 // Prepare copies the template checkout at the pinned commit into a fresh private directory,
-// adds BackendFile (the built-in pg backend) and VarsFile (the values of the variables the
-// module declares), and binds the directory to the execution's workspace. Init, Plan, Apply,
-// Destroy, Outputs and DeleteWorkspace then run Terraform there; Close removes the directory.
+// adds BackendFile (the built-in http backend) and VarsFile (the values of the variables the
+// module declares), and binds the directory to the execution's state. Init, Plan, Apply and
+// Destroy then run Terraform there; Outputs and DeleteWorkspace read and delete the state
+// without running it; Close revokes the state credentials and removes the directory.
 //
 // Decisions, and the facts behind them:
 //
-//   - State: one pg backend, one workspace per execution (e.g. "s42-master-0"), tables in
-//     Config.Schema ("terraform"). The connection string reaches Terraform only as PG_CONN_STR
-//     in its environment: a -backend-config value would be saved in .terraform in clear.
+//   - State: Config.States (shared/tfstate) keeps one sealed state per execution (named like a
+//     workspace, e.g. "s42-master-0") and serves it to Terraform's http backend. Terraform
+//     stays on its default workspace: each work dir has its own address, so there is nothing to
+//     create, select or delete, and nothing to race on. The address and the work dir's
+//     credentials reach Terraform only as TF_HTTP_* in its environment: a -backend-config value
+//     would be saved in .terraform in clear.
 //   - The whole checkout is copied, not only the module directory, so that local module
 //     sources such as "../modules/vm" resolve (HCP Terraform's "working directory" does the
 //     same). A module must not declare a backend of its own, nor ship files named BackendFile
@@ -20,23 +24,21 @@
 //   - Environment: terraform-exec's SetEnv replaces the whole environment, so Runner builds it
 //     complete: an allow-list of the worker's variables (PATH, HOME, locale, proxies, TLS
 //     roots, and the TF_* variables terraform-exec permits, e.g. TF_CLI_CONFIG_FILE), then
-//     Config.Env and PrepareOpts.Env (e.g. the Proxmox endpoint and token), then PG_CONN_STR,
-//     PG_SCHEMA_NAME, TF_PLUGIN_CACHE_DIR and CHECKPOINT_DISABLE. The worker's other variables
+//     Config.Env and PrepareOpts.Env (e.g. the Proxmox endpoint and token), then TF_HTTP_*,
+//     TF_PLUGIN_CACHE_DIR and CHECKPOINT_DISABLE. The worker's other variables
 //     (HORIZON_SECRET_KEY, database URLs) never reach a module's local-exec.
-//   - Output streaming: Init, Plan, Apply, Destroy and workspace commands stream into the
-//     caller's Sink line by line; Sink calls never overlap. Output, show and state push run on
-//     a second terraform-exec handle with no writer at all: terraform-exec copies a command's
-//     stdout into the handle's writer as well as its JSON parser, and that JSON holds sensitive
-//     values in clear. Lines are not masked here; the Sink masks them (secrets.Masker). Error
+//   - Output streaming: Init, Plan, Apply and Destroy stream into the caller's Sink line by
+//     line; Sink calls never overlap. Show and state push run with the handle's writers
+//     detached: terraform-exec copies a command's stdout into the handle's writer as well as
+//     its JSON parser, and that JSON holds sensitive values in clear. One handle per work dir
+//     means one `version` process per step. Lines are not masked here; the Sink masks them (secrets.Masker). Error
 //     strings carry Terraform's stderr and need masking too before they are stored.
 //   - Plugin cache: TF_PLUGIN_CACHE_DIR is shared by every work dir on the host, and concurrent
 //     inits corrupt it (terraform#31964), so Init holds an exclusive flock on
 //     <cache>/.horizon-init.lock. OpenTofu ≥ 1.10 locks the cache itself; the flock is harmless.
-//   - Locking: runs pass -lock-timeout=Config.LockTimeout, so a second run of one workspace
-//     waits for the first. The pg backend creates a workspace under one database-wide advisory
-//     lock taken without waiting (terraform#33217), and first runs race creating its schema;
-//     Init retries those errors a few times with jittered backoff. Locks are session advisory
-//     locks: a killed Terraform leaves none behind.
+//   - Locking: runs pass -lock-timeout=Config.LockTimeout, so a second run of one state waits
+//     for the first (the backend answers 423, which Terraform retries). Locks are Postgres
+//     session advisory locks held by the backend: a killed Terraform or worker leaves none.
 //   - Cancellation, two stages as in Coder's provisioner: when the context of a run is done,
 //     terraform-exec (v0.26, Linux) sends SIGINT — Terraform stops, saves state (a resource
 //     whose provisioner was interrupted is saved tainted, so the next apply replaces it) and
@@ -51,8 +53,6 @@
 //     every run and push it (terraform state push, with locking); if that fails they return an
 //     *ErroredStateError, PushErroredState can be retried later, and Close keeps a work dir that
 //     still holds the file.
-//   - One binary per state database: Terraform and OpenTofu use different workspace-creation
-//     locks, so they must not share one.
 //
 // The package runs on Linux (and other Unix systems): graceful cancellation relies on SIGINT
 // and the plugin cache lock on flock(2).
