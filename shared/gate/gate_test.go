@@ -445,6 +445,9 @@ func TestLeaseLoss(t *testing.T) {
 		t.Parallel()
 		g, rdb, ns := newGate(t, gate.Config{TTL: 300 * time.Millisecond})
 		l := acquire(t, g, "pve-1", "holder")
+		// The work the lease guards, under a context of its own that outlives the lease.
+		work, stopWork := l.Guard(context.Background())
+		defer stopWork()
 		if err := rdb.HSet(context.Background(), ns+":gate:{pve-1}:lock", "owner", "intruder").Err(); err != nil {
 			t.Fatalf("hset: %v", err)
 		}
@@ -455,6 +458,10 @@ func TestLeaseLoss(t *testing.T) {
 		}
 		if cause := context.Cause(l.Context()); !errors.Is(cause, gate.ErrLost) || !strings.Contains(cause.Error(), "intruder") {
 			t.Errorf("cause %v, want ErrLost naming intruder", cause)
+		}
+		testkit.Eventually(t, time.Second, "the guarded work did not stop with the lease", func() bool { return work.Err() != nil })
+		if cause := context.Cause(work); !errors.Is(cause, gate.ErrLost) {
+			t.Errorf("guarded work's cause %v, want ErrLost", cause)
 		}
 		if _, err := l.Release(context.Background()); !errors.Is(err, gate.ErrNotHolder) {
 			t.Errorf("release: got %v, want ErrNotHolder", err)

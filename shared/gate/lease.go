@@ -57,6 +57,21 @@ func (l *Lease) Since() time.Time { return l.since }
 // the lease: renewal goes on until Release, so that work winding down is still covered.
 func (l *Lease) Context() context.Context { return l.ctx }
 
+// Guard returns a context that ends with ctx or when the lease is lost (its cause then wraps
+// ErrLost), for the work the lease guards, and the function that releases its resources. A
+// nil lease (work that takes no gate) guards nothing: ctx is returned as is.
+func (l *Lease) Guard(ctx context.Context) (context.Context, func()) {
+	if l == nil {
+		return ctx, func() {}
+	}
+	guarded, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.ctx, func() { cancel(context.Cause(l.ctx)) })
+	return guarded, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
 // renew extends the lease every TTL/3. A renewal that finds another owner (or none) ends the
 // lease at once. One that cannot reach Redis is retried until two thirds of the TTL have passed
 // since the last confirmed renewal: after that the lease may expire before the next attempt

@@ -105,7 +105,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		Run: w.run.ID, Step: w.step.ID, Attempt: w.step.Attempt})
 	defer stop()
 	// The stage stops when the run is canceled, and, for a gated stage, when the lease is lost.
-	run, stopLease := underLease(watched, lease)
+	run, stopLease := lease.Guard(watched)
 	defer stopLease()
 
 	lw := h.Logs.NewWriter(w.run.ID, w.iso.ID, w.masker)
@@ -224,20 +224,6 @@ func (h *Handler) notify(ctx context.Context, w *work, state horizon.StepState, 
 		Job: w.step.Job, Execution: w.step.ExecutionIndex, Error: events.MaskError(w.masker, errLine)}
 	if _, err := h.Events.Publish(ctx, e); err != nil {
 		h.Log.WarnContext(ctx, "publish step event", "step_id", w.step.ID, "error", err)
-	}
-}
-
-// underLease returns a context that ends with ctx or, when lease is not nil, when the lease is
-// lost (its cause then wraps gate.ErrLost).
-func underLease(ctx context.Context, lease *gate.Lease) (context.Context, func()) {
-	if lease == nil {
-		return ctx, func() {}
-	}
-	build, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(lease.Context(), func() { cancel(context.Cause(lease.Context())) })
-	return build, func() {
-		stop()
-		cancel(nil)
 	}
 }
 

@@ -66,7 +66,7 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 	}
 	defer cleanup()
 	// The upload and the build happen under the node's gate: if the lease is lost, they stop.
-	build, stopBuild := underLease(ctx, lease)
+	build, stopBuild := lease.Guard(ctx)
 	err = func() error {
 		defer stopBuild()
 		if w.machine() {
@@ -137,20 +137,6 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 	out.horizon("outputs: %s", strings.Join(sorted(names), ", "))
 	return outcome{hash: w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)), outputs: outputs,
 		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
-}
-
-// underLease returns a context that ends with ctx or, when lease is not nil, when the lease is
-// lost (its cause then wraps gate.ErrLost).
-func underLease(ctx context.Context, lease *gate.Lease) (context.Context, func()) {
-	if lease == nil {
-		return ctx, func() {}
-	}
-	build, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(lease.Context(), func() { cancel(context.Cause(lease.Context())) })
-	return build, func() {
-		stop()
-		cancel(nil)
-	}
 }
 
 // workdir prepares the execution's Terraform work dir from the pinned commit.
