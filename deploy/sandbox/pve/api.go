@@ -133,7 +133,11 @@ func (c *Cluster) dispatch(rt *route, r *http.Request, vars map[string]string, u
 			return nil, err
 		}
 	}
-	return rt.handle(&call{c: c, r: r, vars: vars, p: p, user: user})
+	k := &call{c: c, r: r, vars: vars, p: p, user: user}
+	if err := k.checkExpr(routeChecks[rt.key()].Check); err != nil {
+		return nil, err
+	}
+	return rt.handle(k)
 }
 
 // authenticate checks "Authorization: PVEAPIToken=USER@REALM!TOKENID=SECRET" and returns

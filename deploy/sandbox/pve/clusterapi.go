@@ -137,7 +137,9 @@ func (c *Cluster) resources(k *call) (any, error) {
 	out := []map[string]any{}
 	if typ == "" || typ == "vm" {
 		for _, vmid := range c.sortedVMIDs() {
-			out = append(out, c.vmResource(c.vms[vmid]))
+			if k.may(vmPath(vmid), "VM.Audit") {
+				out = append(out, c.vmResource(c.vms[vmid]))
+			}
 		}
 	}
 	if typ == "" || typ == "node" {
@@ -148,7 +150,7 @@ func (c *Cluster) resources(k *call) (any, error) {
 	if typ == "" || typ == "storage" {
 		for _, n := range c.nodes {
 			for i := range c.cfg.Storages {
-				if s := &c.cfg.Storages[i]; storageOnNode(s, n.cfg.Name) {
+				if s := &c.cfg.Storages[i]; storageOnNode(s, n.cfg.Name) && k.may("/storage/"+s.Name, "Datastore.Audit", "Datastore.AllocateSpace") {
 					out = append(out, c.storageResource(s, n))
 				}
 			}
@@ -156,7 +158,9 @@ func (c *Cluster) resources(k *call) (any, error) {
 	}
 	if typ == "" {
 		for _, id := range sortedKeys(c.pools) {
-			out = append(out, map[string]any{"id": "/pool/" + id, "type": "pool", "pool": id})
+			if k.may("/pool/"+id, "Pool.Audit") {
+				out = append(out, map[string]any{"id": "/pool/" + id, "type": "pool", "pool": id})
+			}
 		}
 	}
 	return out, nil

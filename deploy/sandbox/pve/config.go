@@ -59,6 +59,8 @@ type ClusterConfig struct {
 	Storages []StorageConfig `yaml:"storages"`
 	// Pools are the resource pools that exist at start (more can be created through the API).
 	Pools []PoolConfig `yaml:"pools"`
+	// Roles are custom roles (name → privileges), besides PVE's built-in ones.
+	Roles map[string][]string `yaml:"roles"`
 }
 
 // TokenConfig is an API token: ID "user@realm!name" and its secret.
@@ -67,6 +69,14 @@ type TokenConfig struct {
 	ID string `yaml:"id"`
 	// Secret is the token's secret (PVE shows a UUID once, at creation).
 	Secret string `yaml:"secret"`
+	// Privsep is PVE's privilege separation: the token holds what its own ACLs and its user's
+	// both grant. Without it the token holds its user's privileges.
+	Privsep bool `yaml:"privsep"`
+	// ACLs are the token's own entries (counted with Privsep only).
+	ACLs []ACLConfig `yaml:"acls"`
+	// UserACLs are the entries of the token's user; none means an unrestricted user (root@pam).
+	// A token without Privsep, ACLs and UserACLs holds every privilege (acl.go).
+	UserACLs []ACLConfig `yaml:"user_acls"`
 }
 
 // NodeConfig is one node of a cluster.
@@ -208,6 +218,14 @@ func (c *ClusterConfig) validate() []error {
 	for _, t := range c.Tokens {
 		if !tokenIDRE.MatchString(t.ID) || t.Secret == "" {
 			errs = append(errs, fmt.Errorf("%s: token %q: want id user@realm!name and a secret", where, t.ID))
+		}
+		for _, a := range append(slices.Clone(t.ACLs), t.UserACLs...) {
+			if _, builtin := builtinRoles[a.Role]; !builtin && c.Roles[a.Role] == nil {
+				errs = append(errs, fmt.Errorf("%s: token %q: ACL on %s names role %q, which does not exist", where, t.ID, a.Path, a.Role))
+			}
+			if !strings.HasPrefix(a.Path, "/") {
+				errs = append(errs, fmt.Errorf("%s: token %q: ACL path %q must start with /", where, t.ID, a.Path))
+			}
 		}
 	}
 	nodes := map[string]bool{}

@@ -51,6 +51,9 @@ func (c *Cluster) listPools(k *call) (any, error) {
 	if id == "" {
 		out := []map[string]any{}
 		for _, pid := range sortedKeys(c.pools) {
+			if !k.may("/pool/"+pid, "Pool.Audit") {
+				continue
+			}
 			item := map[string]any{"poolid": pid}
 			if cm := c.pools[pid].Comment; cm != "" {
 				item["comment"] = cm
@@ -58,6 +61,9 @@ func (c *Cluster) listPools(k *call) (any, error) {
 			out = append(out, item)
 		}
 		return out, nil
+	}
+	if !k.may("/pool/"+id, "Pool.Audit") {
+		return nil, permissionDenied("/pool/"+id, "Pool.Audit")
 	}
 	p := c.pools[id]
 	if p == nil {

@@ -45,7 +45,7 @@ func (c *Cluster) listVMs(k *call) (any, error) {
 	out := []map[string]any{}
 	for _, vmid := range c.sortedVMIDs() {
 		v := c.vms[vmid]
-		if v.Node != k.vars["node"] {
+		if v.Node != k.vars["node"] || !k.may(vmPath(vmid), "VM.Audit") {
 			continue
 		}
 		s := c.vmStatus(v)
@@ -90,6 +90,9 @@ func (c *Cluster) createVM(k *call) (any, error) {
 	v := &vm{VMID: vmid, Node: node, Conf: map[string]string{}}
 	ch, err := c.planConfig(v, p, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := k.mayCreate(vmid, poolID, ch); err != nil {
 		return nil, err
 	}
 	creationDefaults(ch.conf)

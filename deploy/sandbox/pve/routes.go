@@ -18,6 +18,7 @@ func (c *Cluster) apiRoutes() []route {
 		c.statusRoutes(),
 		c.cloneRoutes(),
 		c.taskRoutes(),
+		c.accessRoutes(),
 	} {
 		routes = append(routes, area...)
 	}

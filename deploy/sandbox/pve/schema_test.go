@@ -3,6 +3,7 @@ package pve
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,7 +23,8 @@ type schemaNode struct {
 }
 
 type schemaMethod struct {
-	Parameters struct {
+	Permissions json.RawMessage `json:"permissions"`
+	Parameters  struct {
 		Properties map[string]schemaProp `json:"properties"`
 	} `json:"parameters"`
 	Returns schemaProp `json:"returns"`
@@ -148,5 +150,57 @@ func TestVMKeysExistInSchema(t *testing.T) {
 		if _, ok := returned[name]; !ok {
 			t.Errorf("VM key %q is not returned by GET config", name)
 		}
+	}
+}
+
+// TestRoutePermissionsAreTheSchemas checks that every served route enforces the permissions
+// object the PVE schema states for it, word for word, and that every "check" is one the
+// evaluator understands.
+func TestRoutePermissionsAreTheSchemas(t *testing.T) {
+	t.Parallel()
+	schema := loadSchema(t)
+	e := newEnv(t, nil)
+	for _, rt := range e.c.routes {
+		text, ok := routePermissions[rt.key()]
+		if !ok {
+			t.Errorf("%s: no permissions: the route is served unchecked", rt.key())
+			continue
+		}
+		var ours, theirs any
+		if err := json.Unmarshal([]byte(text), &ours); err != nil {
+			t.Fatalf("%s: %v", rt.key(), err)
+		}
+		def := schema[schemaPattern(rt.pattern)][rt.method]
+		if err := json.Unmarshal(def.Permissions, &theirs); err != nil {
+			t.Fatalf("%s: the schema's permissions: %v", rt.key(), err)
+		}
+		if !reflect.DeepEqual(ours, theirs) {
+			t.Errorf("%s: permissions\n%s\nthe schema's\n%s", rt.key(), text, def.Permissions)
+		}
+		checkUnderstood(t, rt.key(), routeChecks[rt.key()].Check)
+	}
+	if len(routePermissions) != len(e.c.routes) {
+		t.Errorf("%d permissions for %d routes: one names no served route", len(routePermissions), len(e.c.routes))
+	}
+}
+
+func checkUnderstood(t *testing.T, key string, expr []any) {
+	t.Helper()
+	if len(expr) == 0 {
+		return
+	}
+	switch expr[0] {
+	case "and", "or":
+		for _, sub := range expr[1:] {
+			checkUnderstood(t, key, sub.([]any))
+		}
+	case "perm":
+		for i := 3; i < len(expr); i += 2 {
+			if o := expr[i]; o != "any" && o != "require_param" {
+				t.Errorf("%s: perm option %v not understood", key, o)
+			}
+		}
+	default:
+		t.Errorf("%s: check %v not understood", key, expr[0])
 	}
 }

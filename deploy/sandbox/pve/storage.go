@@ -242,8 +242,10 @@ func (c *Cluster) storageRoutes() []route {
 func (c *Cluster) listStorageConfig(k *call) (any, error) {
 	typ := k.p.str("type")
 	out := []map[string]any{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i := range c.cfg.Storages {
-		if s := &c.cfg.Storages[i]; typ == "" || s.Type == typ {
+		if s := &c.cfg.Storages[i]; (typ == "" || s.Type == typ) && k.may("/storage/"+s.Name, "Datastore.Audit", "Datastore.AllocateSpace") {
 			out = append(out, c.storageConfig(s))
 		}
 	}
@@ -272,7 +274,7 @@ func (c *Cluster) listNodeStorage(k *call) (any, error) {
 	out := []map[string]any{}
 	for i := range c.cfg.Storages {
 		s := &c.cfg.Storages[i]
-		if !storageOnNode(s, node) || (only != "" && s.Name != only) {
+		if !storageOnNode(s, node) || (only != "" && s.Name != only) || !k.may("/storage/"+s.Name, "Datastore.Audit", "Datastore.AllocateSpace") {
 			continue
 		}
 		if len(want) > 0 && !slices.ContainsFunc(want, s.hasContent) {
@@ -340,6 +342,9 @@ func (c *Cluster) getVolume(k *call) (any, error) {
 	node, volid := k.vars["node"], k.vars["volume"]
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !k.may("/storage/"+s.Name, "Datastore.Audit", "Datastore.AllocateSpace") {
+		return nil, permissionDenied("/storage/"+s.Name, "Datastore.Audit", "Datastore.AllocateSpace")
+	}
 	if f, ok := c.parseFileVolume(volid, s.Name); ok && f.storage == s {
 		info, err := os.Stat(c.fileVolumePath(f, node))
 		if err != nil {
@@ -375,6 +380,9 @@ func (c *Cluster) deleteVolume(k *call) (any, error) {
 	node, volid := k.vars["node"], k.vars["volume"]
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !k.may("/storage/"+s.Name, "Datastore.Allocate") {
+		return nil, permissionDenied("/storage/"+s.Name, "Datastore.Allocate")
+	}
 	if f, ok := c.parseFileVolume(volid, s.Name); ok && f.storage == s {
 		path := c.fileVolumePath(f, node)
 		if _, err := os.Stat(path); err != nil {

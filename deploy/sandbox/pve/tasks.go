@@ -191,6 +191,9 @@ func (c *Cluster) stopTask(k *call) (any, error) {
 	if t == nil {
 		return nil, paramErr("upid", "no such task")
 	}
+	if err := k.mayTask(t, "Sys.Modify"); err != nil {
+		return nil, err
+	}
 	if t.running && t.stop != nil {
 		t.stop()
 	}
@@ -219,6 +222,7 @@ func (c *Cluster) listTasks(k *call) (any, error) {
 		t := c.tasks[i]
 		switch {
 		case t.node != k.vars["node"],
+			t.user != k.user && !k.may("/nodes/"+t.node, "Sys.Audit"),
 			vmid != "" && t.id != vmid,
 			typeFilter != "" && t.typ != typeFilter,
 			userFilter != "" && !strings.Contains(t.user, userFilter),
@@ -257,6 +261,9 @@ func (c *Cluster) taskStatus(k *call) (any, error) {
 	if t == nil {
 		return nil, paramErr("upid", "no such task")
 	}
+	if err := k.mayTask(t, "Sys.Audit"); err != nil {
+		return nil, err
+	}
 	res := map[string]any{
 		"upid": t.upid, "node": t.node, "pid": t.pid, "pstart": t.pstart,
 		"starttime": t.start.Unix(), "type": t.typ, "id": t.id, "user": t.user,
@@ -282,6 +289,9 @@ func (c *Cluster) taskLog(k *call) (any, error) {
 	t := c.findTask(k.vars["node"], k.vars["upid"])
 	if t == nil {
 		return nil, paramErr("upid", "no such task")
+	}
+	if err := k.mayTask(t, "Sys.Audit"); err != nil {
+		return nil, err
 	}
 	lines := t.log
 	if len(lines) == 0 && !t.running {
