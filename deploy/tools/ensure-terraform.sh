@@ -25,6 +25,14 @@ stamp="$bin.version"
 
 log() { printf 'ensure-terraform: %s\n' "$*" >&2; }
 
+# `ensure-terraform.sh tofu` asks for OpenTofu whatever else is installed: the test task runs
+# the state backend's tests with both binaries where both can be had.
+names=(terraform tofu)
+if [[ "${1:-}" == tofu ]]; then
+	names=(tofu)
+	unset HORIZON_TERRAFORM_BIN
+fi
+
 if [[ -n "${HORIZON_TERRAFORM_BIN:-}" ]]; then
 	if p="$(command -v -- "$HORIZON_TERRAFORM_BIN")"; then
 		printf '%s\n' "$p"
@@ -33,7 +41,7 @@ if [[ -n "${HORIZON_TERRAFORM_BIN:-}" ]]; then
 	log "HORIZON_TERRAFORM_BIN=$HORIZON_TERRAFORM_BIN is not an executable"
 	exit 1
 fi
-for name in terraform tofu; do
+for name in "${names[@]}"; do
 	if p="$(command -v -- "$name")"; then
 		printf '%s\n' "$p"
 		exit 0
