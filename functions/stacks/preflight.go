@@ -2,6 +2,8 @@ package stacks
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,7 +24,22 @@ type clusterView struct {
 	// vms by name, and every VM id in use.
 	names map[string]int
 	vmids []int
-	err   error
+	// privileges the token holds, by the paths the executions' machines need.
+	privileges map[string]map[string]bool
+	err        error
+}
+
+// machinePaths are the ACL paths where a machine's privileges may come from: the VM (its
+// reserved id, or /vms before it has one) and its pool.
+func machinePaths(e horizon.Execution) []string {
+	paths := []string{"/vms"}
+	if e.VMID != nil {
+		paths[0] = fmt.Sprintf("/vms/%d", *e.VMID)
+	}
+	if e.Config.Pool != "" {
+		paths = append(paths, "/pool/"+e.Config.Pool)
+	}
+	return paths
 }
 
 // askClusters asks every cluster the executions use for its nodes' state and its VMs, in
@@ -32,8 +49,15 @@ func askClusters(ctx context.Context, box *secrets.Box, cat *catalogue, execs []
 	defer cancel()
 	views := map[uuid.UUID]*clusterView{}
 	for _, e := range execs {
-		if id := e.Config.ProxmoxServerID; id != nil && cat.servers[*id] != nil && views[*id] == nil {
-			views[*id] = &clusterView{}
+		id := e.Config.ProxmoxServerID
+		if id == nil || cat.servers[*id] == nil {
+			continue
+		}
+		if views[*id] == nil {
+			views[*id] = &clusterView{privileges: map[string]map[string]bool{}}
+		}
+		for _, p := range machinePaths(e) {
+			views[*id].privileges[p] = nil
 		}
 	}
 	var g errgroup.Group
@@ -76,7 +100,25 @@ func askCluster(ctx context.Context, box *secrets.Box, srv *horizon.ProxmoxServe
 		v.names[vm.Name] = vm.VMID
 		v.vmids = append(v.vmids, vm.VMID)
 	}
+	for path := range v.privileges {
+		privs, err := client.Privileges(ctx, path)
+		if err != nil {
+			return fmt.Errorf("read the privileges of token %s: %w", srv.TokenID, err)
+		}
+		v.privileges[path] = privs
+	}
 	return nil
+}
+
+// lacking returns which machine privileges the token holds on none of paths.
+func (v *clusterView) lacking(paths []string) []string {
+	var missing []string
+	for _, priv := range proxmox.MachinePrivileges {
+		if !slices.ContainsFunc(paths, func(p string) bool { return v.privileges[p][priv] }) {
+			missing = append(missing, priv)
+		}
+	}
+	return missing
 }
 
 // liveProblems are what the clusters themselves say against a deploy: a node gone offline, a
@@ -100,6 +142,10 @@ func liveProblems(def *template.Definition, stackName string, execs []horizon.Ex
 		field := func(f string) string { return execField(e.Job, e.Index, f) }
 		if online, known := v.online[e.Config.Node]; known && !online {
 			p.Add(field("node"), "is offline")
+		}
+		// A missing privilege would fail the build halfway, after other machines were made.
+		if paths := machinePaths(e); len(v.lacking(paths)) > 0 {
+			p.Add(field("pool"), "%s", proxmox.MissingPrivileges(cat.servers[*e.Config.ProxmoxServerID].TokenID, v.lacking(paths), paths...))
 		}
 		name := e.MachineName(stackName)
 		if vmid, taken := v.names[name]; taken && (e.VMID == nil || *e.VMID != vmid) {

@@ -14,8 +14,11 @@ import (
 
 // Error kinds, matched with errors.Is.
 var (
-	// ErrAuth: the API token is wrong, revoked or lacks a permission.
+	// ErrAuth: the API token is wrong or revoked (401).
 	ErrAuth = errors.New("proxmox: authentication failed")
+	// ErrPermission: the token lacks a privilege (403 "Permission check failed (path, priv)";
+	// the Message names both).
+	ErrPermission = errors.New("proxmox: permission denied")
 	// ErrNotFound: the VM, node, storage or task does not exist.
 	ErrNotFound = errors.New("proxmox: not found")
 	// ErrOffline: the node does not answer inside its cluster.
@@ -78,8 +81,10 @@ func classify(op string, err error) error {
 			e.Message = strings.TrimSuffix(e.Message, ".") + " (" + strings.Join(params, "; ") + ")"
 		}
 		switch {
-		case api.StatusCode == 401 || api.StatusCode == 403:
+		case api.StatusCode == 401:
 			e.Kind = ErrAuth
+		case api.StatusCode == 403:
+			e.Kind = ErrPermission
 		case api.StatusCode == 404 || strings.Contains(api.Message, "does not exist"):
 			e.Kind = ErrNotFound
 		case api.StatusCode == pve.StatusNodeConnectFailed || api.StatusCode == pve.StatusNodeRequestFailed:

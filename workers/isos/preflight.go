@@ -107,6 +107,7 @@ func (h *Handler) preflight(ctx context.Context, c *proxmox.Client, w *work, out
 		}
 	}
 	checkStorage(w.iso.Storage, imageContent(w.iso.Kind), "the image")
+	checkPrivileges(ctx, c, w, bad, ok)
 	if w.iso.Kind == horizon.ISOKindCloudImage {
 		checkStorage(w.spec.VM.Disk.Storage, "images", "the VM's disks")
 		snippets, err := snippetStorage(w)
@@ -132,6 +133,53 @@ func (h *Handler) preflight(ctx context.Context, c *proxmox.Client, w *work, out
 		return result{}, preflightError(problems)
 	}
 	return result{reason: "every check passed"}, nil
+}
+
+// checkPrivileges reports what the token lacks for the build, before anything is made: the
+// download (Datastore.AllocateTemplate on the image's storage, and Sys.AccessNetwork on the
+// node or Sys.Modify on /, as PVE's download-url asks), and for a cloud image the VM, its
+// clones (on /vms/<id>) and its disks' storage.
+func checkPrivileges(ctx context.Context, c *proxmox.Client, w *work, bad, ok func(string, ...any)) {
+	type need struct {
+		privs []string
+		paths []string // held on any of them
+	}
+	needs := []need{
+		{[]string{"Datastore.AllocateTemplate"}, []string{"/storage/" + w.iso.Storage}},
+		{[]string{"Sys.AccessNetwork"}, []string{"/nodes/" + w.iso.Node}},
+	}
+	if w.iso.Kind == horizon.ISOKindCloudImage {
+		needs = append(needs,
+			need{[]string{"Datastore.AllocateSpace"}, []string{"/storage/" + w.spec.VM.Disk.Storage}},
+			need{append(slices.Clone(proxmox.MachinePrivileges), "VM.Clone"), []string{fmt.Sprintf("/vms/%d", w.spec.VM.VMID)}})
+		for _, cl := range w.spec.Clones {
+			needs = append(needs, need{proxmox.MachinePrivileges, []string{fmt.Sprintf("/vms/%d", cl.VMID)}})
+		}
+	}
+	held := true
+	for _, n := range needs {
+		missing, err := c.Lacking(ctx, n.privs, n.paths...)
+		if err != nil {
+			bad("cannot read the privileges of token %s: %v", w.server.TokenID, err)
+			return
+		}
+		if slices.Equal(missing, []string{"Sys.AccessNetwork"}) {
+			// PVE also accepts Sys.Modify on / for a download, for backwards compatibility.
+			if missing, err = c.Lacking(ctx, []string{"Sys.Modify"}, "/"); err == nil && len(missing) == 0 {
+				continue
+			}
+			bad("%s (or Sys.Modify on /), which downloading the image needs", proxmox.MissingPrivileges(w.server.TokenID, []string{"Sys.AccessNetwork"}, n.paths...))
+			held = false
+			continue
+		}
+		if len(missing) > 0 {
+			bad("%s", proxmox.MissingPrivileges(w.server.TokenID, missing, n.paths...))
+			held = false
+		}
+	}
+	if held {
+		ok("token %s holds the privileges the build needs", w.server.TokenID)
+	}
 }
 
 func preflightError(problems []string) error {
