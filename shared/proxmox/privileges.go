@@ -16,6 +16,18 @@ var MachinePrivileges = []string{
 	"VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt",
 }
 
+// TokenPrivileges is the least Horizon's API token needs for everything it does: build,
+// configure, start, stop and remove machines, build ISOs (download, template, linked clones)
+// and discover the cluster. deploy/README.md gives it as a pveum recipe; a test checks that the
+// recipe and this list agree and that a token holding exactly these deploys a stack and builds
+// an ISO end to end.
+var TokenPrivileges = []string{
+	"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.AllocateTemplate", "Datastore.Audit",
+	"Pool.Audit", "SDN.Audit", "SDN.Use", "Sys.AccessNetwork", "Sys.Audit",
+	"VM.Allocate", "VM.Audit", "VM.Clone", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit", "VM.Config.Disk",
+	"VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt",
+}
+
 // Privileges returns the token's effective privileges on path, as PVE computes them (ACLs,
 // roles, propagation, pool membership, privilege separation): GET /access/permissions?path=.
 func (c *Client) Privileges(ctx context.Context, path string) (map[string]bool, error) {
