@@ -213,7 +213,7 @@ func fromInventory(srv *horizon.ProxmoxServer, inv proxmox.Inventory, known []ho
 	srv.PVEVersion, srv.ClusterName = inv.Version, inv.Cluster
 	srv.Nodes, srv.Storages, srv.Pools, srv.ISOFiles = nil, nil, nil, nil
 	for _, n := range inv.Nodes {
-		node := horizon.ProxmoxNode{Name: n.Name, Online: n.Online, CPUs: n.CPUs, Memory: int64(n.Memory)}
+		node := horizon.ProxmoxNode{Name: n.Name, Online: n.Online, CPUs: n.CPUs, Memory: int64(n.Memory), TokenLacks: n.Lacks}
 		for _, k := range known {
 			if k.Name == n.Name {
 				node.SSHAddress, node.SSHHostKey, node.HostKeySource = k.SSHAddress, k.SSHHostKey, k.HostKeySource
@@ -222,10 +222,11 @@ func fromInventory(srv *horizon.ProxmoxServer, inv proxmox.Inventory, known []ho
 		srv.Nodes = append(srv.Nodes, node)
 	}
 	for _, s := range inv.Storages {
-		srv.Storages = append(srv.Storages, horizon.ProxmoxStorage{Name: s.Name, Type: s.Type, Content: s.Content, Shared: s.Shared, Path: s.Path, Nodes: s.Nodes})
+		srv.Storages = append(srv.Storages, horizon.ProxmoxStorage{Name: s.Name, Type: s.Type, Content: s.Content, Shared: s.Shared, Path: s.Path,
+			Nodes: s.Nodes, TokenLacks: s.Lacks})
 	}
 	for _, pl := range inv.Pools {
-		srv.Pools = append(srv.Pools, horizon.ProxmoxPool{Pool: pl.ID, Comment: pl.Comment})
+		srv.Pools = append(srv.Pools, horizon.ProxmoxPool{Pool: pl.ID, Comment: pl.Comment, TokenLacks: pl.Lacks})
 	}
 	for _, f := range inv.ISOs {
 		srv.ISOFiles = append(srv.ISOFiles, horizon.ProxmoxISOFile{VolID: f.VolID, Storage: f.Storage, Size: int64(f.Size), Nodes: f.Nodes})

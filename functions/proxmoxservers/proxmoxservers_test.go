@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"horizon/deploy/sandbox/pve"
 	"horizon/deploy/sandbox/pve/pvetest"
 	"horizon/functions/apitest"
 	"horizon/functions/proxmoxservers"
@@ -186,4 +187,54 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestRegisterShowsWhatTheTokenMayNotDo: a token confined to pool dev, one storage and audit
+// elsewhere registers, and the inventory says, per node, storage and pool, which privileges
+// Horizon uses there that it lacks — and nothing where it holds them all. A refresh after the
+// same discovery keeps them.
+func TestRegisterShowsWhatTheTokenMayNotDo(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	sb := pvetest.Start(t, func(c *pve.Config) {
+		tok := &c.Clusters[0].Tokens[0]
+		tok.Privsep = true
+		tok.ACLs = []pve.ACLConfig{{Path: "/", Role: "PVEAuditor"},
+			{Path: "/pool/dev", Role: "PVEVMAdmin"}, {Path: "/pool/dev", Role: "PVEPoolUser"},
+			{Path: "/storage/local-lvm", Role: "PVEDatastoreAdmin"}}
+	})
+	r := s.Do("POST", "/v1/proxmox-servers", apitest.Req{Body: sb.Registration("demo", "lab")})
+	if r.Status != 201 {
+		t.Fatalf("register: %d %s", r.Status, r.Body)
+	}
+	var srv proxmoxservers.Server
+	r.JSON(&srv)
+	lacks := map[string][]string{}
+	for _, n := range srv.Nodes {
+		lacks["node "+n.Name] = n.TokenLacks
+	}
+	for _, st := range srv.Storages {
+		lacks["storage "+st.Name] = st.TokenLacks
+	}
+	for _, p := range srv.Pools {
+		lacks["pool "+p.Pool] = p.TokenLacks
+	}
+	want := map[string][]string{
+		"node pve1": {"Sys.AccessNetwork"}, "node pve2": {"Sys.AccessNetwork"}, "node pve3": {"Sys.AccessNetwork"},
+		"storage local":     {"Datastore.Allocate", "Datastore.AllocateTemplate"},
+		"storage local-lvm": {},
+		"storage shared":    {"Datastore.Allocate", "Datastore.AllocateSpace", "Datastore.AllocateTemplate"},
+		"pool dev":          {},
+		"pool prod": {"VM.Allocate", "VM.Config.CDROM", "VM.Config.CPU", "VM.Config.Cloudinit", "VM.Config.Disk",
+			"VM.Config.HWType", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt"},
+	}
+	if !reflect.DeepEqual(lacks, want) {
+		t.Fatalf("what the token lacks:\n got %v\nwant %v", lacks, want)
+	}
+	g := s.Do("GET", "/v1/proxmox-servers/"+srv.ID.String(), apitest.Req{})
+	var again proxmoxservers.Server
+	g.JSON(&again)
+	if !reflect.DeepEqual(again.Pools, srv.Pools) || !reflect.DeepEqual(again.Storages, srv.Storages) {
+		t.Fatalf("stored inventory differs: %+v", again)
+	}
 }

@@ -52,6 +52,8 @@ type Node struct {
 	SSHAddress            *string `json:"ssh_address"`
 	SSHHostKeyFingerprint *string `json:"ssh_host_key_fingerprint"`
 	HostKeySource         *string `json:"host_key_source"`
+	// TokenLacks are the privileges Horizon uses here that the API token does not hold.
+	TokenLacks []string `json:"token_lacks"`
 }
 
 // Storage is a storage of the cluster.
@@ -61,12 +63,17 @@ type Storage struct {
 	Content []string `json:"content"`
 	Shared  bool     `json:"shared"`
 	Nodes   []string `json:"nodes"`
+	// TokenLacks are the privileges Horizon uses here that the API token does not hold.
+	TokenLacks []string `json:"token_lacks"`
 }
 
 // Pool is a resource pool.
 type Pool struct {
 	Pool    string `json:"pool"`
 	Comment string `json:"comment"`
+	// TokenLacks are the privileges building machines here needs that the API token holds
+	// neither on the pool nor on /vms.
+	TokenLacks []string `json:"token_lacks"`
 }
 
 // ISOFile is an image on an iso storage.
@@ -84,13 +91,14 @@ func toServer(s horizon.ProxmoxServer) Server {
 		Nodes: []Node{}, Storages: []Storage{}, Pools: []Pool{}, ISOFiles: []ISOFile{}}
 	for _, n := range s.Nodes {
 		out.Nodes = append(out.Nodes, Node{Name: n.Name, Online: n.Online, CPUs: n.CPUs, MemoryBytes: n.Memory,
-			SSHAddress: n.SSHAddress, SSHHostKeyFingerprint: n.SSHHostKey, HostKeySource: n.HostKeySource})
+			SSHAddress: n.SSHAddress, SSHHostKeyFingerprint: n.SSHHostKey, HostKeySource: n.HostKeySource, TokenLacks: nonNil(n.TokenLacks)})
 	}
 	for _, st := range s.Storages {
-		out.Storages = append(out.Storages, Storage{Name: st.Name, Type: st.Type, Content: nonNil(st.Content), Shared: st.Shared, Nodes: nonNil(st.Nodes)})
+		out.Storages = append(out.Storages, Storage{Name: st.Name, Type: st.Type, Content: nonNil(st.Content), Shared: st.Shared, Nodes: nonNil(st.Nodes),
+			TokenLacks: nonNil(st.TokenLacks)})
 	}
 	for _, p := range s.Pools {
-		out.Pools = append(out.Pools, Pool{Pool: p.Pool, Comment: p.Comment})
+		out.Pools = append(out.Pools, Pool{Pool: p.Pool, Comment: p.Comment, TokenLacks: nonNil(p.TokenLacks)})
 	}
 	for _, f := range s.ISOFiles {
 		out.ISOFiles = append(out.ISOFiles, ISOFile{VolID: f.VolID, Storage: f.Storage, SizeBytes: f.Size, Nodes: nonNil(f.Nodes)})

@@ -57,6 +57,8 @@ type ProxmoxNode struct {
 	SSHAddress    *string
 	SSHHostKey    *string
 	HostKeySource *string
+	// TokenLacks are the privileges Horizon uses on the node the API token does not hold.
+	TokenLacks []string
 }
 
 // ProxmoxStorage is a storage of a cluster and the nodes it is active on.
@@ -67,12 +69,17 @@ type ProxmoxStorage struct {
 	Shared  bool
 	Path    string
 	Nodes   []string
+	// TokenLacks are the privileges Horizon uses on the storage the API token does not hold.
+	TokenLacks []string
 }
 
 // ProxmoxPool is a resource pool.
 type ProxmoxPool struct {
 	Pool    string
 	Comment string
+	// TokenLacks are the privileges building machines in the pool needs that the API token
+	// holds neither on the pool nor on /vms.
+	TokenLacks []string
 }
 
 // ProxmoxISOFile is an image file on an iso storage, and the nodes that see it.

@@ -28,6 +28,8 @@ type Node struct {
 	Online bool
 	CPUs   int
 	Memory uint64 // bytes
+	// Lacks are the privileges Horizon uses on the node that the token does not hold.
+	Lacks []string
 }
 
 // Storage is one storage of the cluster, with the nodes it is active on.
@@ -38,6 +40,8 @@ type Storage struct {
 	Shared  bool
 	Path    string // the directory of file-based storages (dir, nfs, cifs …), "" otherwise
 	Nodes   []string
+	// Lacks are the privileges Horizon uses on the storage that the token does not hold.
+	Lacks []string
 }
 
 // HasContent reports whether the storage accepts content of kind (e.g. "snippets").
@@ -54,6 +58,9 @@ func (s Storage) HasContent(kind string) bool {
 type Pool struct {
 	ID      string
 	Comment string
+	// Lacks are the privileges building machines in the pool needs that the token holds
+	// neither on the pool nor on /vms.
+	Lacks []string
 }
 
 // ISO is an image file on a storage, seen from Nodes.
@@ -140,7 +147,40 @@ func (c *Client) Discover(ctx context.Context) (Inventory, error) {
 		return inv, err
 	}
 	inv.ISOs = isos
-	return inv, nil
+	return inv, c.markLacks(ctx, &inv)
+}
+
+// markLacks records, for every node, storage and pool, which of the privileges Horizon uses
+// there the token does not hold, so that registration shows what Horizon may not do before a
+// build fails for it.
+func (c *Client) markLacks(ctx context.Context, inv *Inventory) error {
+	var err error
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		if n.Lacks, err = c.Lacking(ctx, []string{"Sys.AccessNetwork", "Sys.Audit"}, "/nodes/"+n.Name); err != nil {
+			return err
+		}
+	}
+	for i := range inv.Storages {
+		s := &inv.Storages[i]
+		want := []string{"Datastore.Allocate", "Datastore.Audit"}
+		if s.HasContent("images") {
+			want = append(want, "Datastore.AllocateSpace")
+		}
+		if s.HasContent("iso") || s.HasContent("import") || s.HasContent("snippets") {
+			want = append(want, "Datastore.AllocateTemplate")
+		}
+		if s.Lacks, err = c.Lacking(ctx, want, "/storage/"+s.Name); err != nil {
+			return err
+		}
+	}
+	for i := range inv.Pools {
+		p := &inv.Pools[i]
+		if p.Lacks, err = c.Lacking(ctx, MachinePrivileges, "/pool/"+p.ID, "/vms"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // discoverISOs lists the iso content of every storage that holds ISOs, once per node for local

@@ -66,15 +66,15 @@ func ProxmoxInventoryReplace(ctx context.Context, q Querier, id uuid.UUID, s hor
 	}
 	b := &pgx.Batch{}
 	for _, n := range s.Nodes {
-		b.Queue(`INSERT INTO proxmox_nodes (server_id, name, online, cpus, memory, ssh_address, ssh_host_key, host_key_source)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, n.Name, n.Online, n.CPUs, n.Memory, n.SSHAddress, n.SSHHostKey, n.HostKeySource)
+		b.Queue(`INSERT INTO proxmox_nodes (server_id, name, online, cpus, memory, ssh_address, ssh_host_key, host_key_source, token_lacks)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, id, n.Name, n.Online, n.CPUs, n.Memory, n.SSHAddress, n.SSHHostKey, n.HostKeySource, nonNil(n.TokenLacks))
 	}
 	for _, st := range s.Storages {
-		b.Queue(`INSERT INTO proxmox_storages (server_id, name, type, content, shared, path, nodes) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			id, st.Name, st.Type, nonNil(st.Content), st.Shared, st.Path, nonNil(st.Nodes))
+		b.Queue(`INSERT INTO proxmox_storages (server_id, name, type, content, shared, path, nodes, token_lacks) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			id, st.Name, st.Type, nonNil(st.Content), st.Shared, st.Path, nonNil(st.Nodes), nonNil(st.TokenLacks))
 	}
 	for _, p := range s.Pools {
-		b.Queue(`INSERT INTO proxmox_pools (server_id, pool, comment) VALUES ($1, $2, $3)`, id, p.Pool, p.Comment)
+		b.Queue(`INSERT INTO proxmox_pools (server_id, pool, comment, token_lacks) VALUES ($1, $2, $3, $4)`, id, p.Pool, p.Comment, nonNil(p.TokenLacks))
 	}
 	for _, f := range s.ISOFiles {
 		b.Queue(`INSERT INTO proxmox_iso_files (server_id, volid, storage, size, nodes) VALUES ($1, $2, $3, $4, $5)`,
@@ -100,38 +100,38 @@ func ProxmoxServerGet(ctx context.Context, q Querier, id uuid.UUID) (horizon.Pro
 }
 
 func loadInventory(ctx context.Context, q Querier, s *horizon.ProxmoxServer) error {
-	rows, err := q.Query(ctx, `SELECT name, online, cpus, memory, ssh_address, ssh_host_key, host_key_source
+	rows, err := q.Query(ctx, `SELECT name, online, cpus, memory, ssh_address, ssh_host_key, host_key_source, token_lacks
 		FROM proxmox_nodes WHERE server_id = $1 ORDER BY name`, s.ID)
 	if err != nil {
 		return translate(err)
 	}
 	s.Nodes, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.ProxmoxNode, error) {
 		var n horizon.ProxmoxNode
-		err := r.Scan(&n.Name, &n.Online, &n.CPUs, &n.Memory, &n.SSHAddress, &n.SSHHostKey, &n.HostKeySource)
+		err := r.Scan(&n.Name, &n.Online, &n.CPUs, &n.Memory, &n.SSHAddress, &n.SSHHostKey, &n.HostKeySource, &n.TokenLacks)
 		return n, err
 	})
 	if err != nil {
 		return translate(err)
 	}
-	rows, err = q.Query(ctx, `SELECT name, type, content, shared, path, nodes FROM proxmox_storages WHERE server_id = $1 ORDER BY name`, s.ID)
+	rows, err = q.Query(ctx, `SELECT name, type, content, shared, path, nodes, token_lacks FROM proxmox_storages WHERE server_id = $1 ORDER BY name`, s.ID)
 	if err != nil {
 		return translate(err)
 	}
 	s.Storages, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.ProxmoxStorage, error) {
 		var st horizon.ProxmoxStorage
-		err := r.Scan(&st.Name, &st.Type, &st.Content, &st.Shared, &st.Path, &st.Nodes)
+		err := r.Scan(&st.Name, &st.Type, &st.Content, &st.Shared, &st.Path, &st.Nodes, &st.TokenLacks)
 		return st, err
 	})
 	if err != nil {
 		return translate(err)
 	}
-	rows, err = q.Query(ctx, `SELECT pool, comment FROM proxmox_pools WHERE server_id = $1 ORDER BY pool`, s.ID)
+	rows, err = q.Query(ctx, `SELECT pool, comment, token_lacks FROM proxmox_pools WHERE server_id = $1 ORDER BY pool`, s.ID)
 	if err != nil {
 		return translate(err)
 	}
 	s.Pools, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.ProxmoxPool, error) {
 		var p horizon.ProxmoxPool
-		err := r.Scan(&p.Pool, &p.Comment)
+		err := r.Scan(&p.Pool, &p.Comment, &p.TokenLacks)
 		return p, err
 	})
 	if err != nil {

@@ -39,9 +39,12 @@ func (e *Error) Unwrap() error { return e.Err }
 // box drawing of its diagnostics) and returns the summary with the last line of its detail,
 // which is where Terraform puts the most specific part (a provisioner's output, a provider's
 // answer; for a local-exec provisioner, the command's output). Source lines ("with …",
-// "on … line …", code) are skipped.
+// "on … line …", code) are skipped. Terraform wraps a diagnostic's detail to its width: the
+// last paragraph is unwrapped before its last line is taken, so that "Permission check failed
+// (/vms/101, VM.Allocate)" is not cut to "VM.Allocate)".
 func diagnostic(out string) string {
-	var summary, last string
+	var summary string
+	var para, last []string // the paragraph being read, and the last one complete
 	for _, raw := range strings.Split(out, "\n") {
 		line := strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(raw), "│╷╵"))
 		switch {
@@ -49,20 +52,47 @@ func diagnostic(out string) string {
 			summary = strings.TrimPrefix(line, "Error: ")
 		case summary == "":
 		case strings.HasPrefix(line, "Error: ") || strings.HasPrefix(line, "Warning: "):
-			return join(summary, last) // the next diagnostic
+			return join(summary, lastLine(para, last)) // the next diagnostic
 		case line == "" || strings.HasPrefix(line, "with ") || strings.HasPrefix(line, "on ") || isSourceLine(line):
+			if len(para) > 0 {
+				para, last = nil, para
+			}
 		default:
-			// A provisioner's detail is "Error running command '<cmd>': exit status N. Output:
-			// <output>", the command wrapped over lines: what matters is its output.
-			if _, output, ok := strings.Cut(line, "Output: "); ok {
-				line = strings.TrimSpace(output)
-			}
-			if line != "" {
-				last = line
-			}
+			para = append(para, line)
 		}
 	}
-	return join(summary, last)
+	return join(summary, lastLine(para, last))
+}
+
+// wrapWidth is the width Terraform wraps a diagnostic to when its output is not a terminal
+// (78 columns), less the box drawing's margin.
+const wrapWidth = 76
+
+// lastLine returns the last line of the paragraph read last, its wrapping undone: a line
+// joins the one before when its first word would not have fitted there. A provisioner's detail
+// is "Error running command '<cmd>': exit status N. Output: <output>": what matters is the
+// output.
+func lastLine(para, last []string) string {
+	if len(para) == 0 {
+		para = last
+	}
+	var lines []string
+	for i, l := range para {
+		first, _, _ := strings.Cut(l, " ")
+		if i > 0 && len(para[i-1])+1+len(first) > wrapWidth {
+			lines[len(lines)-1] += " " + l
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	line := lines[len(lines)-1]
+	if _, output, ok := strings.Cut(line, "Output: "); ok {
+		line = strings.TrimSpace(output)
+	}
+	return line
 }
 
 func join(summary, detail string) string {

@@ -49,12 +49,27 @@ Error running command 'echo 'db module is broken at this commit' >&2; exit
 1': exit status 1. Output: db module is broken at this commit
 
 `
+	// Terraform wrapped Proxmox's answer at its width.
+	permission := "exit status 1\n" + `
+Error: local-exec provisioner error
+
+  with terraform_data.vm,
+  on main.tf line 62, in resource "terraform_data" "vm":
+  62:   provisioner "local-exec" {
+
+Error running command 'bash './pve-vm.sh' create': exit status 1. Output:
+pve-vm: creating VM 101 (revoked-db-0) on pve1
+pve-vm: error: create VM 101 on pve1: Permission check failed (/vms/101,
+VM.Allocate)
+
+`
 	tests := []struct {
 		name, stderr, want string
 	}{
 		{"provisioner", plain, "local-exec provisioner error: db module is broken at this commit (terraform apply: exit status 1)"},
 		{"boxed, first of two", boxed, "Invalid value for variable: cores must be between 1 and 8. (terraform apply: exit status 1)"},
 		{"output on the wrapped command's line", wrapped, "local-exec provisioner error: db module is broken at this commit (terraform apply: exit status 1)"},
+		{"a wrapped last line", permission, "local-exec provisioner error: pve-vm: error: create VM 101 on pve1: Permission check failed (/vms/101, VM.Allocate) (terraform apply: exit status 1)"},
 		{"no diagnostic", "exit status 1\nsegmentation fault\n", "terraform apply: exit status 1"},
 	}
 	for _, tt := range tests {

@@ -136,3 +136,32 @@ func TestTheDocumentedMinimalRoleIsEnough(t *testing.T) {
 		e.waitISO(id, "built")
 	})
 }
+
+// TestPrivilegeTakenAwayMidRunIsNamed: the deploy's preflight passes, then the operator takes
+// VM.Allocate away on pool dev before the first build: the step fails with Proxmox's own words,
+// path and privilege, and the stack ends failed, not stuck.
+func TestPrivilegeTakenAwayMidRunIsNamed(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{sandbox: poolDevOnly})
+	stack := e.draft("revoked", 1)
+	resume := e.pauseControl()
+	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	c := e.sb.Cluster("demo")
+	c.SetTokenACLs(c.TokenID(), []pve.ACLConfig{
+		{Path: "/", Role: "PVEAuditor"},
+		{Path: "/pool/dev", Role: "PVEVMUser"}, {Path: "/pool/dev", Role: "PVEPoolUser"},
+		{Path: "/storage", Role: "PVEDatastoreAdmin"},
+		{Path: "/sdn/zones/localnetwork", Role: "PVESDNUser"},
+	})
+	resume()
+	e.waitState(stack, "failed", 3*time.Minute)
+	msg := fmt.Sprint(e.pipeline(stack)["db[0]"]["error"])
+	if !strings.Contains(msg, "Permission check failed (/vms/") || !strings.Contains(msg, "VM.Allocate") {
+		t.Fatalf("the failed step says %q; want Proxmox's permission failure with path and privilege", msg)
+	}
+	if vms := e.vmsByName(); len(vms) != 0 {
+		t.Fatalf("VMs made without the privilege: %v", vms)
+	}
+}

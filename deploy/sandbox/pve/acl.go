@@ -400,3 +400,17 @@ func (k *call) mayTask(t *task, priv string) error {
 	}
 	return permissionDenied("/nodes/"+t.node, priv)
 }
+
+// SetTokenACLs replaces a token's own ACLs while the sandbox runs (privilege separation on), as
+// an operator editing permissions in PVE would: tests use it to take a privilege away between
+// a preflight and a step.
+func (c *Cluster) SetTokenACLs(token string, acls []ACLConfig) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.cfg.Tokens {
+		if c.cfg.Tokens[i].ID == token {
+			c.cfg.Tokens[i].Privsep = true
+			c.cfg.Tokens[i].ACLs = slices.Clone(acls)
+		}
+	}
+}

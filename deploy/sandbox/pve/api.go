@@ -152,7 +152,9 @@ func (c *Cluster) authenticate(r *http.Request) (string, error) {
 	if !ok {
 		return "", unauthorized("invalid token value!")
 	}
-	for _, t := range c.cfg.Tokens {
+	for i := range c.cfg.Tokens {
+		// Only ID and Secret are read here, without c.mu: SetTokenACLs changes the other fields.
+		t := &c.cfg.Tokens[i]
 		if t.ID == id {
 			if subtle.ConstantTimeCompare([]byte(t.Secret), []byte(secret)) == 1 {
 				return id, nil
