@@ -94,16 +94,21 @@ func run() error {
 	if err := registerExample(ctx, url, adminToken, root, data); err != nil {
 		return fmt.Errorf("register the example template: %w", err)
 	}
+	team, err := ensureTeam(ctx, url, adminToken)
+	if err != nil {
+		return fmt.Errorf("put the admin in a team: %w", err)
+	}
 	fmt.Printf(`
 Horizon is running.
   API:          %s   (contract: %s/openapi.yaml)
   Admin token:  %s
   Proxmox:      the sandbox at %s is registered as the server "sandbox", in environment "sandbox"
   Template:     "sandbox-vm" (deploy/examples/sandbox-vm, published to .data/examples/sandbox-vm)
+  Team:         the admin belongs to %q: create stacks there
   Try:          curl -H "Authorization: Bearer %s" %s/v1/me
 Ctrl-C stops everything started here; state is kept in .data/.
 
-`, url, url, adminToken, sandbox.Clusters[0].URL, adminToken, url)
+`, url, url, adminToken, sandbox.Clusters[0].URL, team, adminToken, url)
 	select {
 	case <-ctx.Done():
 		return nil

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,6 +126,47 @@ func registerSandbox(ctx context.Context, url, token string, st sandboxState, ke
 	}
 	return call(ctx, url, token, "POST", "/v1/environments", map[string]any{"name": "sandbox", "description": "The local Proxmox VE sandbox",
 		"network_ids": []string{network.ID}, "proxmox_server_ids": []string{srv.ID}}, nil)
+}
+
+// ensureTeam puts the admin in a team ("default", made when there is none) so that the
+// first stack can be created from the console or the API without first learning about teams.
+// An admin who already belongs to a team is left alone. It returns the team's name.
+func ensureTeam(ctx context.Context, url, token string) (string, error) {
+	var me struct {
+		ID    string   `json:"id"`
+		Teams []string `json:"teams"`
+	}
+	if err := call(ctx, url, token, "GET", "/v1/me", nil, &me); err != nil {
+		return "", err
+	}
+	var teams struct {
+		Items []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"items"`
+	}
+	if err := call(ctx, url, token, "GET", "/v1/teams", nil, &teams); err != nil {
+		return "", err
+	}
+	for _, t := range teams.Items {
+		if slices.Contains(me.Teams, t.ID) {
+			return t.Name, nil
+		}
+	}
+	var team struct {
+		ID string `json:"id"`
+	}
+	for _, t := range teams.Items {
+		if t.Name == "default" {
+			team.ID = t.ID
+		}
+	}
+	if team.ID == "" {
+		if err := call(ctx, url, token, "POST", "/v1/teams", map[string]any{"name": "default"}, &team); err != nil {
+			return "", err
+		}
+	}
+	return "default", call(ctx, url, token, "PATCH", "/v1/users/"+me.ID, map[string]any{"teams": append(me.Teams, team.ID)}, nil)
 }
 
 // call sends one API request and decodes its answer into out (when not nil).

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,7 +213,9 @@ func (c *Cache) Run(ctx context.Context, log *slog.Logger) {
 			_ = sub.Ping(ctx) // its failure surfaces on the next receive
 			continue
 		}
-		if c.live.Swap(false) {
+		// A client closed by our own shutdown is not an outage worth a warning.
+		closing := ctx.Err() != nil || errors.Is(err, redis.ErrClosed) || errors.Is(err, net.ErrClosed)
+		if c.live.Swap(false) && !closing {
 			log.Warn("auth cache lost its eviction subscription; bypassing it until resubscribed", "error", err)
 		}
 		c.mu.Lock()
