@@ -181,7 +181,7 @@ func verifyNodeSSH(ctx context.Context, p *horizon.Problems, field string, onlin
 		return fingerprint, source, true
 	case errors.As(err, &hk):
 		p.Add(field+".ssh_host_key_fingerprint", "the node presented %s, not the pinned %s", hk.Got, hk.Want)
-	case strings.Contains(err.Error(), "unable to authenticate"):
+	case errors.Is(err, sshx.ErrAuth):
 		p.Add("ssh_private_key", "node %s refused it for user %s; install ssh_public_key in its authorized_keys", n.Name, user)
 	default:
 		p.Add(field+".ssh_address", "no SSH server answers there")

@@ -13,7 +13,7 @@
 //     502/503/504, and 500s whose message says a lock or an operation timed out ("can't lock file
 //     … got timeout"), which PVE raises before doing anything. Other errors are not retried: a
 //     PVE 500 is usually a real refusal ("VM 100 already exists").
-//   - Errors are classified for callers (errors.Is): ErrAuth, ErrPermission, ErrNotFound, ErrOffline,
+//   - Errors are classified for callers (errors.Is): ErrAuth, ErrPermission, ErrNotFound, ErrOffline, ErrBusy,
 //     ErrConflict, ErrTLS, ErrUnreachable, ErrTaskFailed. An *Error carries the HTTP status and
 //     PVE's message.
 //   - go-proxmox's VM config type has no "startup" field, so configs are read raw (Config).

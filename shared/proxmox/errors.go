@@ -23,8 +23,11 @@ var (
 	ErrNotFound = errors.New("proxmox: not found")
 	// ErrOffline: the node does not answer inside its cluster.
 	ErrOffline = errors.New("proxmox: node offline")
-	// ErrConflict: the object exists already or is locked by another operation.
+	// ErrConflict: the object exists already.
 	ErrConflict = errors.New("proxmox: conflict")
+	// ErrBusy: another operation holds the object's lock, or a lock wait timed out: PVE refused
+	// before changing anything, and the same call may succeed shortly.
+	ErrBusy = errors.New("proxmox: busy")
 	// ErrTLS: the server's certificate is not the pinned or trusted one.
 	ErrTLS = errors.New("proxmox: TLS verification failed")
 	// ErrUnreachable: nothing answered at the API URL.
@@ -89,8 +92,10 @@ func classify(op string, err error) error {
 			e.Kind = ErrNotFound
 		case api.StatusCode == pve.StatusNodeConnectFailed || api.StatusCode == pve.StatusNodeRequestFailed:
 			e.Kind = ErrOffline
-		case strings.Contains(api.Message, "already exists") || isTransientMessage(api.Message):
+		case strings.Contains(api.Message, "already exists"):
 			e.Kind = ErrConflict
+		case TransientMessage(api.Message):
+			e.Kind = ErrBusy
 		}
 	case errors.Is(err, errPinMismatch), errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):
 		e.Kind = ErrTLS
@@ -100,9 +105,9 @@ func classify(op string, err error) error {
 	return e
 }
 
-// isTransientMessage recognises the PVE refusals that mean "try again shortly": another
-// operation holds the VM's config lock, or a lock wait timed out.
-func isTransientMessage(msg string) bool {
+// TransientMessage recognises the PVE refusals (API answers and task exit statuses) that mean
+// "try again shortly": another operation holds the VM's config lock, or a lock wait timed out.
+func TransientMessage(msg string) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "can't lock file") || strings.Contains(m, "got timeout") || strings.Contains(m, "is locked")
 }

@@ -91,6 +91,18 @@ func TestErrorKinds(t *testing.T) {
 	if msg := fmt.Sprint(err); !strings.Contains(msg, "Parameter verification failed (") || !strings.Contains(msg, "memory: ") || !strings.Contains(msg, "cores: ") {
 		t.Fatalf("invalid parameters: %v, want each parameter's reason", err)
 	}
+	// A lock held elsewhere, past the client's retries: busy, not a conflict.
+	sb.FailNext("POST /nodes/{node}/qemu/{vmid}/status/start", 100, 500, "can't lock file '/var/lock/qemu-server/lock-4244.conf' - got timeout")
+	if err := cl.Post(ctx, "/nodes/pve1/qemu/4244/status/start", map[string]any{}, nil); !errors.Is(err, proxmox.ErrBusy) || errors.Is(err, proxmox.ErrConflict) {
+		t.Fatalf("a held lock: %v, want ErrBusy alone", err)
+	}
+	// A privilege the token lacks is not a wrong token.
+	c.SetTokenACLs(c.TokenID(), []pve.ACLConfig{{Path: "/", Role: "PVEAuditor"}})
+	err = cl.Post(ctx, "/nodes/pve1/qemu", map[string]any{"vmid": 4245}, nil)
+	if !errors.Is(err, proxmox.ErrPermission) || errors.Is(err, proxmox.ErrAuth) || !strings.Contains(err.Error(), "Permission check failed (/vms/4245, VM.Allocate)") {
+		t.Fatalf("a missing privilege: %v, want ErrPermission naming path and privilege", err)
+	}
+	c.SetTokenACLs(c.TokenID(), []pve.ACLConfig{{Path: "/", Role: "Administrator"}})
 	if err := c.SetNodeOnline("pve2", false); err != nil {
 		t.Fatal(err)
 	}

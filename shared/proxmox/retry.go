@@ -61,7 +61,7 @@ func retryable(req *http.Request, res *http.Response, err error) bool {
 		return true
 	case http.StatusInternalServerError:
 		// PVE puts the first line of its message in the status line.
-		return isTransientMessage(res.Status)
+		return TransientMessage(res.Status)
 	}
 	return false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,10 @@ const (
 // ErrKeepalive is wrapped by the error Wait returns, and by errors of operations that were cut
 // short, when the connection was closed because the server stopped answering keepalives.
 var ErrKeepalive = errors.New("ssh server stopped answering keepalives")
+
+// ErrAuth: the server refused the client's key (matched with errors.Is; the handshake's own
+// error is kept in the chain).
+var ErrAuth = errors.New("ssh server refused the key")
 
 // Config says where and how to connect. Addr, User, Signer and HostKey are required.
 type Config struct {
@@ -152,6 +157,10 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		var hk *HostKeyError
 		if errors.As(err, &hk) || errors.Is(err, ctx.Err()) {
 			return nil, err
+		}
+		// x/crypto/ssh has no error type for a refused key; its wording is matched here, once.
+		if strings.Contains(err.Error(), "unable to authenticate") {
+			return nil, fmt.Errorf("ssh handshake with %s: %w: %w", cfg.Addr, ErrAuth, err)
 		}
 		return nil, fmt.Errorf("ssh handshake with %s: %w", cfg.Addr, err)
 	}

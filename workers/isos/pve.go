@@ -231,13 +231,12 @@ func driveSize(drive string) int64 {
 
 // transient reports whether a Proxmox error says "try again shortly" (a lock held, a timeout).
 func transient(err error) bool {
-	if errors.Is(err, proxmox.ErrConflict) && !strings.Contains(err.Error(), "already exists") {
+	if errors.Is(err, proxmox.ErrBusy) {
 		return true
 	}
 	var te *taskError
 	if errors.As(err, &te) {
-		l := strings.ToLower(te.exit)
-		return strings.Contains(l, "can't lock file") || strings.Contains(l, "got timeout")
+		return proxmox.TransientMessage(te.exit)
 	}
 	return false
 }

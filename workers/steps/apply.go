@@ -16,6 +16,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitcred"
 	"horizon/shared/horizon"
+	"horizon/shared/proxmox"
 	"horizon/shared/store"
 	"horizon/shared/terraform"
 )
@@ -205,11 +206,11 @@ func retryTransient(ctx context.Context, out *stepLog, what string, op func(cont
 
 func transient(err error) bool { return transientLine(err) != "" }
 
-// transientLine returns the line of err that marks it as a transient Proxmox error, or "".
+// transientLine returns the line of err (Terraform's output: a provider's or a script's words)
+// that marks it as a transient Proxmox error, or "".
 func transientLine(err error) string {
 	for _, line := range strings.Split(err.Error(), "\n") {
-		l := strings.ToLower(line)
-		if strings.Contains(l, "can't lock file") || strings.Contains(l, "got timeout") {
+		if proxmox.TransientMessage(line) {
 			return strings.TrimSpace(line)
 		}
 	}
