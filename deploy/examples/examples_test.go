@@ -11,9 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,12 +27,10 @@ import (
 
 	"horizon/deploy/sandbox/pve"
 	"horizon/shared/gitsource"
-	"horizon/shared/secrets"
 	"horizon/shared/sshx"
 	"horizon/shared/template"
 	"horizon/shared/terraform"
 	"horizon/shared/testkit"
-	"horizon/shared/tfstate"
 )
 
 // examples are the example templates: directories laid out as the git repository they are
@@ -182,18 +178,8 @@ func newSandboxEnv(t *testing.T) *sandboxEnv {
 	if err != nil {
 		t.Fatalf("find terraform: %v", err)
 	}
-	db := testkit.DB(t)
-	box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	states, err := tfstate.Start(db, box, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = states.Close() })
 	r, err := terraform.New(terraform.Config{
-		Binary: bin, States: states, WorkRoot: filepath.Join(t.TempDir(), "work"),
+		Binary: bin, States: testkit.NewStates(t), WorkRoot: filepath.Join(t.TempDir(), "work"),
 		LockTimeout: time.Minute, GracePeriod: 20 * time.Second,
 		Env: map[string]string{
 			"PROXMOX_VE_ENDPOINT":     c.URL(),

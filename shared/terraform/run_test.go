@@ -5,49 +5,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
 	"horizon/shared/testkit"
-	"horizon/shared/tfstate"
 )
 
 const testPassword = "s3cr3t-Adm1n-passw0rd"
 
-// backend is where a test runner's state goes: Horizon's state server over a fresh database.
-type backend struct {
-	db  *pgxpool.Pool
-	box *secrets.Box
-	*tfstate.Server
-}
-
 // realRunner returns a Runner over the real binary whose state goes to a fresh database, with
 // a plugin cache (and so the init lock) unless noCache.
-func realRunner(t *testing.T, noCache ...bool) (*terraform.Runner, backend) {
+func realRunner(t *testing.T, noCache ...bool) (*terraform.Runner, testkit.States) {
 	t.Helper()
-	db := testkit.DB(t)
-	box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := tfstate.Start(db, box, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	states := testkit.NewStates(t)
 	tmp := t.TempDir()
 	cfg := terraform.Config{
 		Binary:         realBinary(t),
-		States:         srv,
+		States:         states,
 		WorkRoot:       filepath.Join(tmp, "work"),
 		PluginCacheDir: filepath.Join(tmp, "plugins"),
 		LockTimeout:    2 * time.Minute,
@@ -60,7 +39,7 @@ func realRunner(t *testing.T, noCache ...bool) (*terraform.Runner, backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r, backend{db: db, box: box, Server: srv}
+	return r, states
 }
 
 func vmOpts(t *testing.T, workspace string, sleep int, sink terraform.Sink) terraform.PrepareOpts {
@@ -89,7 +68,7 @@ type tfState struct {
 }
 
 // stateOf reads the workspace's state from the backend; ok is false when there is none.
-func stateOf(t *testing.T, b backend, workspace string) (st tfState, ok bool) {
+func stateOf(t *testing.T, b testkit.States, workspace string) (st tfState, ok bool) {
 	t.Helper()
 	data, err := b.Read(context.Background(), workspace)
 	if err != nil {
@@ -346,7 +325,7 @@ func TestErroredStateIsPushedOrKept(t *testing.T) {
 	w := prepareInit(t, r, vmOpts(t, "s5-vm-0", 0, out.sink))
 
 	// After init, writes of a state start failing (taking the lock still works).
-	if _, err := states.db.Exec(ctx, `
+	if _, err := states.DB.Exec(ctx, `
 		CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS
 		  $$ BEGIN RAISE EXCEPTION 'test: state writes refused'; END $$;
 		CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON terraform_states
@@ -368,7 +347,7 @@ func TestErroredStateIsPushedOrKept(t *testing.T) {
 		t.Fatalf("the backend has resources although its writes failed: %+v", st)
 	}
 
-	if _, err := states.db.Exec(ctx, `DROP TRIGGER refuse ON terraform_states`); err != nil {
+	if _, err := states.DB.Exec(ctx, `DROP TRIGGER refuse ON terraform_states`); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.PushErroredState(ctx); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,17 +19,8 @@ const secret = "Zq7tStateSecret4815162342"
 
 func start(t *testing.T) (*tfstate.Server, *pgxpool.Pool, *secrets.Box) {
 	t.Helper()
-	db := testkit.DB(t)
-	box, err := secrets.NewBox([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tfstate.Start(db, box, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s, db, box
+	s := testkit.NewStates(t)
+	return s.Server, s.DB, s.Box
 }
 
 // call makes the request Terraform's http backend would make with a grant's environment.
