@@ -19,6 +19,31 @@ type catalogue struct {
 	env      horizon.Environment
 	servers  map[uuid.UUID]*horizon.ProxmoxServer
 	networks map[uuid.UUID]bool
+	// bridges are the bridges of the executions' addresses' networks (loadBridges).
+	bridges map[uuid.UUID]string
+}
+
+// loadBridges reads which bridge each execution's address plugs its machine into, for the
+// preflight's privilege check.
+func (c *catalogue) loadBridges(ctx context.Context, q store.Querier, execs []horizon.Execution) error {
+	var ids []uuid.UUID
+	for _, e := range execs {
+		if e.Config.AddressID != nil {
+			ids = append(ids, *e.Config.AddressID)
+		}
+	}
+	var err error
+	c.bridges, err = store.AddressBridges(ctx, q, ids)
+	return err
+}
+
+// bridgePath is the ACL path of the bridge an execution's machine plugs into ("" when none is
+// known): PVE checks SDN.Use there for a plain Linux bridge.
+func (c *catalogue) bridgePath(e horizon.Execution) string {
+	if e.Config.AddressID == nil || c.bridges[*e.Config.AddressID] == "" {
+		return ""
+	}
+	return "/sdn/zones/localnetwork/" + c.bridges[*e.Config.AddressID]
 }
 
 func loadCatalogue(ctx context.Context, q store.Querier, envID, team uuid.UUID) (*catalogue, error) {

@@ -53,6 +53,9 @@ func Deploy(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		if err := cat.loadBridges(ctx, d.DB, l.execs); err != nil {
+			return err
+		}
 		views := askClusters(ctx, d.Box, cat, l.execs)
 		probs = append(probs, liveProblems(l.def, l.stack.Name, l.execs, cat, views)...)
 		if len(probs) > 0 {

@@ -59,6 +59,9 @@ func askClusters(ctx context.Context, box *secrets.Box, cat *catalogue, execs []
 		for _, p := range machinePaths(e) {
 			views[*id].privileges[p] = nil
 		}
+		if p := cat.bridgePath(e); p != "" {
+			views[*id].privileges[p] = nil
+		}
 	}
 	var g errgroup.Group
 	for id, v := range views {
@@ -144,8 +147,12 @@ func liveProblems(def *template.Definition, stackName string, execs []horizon.Ex
 			p.Add(field("node"), "is offline")
 		}
 		// A missing privilege would fail the build halfway, after other machines were made.
+		token := cat.servers[*e.Config.ProxmoxServerID].TokenID
 		if paths := machinePaths(e); len(v.lacking(paths)) > 0 {
-			p.Add(field("pool"), "%s", proxmox.MissingPrivileges(cat.servers[*e.Config.ProxmoxServerID].TokenID, v.lacking(paths), paths...))
+			p.Add(field("pool"), "%s", proxmox.MissingPrivileges(token, v.lacking(paths), paths...))
+		}
+		if bridge := cat.bridgePath(e); bridge != "" && !v.privileges[bridge]["SDN.Use"] {
+			p.Add(field("address_id"), "%s, the bridge of this address's network", proxmox.MissingPrivileges(token, []string{"SDN.Use"}, bridge))
 		}
 		name := e.MachineName(stackName)
 		if vmid, taken := v.names[name]; taken && (e.VMID == nil || *e.VMID != vmid) {

@@ -51,6 +51,9 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 			created = append(created, ch.Execution)
 		}
 	}
+	if err := ed.cat.loadBridges(ctx, d.DB, ed.result()); err != nil {
+		return err
+	}
 	views := askClusters(ctx, d.Box, ed.cat, ed.result())
 	probs = append(probs, liveProblems(ed.def, ed.name, created, ed.cat, views)...)
 	if len(probs) > 0 {

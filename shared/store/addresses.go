@@ -103,3 +103,23 @@ func AddressByID(ctx context.Context, q Querier, id uuid.UUID) (horizon.Address,
 	}
 	return a, nil
 }
+
+// AddressBridges returns, for each of the addresses that exists, the bridge of its network: the
+// bridge a machine on that address is plugged into.
+func AddressBridges(ctx context.Context, q Querier, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	rows, err := q.Query(ctx, `SELECT a.id, n.bridge FROM addresses a JOIN networks n ON n.id = a.network_id WHERE a.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]string{}
+	for rows.Next() {
+		var id uuid.UUID
+		var bridge string
+		if err := rows.Scan(&id, &bridge); err != nil {
+			return nil, translate(err)
+		}
+		out[id] = bridge
+	}
+	return out, translate(rows.Err())
+}

@@ -165,3 +165,24 @@ func TestPrivilegeTakenAwayMidRunIsNamed(t *testing.T) {
 		t.Fatalf("VMs made without the privilege: %v", vms)
 	}
 }
+
+// TestDeployIsRefusedForABridgeTheTokenMayNotUse: PVE checks SDN.Use on a plain bridge a NIC
+// plugs into; a token without it is refused at deploy, on the execution's address, naming the
+// bridge's path.
+func TestDeployIsRefusedForABridgeTheTokenMayNotUse(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{sandbox: func(c *pve.Config) {
+		poolDevOnly(c)
+		tok := &c.Clusters[0].Tokens[0]
+		tok.ACLs = slices.DeleteFunc(tok.ACLs, func(a pve.ACLConfig) bool { return strings.HasPrefix(a.Path, "/sdn") })
+	}})
+	stack := e.draft("unplugged", 1)
+	r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member})
+	if r.Status != 422 || !strings.Contains(string(r.Body), "jobs.db.executions[0].address_id") ||
+		!strings.Contains(string(r.Body), "token horizon@pve!ci lacks SDN.Use on /sdn/zones/localnetwork/vmbr0") {
+		t.Fatalf("deploy without SDN.Use: %d %s", r.Status, r.Body)
+	}
+	if vms := e.vmsByName(); len(vms) != 0 {
+		t.Fatalf("a refused deploy left VMs: %v", vms)
+	}
+}
