@@ -11,7 +11,6 @@ import (
 	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
-	"horizon/shared/queue"
 	"horizon/shared/store"
 )
 
@@ -56,13 +55,7 @@ func Cancel(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		d.Notify(ctx, events.Event{Type: events.Run, ID: run.ID, ISOID: id, RunID: run.ID, State: string(run.State)})
-		if err := d.Redis.Publish(ctx, queue.CancelChannel(d.Namespace), run.ID.String()).Err(); err != nil {
-			d.Log.WarnContext(ctx, "announce cancel; workers will see it at their next heartbeat", "run_id", run.ID, "error", err)
-		}
-		if err := d.Queue.Enqueue(ctx, queue.NewRunAdvance(d.Queues, run.ID)); err != nil {
-			d.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", run.ID, "error", err)
-		}
+		d.Announce().Canceling(ctx, run.ID, events.Event{Type: events.Run, ID: run.ID, ISOID: id, RunID: run.ID, State: string(run.State)})
 		c.Set(fiber.HeaderLocation, "/v1/isos/"+id.String())
 		return c.Status(fiber.StatusAccepted).JSON(toRun(run, capabilities(who)))
 	}

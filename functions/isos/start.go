@@ -15,7 +15,6 @@ import (
 	"horizon/shared/horizon"
 	"horizon/shared/isotemplate"
 	"horizon/shared/problem"
-	"horizon/shared/queue"
 	"horizon/shared/store"
 )
 
@@ -114,12 +113,9 @@ func notBusy(ctx context.Context, q store.Querier, iso horizon.ISO) error {
 // enqueue is found by the reconciler) and answers 202 with body.
 func accepted(c *fiber.Ctx, d api.Deps, iso horizon.ISO, run horizon.Run, body any) error {
 	ctx := c.UserContext()
-	d.Notify(ctx,
+	d.Announce().Changed(ctx, run.ID,
 		events.Event{Type: events.ISO, ID: iso.ID, State: string(iso.State)},
 		events.Event{Type: events.Run, ID: run.ID, ISOID: iso.ID, RunID: run.ID, State: string(run.State)})
-	if err := d.Queue.Enqueue(ctx, queue.NewRunAdvance(d.Queues, run.ID)); err != nil {
-		d.Log.WarnContext(ctx, "enqueue run advance; the reconciler will start the run", "run_id", run.ID, "error", err)
-	}
 	c.Set(fiber.HeaderLocation, "/v1/isos/"+iso.ID.String())
 	return c.Status(fiber.StatusAccepted).JSON(body)
 }

@@ -12,7 +12,6 @@ import (
 	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
-	"horizon/shared/queue"
 	"horizon/shared/store"
 )
 
@@ -58,13 +57,7 @@ func Cancel(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		d.Notify(ctx, events.Event{Type: events.Run, ID: run.ID, StackID: id, TeamID: team, RunID: run.ID, State: string(run.State)})
-		if err := d.Redis.Publish(ctx, queue.CancelChannel(d.Namespace), run.ID.String()).Err(); err != nil {
-			d.Log.WarnContext(ctx, "announce cancel; workers will see it at their next heartbeat", "run_id", run.ID, "error", err)
-		}
-		if err := d.Queue.Enqueue(ctx, queue.NewRunAdvance(d.Queues, run.ID)); err != nil {
-			d.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", run.ID, "error", err)
-		}
+		d.Announce().Canceling(ctx, run.ID, events.Event{Type: events.Run, ID: run.ID, StackID: id, TeamID: team, RunID: run.ID, State: string(run.State)})
 		c.Set(fiber.HeaderLocation, "/v1/stacks/"+id.String()+"/runs/"+run.ID.String())
 		return c.Status(fiber.StatusAccepted).JSON(toRun(run, capabilities(who)))
 	}

@@ -17,7 +17,6 @@ import (
 	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
-	"horizon/shared/queue"
 	"horizon/shared/runplan"
 	"horizon/shared/store"
 	"horizon/shared/template"
@@ -210,14 +209,12 @@ func startRun(ctx context.Context, tx pgx.Tx, l *loaded, kind horizon.RunKind, s
 // accepted enqueues the run's first advance (after the commit; a lost enqueue is found by the
 // reconciler) and answers 202 with the run.
 func accepted(c *fiber.Ctx, d api.Deps, run horizon.Run, who auth.Principal) error {
+	var evs []events.Event
 	if s, err := store.StackGet(c.UserContext(), d.DB, who.Scope(), *run.StackID); err == nil {
-		d.Notify(c.UserContext(),
-			events.Event{Type: events.Stack, ID: s.ID, StackID: s.ID, TeamID: s.TeamID, State: string(s.State)},
+		evs = append(evs, events.Event{Type: events.Stack, ID: s.ID, StackID: s.ID, TeamID: s.TeamID, State: string(s.State)},
 			events.Event{Type: events.Run, ID: run.ID, StackID: s.ID, TeamID: s.TeamID, RunID: run.ID, State: string(run.State)})
 	}
-	if err := d.Queue.Enqueue(c.UserContext(), queue.NewRunAdvance(d.Queues, run.ID)); err != nil {
-		d.Log.WarnContext(c.UserContext(), "enqueue run advance; the reconciler will start the run", "run_id", run.ID, "error", err)
-	}
+	d.Announce().Changed(c.UserContext(), run.ID, evs...)
 	c.Set(fiber.HeaderLocation, "/v1/stacks/"+run.StackID.String()+"/runs/"+run.ID.String())
 	return c.Status(fiber.StatusAccepted).JSON(toRun(run, capabilities(who)))
 }

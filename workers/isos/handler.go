@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"horizon/shared/announce"
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/horizon"
@@ -99,7 +100,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		log.DebugContext(ctx, "superseded before it started")
 		return nil
 	}
-	h.notify(ctx, w, horizon.StepRunning, "")
+	h.announce().Publish(ctx, h.event(w, horizon.StepRunning, ""))
 
 	watched, stop := steps.Watch(ctx, steps.WatchOpts{DB: h.DB, Redis: h.Redis, Namespace: h.Namespace, Heartbeat: h.Heartbeat,
 		Run: w.run.ID, Step: w.step.ID, Attempt: w.step.Attempt})
@@ -211,20 +212,19 @@ func (h *Handler) finish(ctx context.Context, w *work, state horizon.StepState, 
 	if err != nil {
 		return err
 	}
-	h.notify(ctx, w, state, errLine)
-	if err := h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, w.run.ID)); err != nil {
-		h.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", w.run.ID, "error", err)
-	}
+	h.announce().Changed(ctx, w.run.ID, h.event(w, state, errLine))
 	return nil
 }
 
-// notify announces a step's new state (the error line is already masked).
-func (h *Handler) notify(ctx context.Context, w *work, state horizon.StepState, errLine string) {
-	e := events.Event{Type: events.Step, ID: w.step.ID, ISOID: w.iso.ID, RunID: w.run.ID, State: string(state),
+// event is a stage's new state, as followers see it (the error line masked).
+func (h *Handler) event(w *work, state horizon.StepState, errLine string) events.Event {
+	return events.Event{Type: events.Step, ID: w.step.ID, ISOID: w.iso.ID, RunID: w.run.ID, State: string(state),
 		Job: w.step.Job, Execution: w.step.ExecutionIndex, Error: events.MaskError(w.masker, errLine)}
-	if _, err := h.Events.Publish(ctx, e); err != nil {
-		h.Log.WarnContext(ctx, "publish step event", "step_id", w.step.ID, "error", err)
-	}
+}
+
+// announce is the after-commit path of the stage's changes.
+func (h *Handler) announce() announce.Announcer {
+	return announce.Announcer{Events: h.Events, Redis: h.Redis, Enqueue: h.Enqueue, Queues: h.Queues, Namespace: h.Namespace, Log: h.Log}
 }
 
 // stageLog is a stage's log: Horizon's own lines, under the step's stage and clone index.

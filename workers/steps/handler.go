@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"horizon/shared/announce"
 	"horizon/shared/answers"
 	"horizon/shared/events"
 	"horizon/shared/gate"
@@ -94,7 +95,7 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		log.DebugContext(ctx, "superseded before it started")
 		return nil
 	}
-	h.notify(ctx, w, horizon.StepRunning, "")
+	h.announce().Publish(ctx, h.event(w, horizon.StepRunning, ""))
 
 	work, stop := h.watch(ctx, w)
 	defer stop()
@@ -178,10 +179,7 @@ func (h *Handler) finish(ctx context.Context, w *stepWork, state horizon.StepSta
 	if err != nil {
 		return err
 	}
-	h.notify(ctx, w, state, errLine)
-	if err := h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, w.run.ID)); err != nil {
-		h.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", w.run.ID, "error", err)
-	}
+	h.announce().Changed(ctx, w.run.ID, h.event(w, state, errLine))
 	return nil
 }
 
@@ -191,17 +189,19 @@ func (h *Handler) finishSkipped(ctx context.Context, w *stepWork, reason string)
 	if err != nil || !owned {
 		return err
 	}
-	h.notify(ctx, w, horizon.StepSkipped, "")
-	return h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, w.run.ID))
+	h.announce().Changed(ctx, w.run.ID, h.event(w, horizon.StepSkipped, ""))
+	return nil
 }
 
-// notify announces a step's new state (the error line is already masked).
-func (h *Handler) notify(ctx context.Context, w *stepWork, state horizon.StepState, errLine string) {
-	e := events.Event{Type: events.Step, ID: w.step.ID, StackID: w.stack.ID, TeamID: w.stack.TeamID, RunID: w.run.ID,
+// event is a step's new state, as followers see it (the error line masked).
+func (h *Handler) event(w *stepWork, state horizon.StepState, errLine string) events.Event {
+	return events.Event{Type: events.Step, ID: w.step.ID, StackID: w.stack.ID, TeamID: w.stack.TeamID, RunID: w.run.ID,
 		State: string(state), Job: w.step.Job, Execution: w.step.ExecutionIndex, Error: events.MaskError(w.masker, errLine)}
-	if _, err := h.Events.Publish(ctx, e); err != nil {
-		h.Log.WarnContext(ctx, "publish step event", "step_id", w.step.ID, "error", err)
-	}
+}
+
+// announce is the after-commit path of the step's changes.
+func (h *Handler) announce() announce.Announcer {
+	return announce.Announcer{Events: h.Events, Redis: h.Redis, Enqueue: h.Enqueue, Queues: h.Queues, Namespace: h.Namespace, Log: h.Log}
 }
 
 // watch returns a context that ends when the run is canceled or when this attempt stops owning

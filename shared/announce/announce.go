@@ -1,0 +1,59 @@
+// Package announce is the one "after commit" path of a run change, for the API and the
+// workers alike: publish the change's events, tell the workers of a cancel, and enqueue the
+// run's next advance.
+//
+// It runs after the transaction that made the change has committed, so nothing here may fail
+// the request or task: each failure is logged and made good elsewhere — a run whose advance was
+// not enqueued is found by the reconciler, a cancel not announced is seen by the workers at
+// their next heartbeat, and an event not published is a follower refreshing late.
+package announce
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/events"
+	"horizon/shared/queue"
+)
+
+// Announcer announces committed run changes. The zero value is not usable.
+type Announcer struct {
+	Events    *events.Publisher
+	Redis     redis.UniversalClient // the cancel channel
+	Enqueue   queue.Enqueuer
+	Queues    queue.Queues
+	Namespace string
+	Log       *slog.Logger
+}
+
+// Publish publishes events, logging the ones that fail.
+func (a Announcer) Publish(ctx context.Context, evs ...events.Event) {
+	for _, e := range evs {
+		if _, err := a.Events.Publish(ctx, e); err != nil {
+			a.Log.WarnContext(ctx, "publish event", "type", e.Type, "id", e.ID, "error", err)
+		}
+	}
+}
+
+// Changed publishes a run's change and enqueues its next advance.
+func (a Announcer) Changed(ctx context.Context, run uuid.UUID, evs ...events.Event) {
+	a.Publish(ctx, evs...)
+	if err := a.Enqueue.Enqueue(ctx, queue.NewRunAdvance(a.Queues, run)); err != nil {
+		a.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", run, "error", err)
+	}
+}
+
+// Canceling publishes a run's cancel, tells the workers running its steps at once, and
+// enqueues its next advance (which cancels the steps not started yet).
+func (a Announcer) Canceling(ctx context.Context, run uuid.UUID, evs ...events.Event) {
+	a.Publish(ctx, evs...)
+	if err := a.Redis.Publish(ctx, queue.CancelChannel(a.Namespace), run.String()).Err(); err != nil {
+		a.Log.WarnContext(ctx, "announce cancel; workers will see it at their next heartbeat", "run_id", run, "error", err)
+	}
+	if err := a.Enqueue.Enqueue(ctx, queue.NewRunAdvance(a.Queues, run)); err != nil {
+		a.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", run, "error", err)
+	}
+}
