@@ -183,10 +183,11 @@ func checkPrivileges(ctx context.Context, c *proxmox.Client, w *work, bad, ok fu
 }
 
 func preflightError(problems []string) error {
+	// The run's summary puts the stage's name in front ("preflight: …").
 	if len(problems) == 1 {
-		return fmt.Errorf("preflight: %s", problems[0])
+		return errors.New(problems[0])
 	}
-	return fmt.Errorf("preflight found %d problems: %s", len(problems), strings.Join(problems, "; "))
+	return fmt.Errorf("%d problems: %s", len(problems), strings.Join(problems, "; "))
 }
 
 // checkVMIDs reports the VM ids of the spec that a VM the ISO did not build holds.
