@@ -58,16 +58,24 @@ func run() error {
 		return err
 	}
 	listen := envOr("HORIZON_LISTEN", "127.0.0.1:8080")
+	// The sandbox's VMs serve SSH on their own 127.x address; port 22 needs root, so an
+	// unprivileged `up` moves them, and tells the workers.
+	vmSSHPort := "22"
+	if os.Geteuid() != 0 {
+		vmSSHPort = "2222"
+	}
+	vmSSHPort = envOr("HORIZON_VM_SSH_PORT", vmSSHPort)
 	env := append(os.Environ(),
 		"HORIZON_DATABASE_URL="+pgURL,
 		"HORIZON_REDIS_URL="+redisURL,
 		"HORIZON_SECRET_KEY="+secretKey,
 		"HORIZON_BOOTSTRAP_ADMIN_TOKEN="+adminToken,
 		"HORIZON_LISTEN="+listen,
+		"HORIZON_VM_SSH_PORT="+vmSSHPort,
 		"HORIZON_LOG_FORMAT="+envOr("HORIZON_LOG_FORMAT", "text"),
 	)
 
-	sandbox, nodeKey, err := startSandbox(ctx, root, data, &procs)
+	sandbox, nodeKey, err := startSandbox(ctx, root, data, vmSSHPort, &procs)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ type sandboxState struct {
 
 // startSandbox builds and starts the Proxmox VE sandbox with the demo configuration, after
 // making sure its nodes accept Horizon's node key (.data/node_ssh_key).
-func startSandbox(ctx context.Context, root, data string, procs *processes) (sandboxState, string, error) {
+func startSandbox(ctx context.Context, root, data, vmSSHPort string, procs *processes) (sandboxState, string, error) {
 	keyPEM, err := readOrCreate(filepath.Join(data, "node_ssh_key"), newNodeKey)
 	if err != nil {
 		return sandboxState{}, "", err
@@ -59,7 +59,7 @@ func startSandbox(ctx context.Context, root, data string, procs *processes) (san
 	statePath := filepath.Join(data, "sandbox.json")
 	_ = os.Remove(statePath) // a stale file must not be mistaken for the new sandbox's
 	if err := procs.start(ctx, "sandbox", os.Environ(), bin, "-config", filepath.Join(root, "deploy/sandbox/demo.yaml"),
-		"-state", statePath, "-data", filepath.Join(data, "sandbox")); err != nil {
+		"-state", statePath, "-data", filepath.Join(data, "sandbox"), "-vm-ssh-port", vmSSHPort); err != nil {
 		return sandboxState{}, "", err
 	}
 	var st sandboxState

@@ -77,6 +77,10 @@ type Config struct {
 	// alive and looks for a cancel; the reconciler gives a step silent for six heartbeats a new
 	// attempt.
 	StepHeartbeat time.Duration
+	// VMSSHPort (HORIZON_VM_SSH_PORT, default 22): the port of a machine's SSH server when its
+	// module has no "ssh_port" output, for images whose sshd listens elsewhere (and the
+	// unprivileged sandbox of `up`).
+	VMSSHPort int
 	// GitCacheDir (HORIZON_GIT_CACHE_DIR, default .data/git, relative to the working directory):
 	// the local cache of git sources (bare clones and read-only trees, see shared/gitsource).
 	// The API reads template sources through it when a template version is uploaded; processes
@@ -148,6 +152,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		WorkDir:           l.str("HORIZON_WORK_DIR", ""),
 		PluginCacheDir:    l.str("HORIZON_PLUGIN_CACHE_DIR", ""),
 		StepHeartbeat:     l.duration("HORIZON_STEP_HEARTBEAT", 10*time.Second),
+		VMSSHPort:         l.positiveInt("HORIZON_VM_SSH_PORT", 22),
 		GitCAFile:         l.str("HORIZON_GIT_CA_FILE", ""),
 
 		ISODownloadAttempts: l.positiveInt("HORIZON_ISO_DOWNLOAD_ATTEMPTS", 3),

@@ -49,6 +49,8 @@ type Handler struct {
 	Heartbeat time.Duration
 	// ScriptSSHTimeout bounds the wait for a new machine's SSH server to answer.
 	ScriptSSHTimeout time.Duration
+	// VMSSHPort is the machine's SSH port when its module has no "ssh_port" output; 0 is 22.
+	VMSSHPort int
 	// Metrics records each build's wait for its node's gate, for /metrics.
 	Metrics *metrics.Recorder
 }

@@ -129,7 +129,8 @@ func preamble(w *stepWork, dir, ip string) string {
 }
 
 // dialMachine connects to the execution's machine, waiting for it to boot: its address is the
-// module's "ip" output (or the attached address), its port "ssh_port" (or 22).
+// module's "ip" output (or the attached address), its port "ssh_port" (or the workers'
+// HORIZON_VM_SSH_PORT, 22 by default).
 func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[string]any, out *stepLog) (*sshx.Client, string, error) {
 	host := ""
 	if ip, ok := outputs["ip"]; ok {
@@ -141,6 +142,9 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 		return nil, "", errors.New("the job has scripts but its module has no \"ip\" output and no address is attached")
 	}
 	port := "22"
+	if h.VMSSHPort > 0 {
+		port = strconv.Itoa(h.VMSSHPort)
+	}
 	if p, ok := outputs["ssh_port"]; ok {
 		port = stringValue(p)
 	}
@@ -160,6 +164,7 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 		var hk *sshx.HostKeyError
 		switch {
 		case err == nil:
+			out.horizon("connected to the machine's SSH at %s", cfg.Addr)
 			return c, host, nil
 		case errors.As(err, &hk), ctx.Err() != nil:
 			return nil, "", err // a wrong key is not a machine still booting

@@ -60,6 +60,8 @@ type engineOpts struct {
 	// terraformBin overrides HORIZON_TERRAFORM_BIN; concurrency the workers' (default 8).
 	terraformBin string
 	concurrency  int
+	// vmSSHPort moves the sandbox VMs' SSH servers and tells the workers (HORIZON_VM_SSH_PORT).
+	vmSSHPort int
 }
 
 func newEngine(t testing.TB, o engineOpts) *engine {
@@ -68,6 +70,9 @@ func newEngine(t testing.TB, o engineOpts) *engine {
 	e.api = apitest.New(t, nil)
 	e.sb = pvetest.Start(t, func(c *pve.Config) {
 		c.TaskDuration = 20 * time.Millisecond
+		if o.vmSSHPort != 0 {
+			c.VMSSHPort = o.vmSSHPort
+		}
 		if o.sandbox != nil {
 			o.sandbox(c)
 		}
@@ -137,7 +142,7 @@ func (e *engine) startWorker(o engineOpts) {
 	}
 	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: concurrency,
 		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
-		ShutdownTimeout: 10 * time.Second, LogClient: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
+		ShutdownTimeout: 10 * time.Second, VMSSHPort: o.vmSSHPort, LogClient: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
 		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
 		Terraform: terraform.Config{Binary: bin, WorkRoot: e.workRoot, GracePeriod: 5 * time.Second}})
 	if err != nil {

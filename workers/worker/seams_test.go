@@ -448,3 +448,15 @@ esac
 		t.Fatalf("%d bytes of outputs stored", stored)
 	}
 }
+
+// TestScriptsReachAMachineOnTheConfiguredSSHPort: with the machines' SSH on another port than
+// 22 (an image's policy, or the unprivileged sandbox of `up`) and HORIZON_VM_SSH_PORT saying so,
+// a stack's scripts run and it deploys.
+func TestScriptsReachAMachineOnTheConfiguredSSHPort(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{vmSSHPort: 2222})
+	stack := e.deployed("port", 1)
+	if log := e.logText(stack); !strings.Contains(log, "connected to the machine's SSH at 127.") || !strings.Contains(log, ":2222") {
+		t.Fatalf("the scripts did not go through port 2222:\n%s", log)
+	}
+}

@@ -55,6 +55,8 @@ type Config struct {
 	Heartbeat time.Duration
 	// ScriptSSHTimeout bounds the wait for a new machine's SSH (default 5 min).
 	ScriptSSHTimeout time.Duration
+	// VMSSHPort is a machine's SSH port when its module does not say (default 22).
+	VMSSHPort int
 	// ShutdownTimeout is how long in-flight tasks get on Shutdown (default 90 s: above
 	// Terraform's interrupt-to-kill grace, so an interrupted apply saves its state).
 	ShutdownTimeout time.Duration
@@ -160,7 +162,7 @@ func New(cfg Config) (*Worker, error) {
 		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
 		queue.TypeStepRun: &steps.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
 			Git: cfg.Git, Terraform: tf, Logs: steps.StreamLogs{Client: cfg.LogClient}, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,
-			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout, Metrics: recorder},
+			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort, Metrics: recorder},
 		queue.TypeISOStage: &isos.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
 			Logs: cfg.LogClient, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second, Heartbeat: cfg.Heartbeat,
 			DownloadAttempts: cfg.ISODownloadAttempts, RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll, Metrics: recorder},
