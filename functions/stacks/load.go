@@ -43,14 +43,14 @@ func load(ctx context.Context, q store.Querier, scope auth.Scope, id uuid.UUID, 
 }
 
 // version reads a template version and decodes its definition.
-func version(ctx context.Context, q store.Querier, template_ uuid.UUID, number int) (horizon.TemplateVersion, *template.Definition, error) {
-	v, err := store.TemplateVersionGet(ctx, q, template_, number)
+func version(ctx context.Context, q store.Querier, templateID uuid.UUID, number int) (horizon.TemplateVersion, *template.Definition, error) {
+	v, err := store.TemplateVersionGet(ctx, q, templateID, number)
 	if err != nil {
 		return v, nil, err
 	}
 	def := &template.Definition{}
 	if err := json.Unmarshal(v.Definition, def); err != nil {
-		return v, nil, fmt.Errorf("decode template %s version %d: %w", template_, number, err)
+		return v, nil, fmt.Errorf("decode template %s version %d: %w", templateID, number, err)
 	}
 	return v, def, nil
 }

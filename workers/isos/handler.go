@@ -106,12 +106,12 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		Run: w.run.ID, Step: w.step.ID, Attempt: w.step.Attempt})
 	defer stop()
 	// The stage stops when the run is canceled, and, for a gated stage, when the lease is lost.
-	run, stopLease := lease.Guard(watched)
-	defer stopLease()
+	guarded, stopGuard := lease.Guard(watched)
+	defer stopGuard()
 
 	lw := h.Logs.NewWriter(w.run.ID, w.iso.ID, w.masker)
 	out := &stageLog{w: lw, step: w.step}
-	state, line, res, err := h.attempt(ctx, run, w, out, lease)
+	state, line, res, err := h.attempt(ctx, guarded, w, out, lease)
 	// Closed before the stage is finished: finishing advances the run, which may end it and
 	// write its end of log, and a follower reading to that end must have every line before it.
 	if cerr := lw.Close(context.WithoutCancel(ctx)); cerr != nil {

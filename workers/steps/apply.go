@@ -67,23 +67,23 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 	}
 	defer cleanup()
 	// The upload and the build happen under the node's gate: if the lease is lost, they stop.
-	build, stopBuild := lease.Guard(ctx)
+	guarded, stopGuard := lease.Guard(ctx)
 	err = func() error {
-		defer stopBuild()
+		defer stopGuard()
 		if w.machine() {
-			volid, err := h.uploadCloudInit(build, w, out)
+			volid, err := h.uploadCloudInit(guarded, w, out)
 			if err != nil {
 				return err
 			}
 			out.horizon("cloud-init uploaded to %s as %s", w.node.Name, volid)
 		}
-		if err := retryTransient(build, out, "terraform init", wd.Init); err != nil {
+		if err := retryTransient(guarded, out, "terraform init", wd.Init); err != nil {
 			return err
 		}
-		return retryTransient(build, out, "terraform apply", wd.Apply)
+		return retryTransient(guarded, out, "terraform apply", wd.Apply)
 	}()
 	if err != nil {
-		if cause := context.Cause(build); errors.Is(cause, gate.ErrLost) {
+		if cause := context.Cause(guarded); errors.Is(cause, gate.ErrLost) {
 			return outcome{}, fmt.Errorf("%w: %w", cause, err)
 		}
 		return outcome{}, err

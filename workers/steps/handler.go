@@ -99,12 +99,12 @@ func (h *Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	h.announce().Publish(ctx, h.event(w, horizon.StepRunning, ""))
 
-	work, stop := h.watch(ctx, w)
-	defer stop()
+	watched, stopWatch := h.watch(ctx, w)
+	defer stopWatch()
 
 	logs := h.Logs.Open(w.run.ID, w.stack.ID, w.step, w.masker)
 	out := &stepLog{w: logs}
-	end, err := h.attempt(ctx, work, w, out, lease)
+	end, err := h.attempt(ctx, watched, w, out, lease)
 	// The log is closed — every line in Redis and Postgres — before the step is finished:
 	// finishing advances the run, which may end it and write its end of log, and a follower
 	// reading to that end must have found every line before it.
