@@ -19,6 +19,7 @@ import (
 
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
+	"horizon/shared/store"
 	"horizon/workers/steps"
 )
 
@@ -83,6 +84,13 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *st
 		default:
 			out.say("the cached %s has %s checksum %s, expected %s: replacing it", volid, src.ChecksumAlgorithm, got, src.Checksum)
 		}
+		// Replacing a file another ISO built from would change what that ISO's machines boot.
+		if other, err := h.otherImageUser(ctx, w, volid); err != nil {
+			return result{}, err
+		} else if other != nil {
+			return result{}, fmt.Errorf("storage %s already holds %s for ISO %s, from another source (%s %s): set source.file_name to a name of this ISO's own",
+				storage, src.FileName, other.Name, other.Outputs.Image.ChecksumAlgorithm, other.Outputs.Image.Checksum)
+		}
 		if err := h.do(ctx, c, "DELETE", node, proxmox.ContentPath(node, storage, volid), nil, out); err != nil {
 			return result{}, fmt.Errorf("delete the stale %s: %w", volid, err)
 		}
@@ -118,6 +126,25 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *st
 		Size: item.Size, CTime: item.CTime, VerifiedAt: time.Now().UTC()}
 	return result{reason: fmt.Sprintf("downloaded %s (%d bytes, %s verified)", volid, item.Size, src.ChecksumAlgorithm),
 		outputs: []output{{key: "image", value: rec}}}, nil
+}
+
+// otherImageUser returns another ISO whose image is the file volid on this ISO's node (or on a
+// shared storage), or nil. Called when that file's content is not this ISO's source.
+func (h *Handler) otherImageUser(ctx context.Context, w *work, volid string) (*horizon.ISO, error) {
+	others, err := store.ISOsWithImage(ctx, h.DB, w.iso.ServerID, volid, w.iso.ID)
+	if err != nil {
+		return nil, err
+	}
+	storage, _, _ := strings.Cut(volid, ":")
+	shared := slices.ContainsFunc(w.server.Storages, func(s horizon.ProxmoxStorage) bool { return s.Name == storage && s.Shared })
+	for i, o := range others {
+		img := o.Outputs.Image
+		// Its build verified the file that is there, whose content is not this ISO's.
+		if (shared || o.Node == w.iso.Node) && img != nil {
+			return &others[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // errFileExists: Proxmox refused the download because the file is already there.

@@ -453,7 +453,8 @@ func TestISOChecksumMismatch(t *testing.T) {
 
 // TestISOImageCache: an image already on the storage is used when its checksum is right —
 // known from this ISO's download, or computed over SFTP for a file another ISO put there — and
-// replaced when it is not; removing one of two ISOs that share the file keeps it.
+// replaced when it is not — unless another ISO built from it, which refuses the replacement;
+// removing one of two ISOs that share the file keeps it.
 func TestISOImageCache(t *testing.T) {
 	t.Parallel()
 	e := newISOEngine(t, engineOpts{})
@@ -470,7 +471,8 @@ func TestISOImageCache(t *testing.T) {
 		t.Errorf("the cached file was not verified over SSH, or was downloaded again")
 	}
 
-	// A new version of the image under the same name replaces the file.
+	// A new version of the image under the same name would change what the first ISO's
+	// machines boot: the rebuild is refused, naming that ISO, and the file is left alone.
 	other := append([]byte("another image "), e.image...)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(other) }))
 	t.Cleanup(srv.Close)
@@ -485,20 +487,29 @@ func TestISOImageCache(t *testing.T) {
 	if r := e.api.Do("POST", "/v1/isos/"+second+"/retry", apitest.Req{}); r.Status != 202 {
 		t.Fatalf("rebuild: %d %s", r.Status, r.Body)
 	}
-	d = e.waitISO(second, "built")
-	log := e.runLog(second)
-	if stages(d)["image"]["state"] != "succeeded" || !strings.Contains(log, "expected "+hex.EncodeToString(sum[:])+": replacing it") {
-		t.Fatalf("the stale file was not replaced: %v\n%s", stages(d)["image"], log)
+	d = e.waitISO(second, "failed")
+	if img := stages(d)["image"]; img["state"] != "failed" || !strings.Contains(fmt.Sprint(img["error"]), "storage local already holds noble.iso for ISO first") {
+		t.Fatalf("a file another ISO uses was not protected: %v", img)
+	}
+	if log := e.runLog(second); strings.Contains(log, "deleted") || strings.Contains(log, "downloading") {
+		t.Fatalf("the first ISO's file was touched:\n%s", log)
 	}
 
-	// Both ISOs record the file; removing one keeps it for the other.
-	e.waitISO(first, "built")
+	// Removing the first keeps the file (the second recorded it too); with no other ISO using
+	// it, the second's rebuild replaces it.
 	if r := e.api.Do("DELETE", "/v1/isos/"+first, apitest.Req{}); r.Status != 202 {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	e.waitISO(first, "removed")
 	if !strings.Contains(e.runLog(first), "image local:iso/noble.iso kept: ISO second uses it too") || len(e.content("local", "iso")) != 1 {
 		t.Errorf("a shared image was not kept: %v", e.content("local", "iso"))
+	}
+	if r := e.api.Do("POST", "/v1/isos/"+second+"/retry", apitest.Req{}); r.Status != 202 {
+		t.Fatalf("rebuild: %d %s", r.Status, r.Body)
+	}
+	d = e.waitISO(second, "built")
+	if log := e.runLog(second); stages(d)["image"]["state"] != "succeeded" || !strings.Contains(log, "expected "+hex.EncodeToString(sum[:])+": replacing it") {
+		t.Fatalf("the stale file was not replaced: %v\n%s", stages(d)["image"], log)
 	}
 }
 
