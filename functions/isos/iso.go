@@ -48,10 +48,21 @@ type Artifact struct {
 // and what may be done to it.
 type Detail struct {
 	ISO
+	// Copies are the image's copies on nodes that cannot reach its storage (kind iso), made by
+	// the first machine build on each.
+	Copies         []Copy        `json:"copies"`
 	AllowedActions []string      `json:"allowed_actions"`
 	CurrentRun     *Run          `json:"current_run"`
 	LastRun        *RunDetail    `json:"last_run"`
 	History        []StateChange `json:"history"`
+}
+
+// Copy is an installer image copied to another node of the cluster.
+type Copy struct {
+	Node     string    `json:"node"`
+	Storage  string    `json:"storage"`
+	VolID    string    `json:"volid"`
+	CopiedAt time.Time `json:"copied_at"`
 }
 
 // Run is a run of an ISO.
@@ -133,7 +144,14 @@ func detail(ctx context.Context, q store.Querier, i horizon.ISO, who auth.Princi
 		return Detail{}, err
 	}
 	can := capabilities(who)
-	d := Detail{ISO: toISO(i, srv.Storages), History: []StateChange{}}
+	d := Detail{ISO: toISO(i, srv.Storages), History: []StateChange{}, Copies: []Copy{}}
+	copies, err := store.ISOCopies(ctx, q, i.ID)
+	if err != nil {
+		return d, err
+	}
+	for _, c := range copies {
+		d.Copies = append(d.Copies, Copy{Node: c.Node, Storage: c.Storage, VolID: c.VolID, CopiedAt: c.CopiedAt})
+	}
 	last, err := store.RunLatestOfISO(ctx, q, i.ID)
 	switch {
 	case errors.Is(err, horizon.ErrNotFound):

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -241,5 +242,45 @@ func (i ISO) Reach(server uuid.UUID, storages []ProxmoxStorage, node string) (st
 	if node == a.Node {
 		return fmt.Sprintf("storage %s of node %s, the machine's own", a.Storage, a.Node), nil
 	}
-	return "", fmt.Errorf("ISO %s is on storage %s of node %s, which is not shared: node %s cannot reach it", i.Name, a.Storage, a.Node, node)
+	if i.Kind == ISOKindISO {
+		if s, ok := CopyTarget(storages, node, a.Storage); ok {
+			return fmt.Sprintf("a copy on storage %s of node %s (made by the first build there)", s.Name, node), nil
+		}
+		return "", fmt.Errorf("ISO %s is on storage %s of node %s, and node %s has no directory storage for iso content to copy it to", i.Name, a.Storage, a.Node, node)
+	}
+	return "", fmt.Errorf("ISO %s is a template VM on storage %s of node %s, which is not shared: Proxmox clones a template to another node only from shared storage, so node %s cannot use it (build the ISO on shared storage, or on node %s)", i.Name, a.Storage, a.Node, node, node)
+}
+
+// CopyTarget is the storage of node an installer image is copied to when the node cannot reach
+// the one it was built on: a directory storage active on the node that holds iso content,
+// the same one by name when the node has it (e.g. "local"), else the first by name.
+func CopyTarget(storages []ProxmoxStorage, node, preferred string) (ProxmoxStorage, bool) {
+	var found []ProxmoxStorage
+	for _, s := range storages {
+		if s.Path != "" && slices.Contains(s.Nodes, node) && slices.Contains(s.Content, "iso") {
+			found = append(found, s)
+		}
+	}
+	if len(found) == 0 {
+		return ProxmoxStorage{}, false
+	}
+	for _, s := range found {
+		if s.Name == preferred {
+			return s, true
+		}
+	}
+	slices.SortFunc(found, func(a, b ProxmoxStorage) int { return strings.Compare(a.Name, b.Name) })
+	return found[0], true
+}
+
+// ISOCopy is an installer image copied to a node that cannot reach the storage it was built on.
+type ISOCopy struct {
+	ISOID             uuid.UUID
+	Node              string
+	Storage           string
+	VolID             string
+	Checksum          string
+	ChecksumAlgorithm string
+	Size              int64
+	CopiedAt          time.Time
 }

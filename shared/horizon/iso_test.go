@@ -12,7 +12,9 @@ import (
 func TestISOReach(t *testing.T) {
 	t.Parallel()
 	server, other := uuid.New(), uuid.New()
-	storages := []horizon.ProxmoxStorage{{Name: "local", Nodes: []string{"pve1", "pve2"}}, {Name: "nfs", Shared: true, Nodes: []string{"pve1", "pve2"}}}
+	storages := []horizon.ProxmoxStorage{{Name: "local", Nodes: []string{"pve1", "pve2", "pve3"}, Path: "/var/lib/vz", Content: []string{"iso"}},
+		{Name: "lvm", Nodes: []string{"pve4"}, Content: []string{"images"}},
+		{Name: "nfs", Shared: true, Nodes: []string{"pve1", "pve2"}}}
 	built := func(storage string) horizon.ISO {
 		return horizon.ISO{Name: "noble", Kind: horizon.ISOKindCloudImage, ServerID: server, Node: "pve1", ArtifactStorage: storage,
 			State: horizon.ISOBuilt, Outputs: horizon.ISOOutputs{VM: &horizon.ISOVM{VMID: 9000, Template: true}}}
@@ -21,6 +23,8 @@ func TestISOReach(t *testing.T) {
 	failed.State = horizon.ISOFailed
 	imageOnly := built("local")
 	imageOnly.Outputs.VM = nil
+	installer := horizon.ISO{Name: "installer", Kind: horizon.ISOKindISO, ServerID: server, Node: "pve1", ArtifactStorage: "local",
+		State: horizon.ISOBuilt, Outputs: horizon.ISOOutputs{Image: &horizon.ISOImage{VolID: "local:iso/installer.iso"}}}
 	tests := []struct {
 		name   string
 		iso    horizon.ISO
@@ -31,7 +35,9 @@ func TestISOReach(t *testing.T) {
 	}{
 		{"same node", built("local"), server, "pve1", "storage local of node pve1, the machine's own", true},
 		{"shared storage", built("nfs"), server, "pve2", "shared storage nfs", true},
-		{"local storage of another node", built("local"), server, "pve2", "not shared: node pve2 cannot reach it", false},
+		{"a template VM on another node's storage", built("local"), server, "pve2", "clones a template to another node only from shared storage", false},
+		{"an installer image on another node's storage", installer, server, "pve3", "a copy on storage local of node pve3", true},
+		{"no directory storage for iso content to copy to", installer, server, "pve4", "node pve4 has no directory storage for iso content", false},
 		{"another cluster", built("nfs"), other, "pve1", "another Proxmox cluster", false},
 		{"not built", failed, server, "pve1", "is failed, not built", false},
 		{"nothing to use yet", imageOnly, server, "pve1", "has not built what stacks use", false},

@@ -53,7 +53,8 @@ type ISOFilter struct {
 	ServerID   *uuid.UUID
 	TemplateID *uuid.UUID
 	// AvailableOn, with ServerID, keeps the built ISOs a machine on this node can use: on the
-	// same cluster, with what they built on a shared storage or on this very node.
+	// same cluster, with what they built on a shared storage or on this very node, or an
+	// installer image the node has a directory storage for iso content to copy it to.
 	AvailableOn string
 }
 
@@ -63,7 +64,9 @@ func ISOList(ctx context.Context, q Querier, f ISOFilter, p Page) ([]horizon.ISO
 		WHERE ($1 = '' AND i.state <> 'removed' OR i.state = $1)
 		AND ($2::uuid IS NULL OR i.server_id = $2) AND ($3::uuid IS NULL OR i.iso_template_id = $3)
 		AND ($4 = '' OR i.state = 'built' AND (i.node = $4 OR EXISTS (SELECT 1 FROM proxmox_storages s
-			WHERE s.server_id = i.server_id AND s.name = i.artifact_storage AND s.shared AND $4 = ANY(s.nodes))))
+			WHERE s.server_id = i.server_id AND s.name = i.artifact_storage AND s.shared AND $4 = ANY(s.nodes))
+			OR i.kind = 'iso' AND EXISTS (SELECT 1 FROM proxmox_storages s
+			WHERE s.server_id = i.server_id AND $4 = ANY(s.nodes) AND s.path <> '' AND 'iso' = ANY(s.content))))
 		AND ($5::uuid IS NULL OR i.id > $5) ORDER BY i.id LIMIT $6`,
 		string(f.State), f.ServerID, f.TemplateID, f.AvailableOn, p.After, p.limit())
 	if err != nil {
@@ -199,4 +202,43 @@ func ISOsWithImage(ctx context.Context, q Querier, server uuid.UUID, volid strin
 	}
 	is, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.ISO, error) { return scanISO(r) })
 	return is, translate(err)
+}
+
+// ISOCopyGet returns the ISO's copy on node, or horizon.ErrNotFound.
+func ISOCopyGet(ctx context.Context, q Querier, iso uuid.UUID, node string) (horizon.ISOCopy, error) {
+	var c horizon.ISOCopy
+	err := q.QueryRow(ctx, `SELECT iso_id, node, storage, volid, checksum, checksum_algorithm, size, copied_at
+		FROM iso_copies WHERE iso_id = $1 AND node = $2`, iso, node).
+		Scan(&c.ISOID, &c.Node, &c.Storage, &c.VolID, &c.Checksum, &c.ChecksumAlgorithm, &c.Size, &c.CopiedAt)
+	return c, translate(err)
+}
+
+// ISOCopyPut records a copy, replacing the node's previous one.
+func ISOCopyPut(ctx context.Context, q Querier, c horizon.ISOCopy) error {
+	_, err := q.Exec(ctx, `INSERT INTO iso_copies (iso_id, node, storage, volid, checksum, checksum_algorithm, size)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (iso_id, node) DO UPDATE SET storage = EXCLUDED.storage, volid = EXCLUDED.volid, checksum = EXCLUDED.checksum,
+		checksum_algorithm = EXCLUDED.checksum_algorithm, size = EXCLUDED.size, copied_at = now()`,
+		c.ISOID, c.Node, c.Storage, c.VolID, c.Checksum, c.ChecksumAlgorithm, c.Size)
+	return translate(err)
+}
+
+// ISOCopies lists the ISO's copies by node.
+func ISOCopies(ctx context.Context, q Querier, iso uuid.UUID) ([]horizon.ISOCopy, error) {
+	rows, err := q.Query(ctx, `SELECT iso_id, node, storage, volid, checksum, checksum_algorithm, size, copied_at
+		FROM iso_copies WHERE iso_id = $1 ORDER BY node`, iso)
+	if err != nil {
+		return nil, translate(err)
+	}
+	cs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.ISOCopy, error) {
+		var c horizon.ISOCopy
+		return c, r.Scan(&c.ISOID, &c.Node, &c.Storage, &c.VolID, &c.Checksum, &c.ChecksumAlgorithm, &c.Size, &c.CopiedAt)
+	})
+	return cs, translate(err)
+}
+
+// ISOCopyDelete forgets the ISO's copy on node.
+func ISOCopyDelete(ctx context.Context, q Querier, iso uuid.UUID, node string) error {
+	_, err := q.Exec(ctx, `DELETE FROM iso_copies WHERE iso_id = $1 AND node = $2`, iso, node)
+	return translate(err)
 }

@@ -2,14 +2,9 @@ package isos
 
 import (
 	"context"
-	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"net/url"
 	"path"
 	"regexp"
@@ -18,14 +13,11 @@ import (
 	"time"
 
 	"horizon/shared/horizon"
+	"horizon/shared/isotemplate"
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
 	"horizon/workers/steps"
 )
-
-// contentDirs are where a file storage keeps the image content types, under its path, as PVE's
-// dir plugin lays them out.
-var contentDirs = map[string]string{"iso": "template/iso", "import": "import"}
 
 // storageItem is one volume of a storage's content list.
 type storageItem struct {
@@ -205,27 +197,11 @@ func (h *Handler) checksumOnNode(ctx context.Context, w *work, storage, content,
 		return "", err
 	}
 	defer sc.Close()
-	hh := newHash(algo)
-	if _, err := sc.CopyFile(ctx, path.Join(w.server.Storages[i].Path, contentDirs[content], file), hh); err != nil {
+	hh := isotemplate.NewHash(algo)
+	if _, err := sc.CopyFile(ctx, path.Join(w.server.Storages[i].Path, proxmox.ContentDirs[content], file), hh); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(hh.Sum(nil)), nil
-}
-
-func newHash(algo string) hash.Hash {
-	switch strings.ToLower(algo) {
-	case "md5":
-		return md5.New()
-	case "sha1":
-		return sha1.New()
-	case "sha224":
-		return sha256.New224()
-	case "sha384":
-		return sha512.New384()
-	case "sha512":
-		return sha512.New()
-	}
-	return sha256.New()
 }
 
 func boolInt(b bool) int {

@@ -277,22 +277,7 @@ func (h *Handler) checkSSH(ctx context.Context, w *work) error {
 // dialNode connects to the ISO's node over SSH with Horizon's key for the server, verifying the
 // node's pinned host key.
 func (h *Handler) dialNode(ctx context.Context, w *work) (*sshx.Client, error) {
-	if w.node == nil || w.node.SSHAddress == nil || w.node.SSHHostKey == nil {
-		return nil, fmt.Errorf("node %s has no SSH endpoint in Horizon; an admin sets it (address and pinned host key) on %s", w.iso.Node, w.server.Name)
-	}
-	key, err := h.Box.OpenString(horizon.PurposeProxmoxSSHPrivateKey, w.server.SSHPrivateKey)
-	if err != nil {
-		return nil, fmt.Errorf("open the SSH key of %s: %w", w.server.Name, err)
-	}
-	signer, err := ssh.ParsePrivateKey([]byte(key.Reveal()))
-	if err != nil {
-		return nil, fmt.Errorf("the SSH key of %s does not parse: %w", w.server.Name, err)
-	}
-	c, err := sshx.Dial(ctx, sshx.Config{Addr: *w.node.SSHAddress, User: w.server.SSHUser, Signer: signer, HostKey: *w.node.SSHHostKey})
-	if err != nil {
-		return nil, fmt.Errorf("SSH to node %s (%s): %w", w.iso.Node, *w.node.SSHAddress, err)
-	}
-	return c, nil
+	return proxmox.DialNode(ctx, h.Box, w.server, w.iso.Node)
 }
 
 // snippetStorage is the storage the cloud-init snippets go to: the spec's, or a node-local one

@@ -49,6 +49,11 @@ func (h *Handler) remove(ctx context.Context, c *proxmox.Client, w *work, out *s
 			done = append(done, fmt.Sprintf("%d cloud-init snippet(s)", removed))
 		}
 	}
+	copies, err := h.removeCopies(ctx, c, w, out)
+	if err != nil {
+		return result{}, err
+	}
+	done = append(done, copies...)
 	if removed, err := h.removeImage(ctx, c, w, out); err != nil {
 		return result{}, err
 	} else if removed != "" {
@@ -147,6 +152,33 @@ func (h *Handler) removeImage(ctx context.Context, c *proxmox.Client, w *work, o
 	}
 	out.say("deleted image %s", volid)
 	return volid, nil
+}
+
+// removeCopies deletes the copies of the image that machine builds made on other nodes
+// (workers/steps isoOnNode), and forgets them.
+func (h *Handler) removeCopies(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) ([]string, error) {
+	copies, err := store.ISOCopies(ctx, h.DB, w.iso.ID)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, cp := range copies {
+		_, found, err := findVolume(ctx, c, cp.Node, cp.Storage, "iso", cp.VolID)
+		if err != nil {
+			return done, err
+		}
+		if found {
+			if err := h.do(ctx, c, "DELETE", cp.Node, proxmox.ContentPath(cp.Node, cp.Storage, cp.VolID), nil, out); err != nil {
+				return done, fmt.Errorf("delete the copy %s on node %s: %w", cp.VolID, cp.Node, err)
+			}
+			out.say("deleted the copy %s on node %s", cp.VolID, cp.Node)
+			done = append(done, fmt.Sprintf("copy %s on node %s", cp.VolID, cp.Node))
+		}
+		if err := store.ISOCopyDelete(ctx, h.DB, w.iso.ID, cp.Node); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // removeSnippets deletes the ISO's cloud-init snippets through the storage API.

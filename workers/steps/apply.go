@@ -61,6 +61,9 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 	if a, ok := isoArtifact(w); ok {
 		out.horizon("ISO %s: %s, reached on %s", w.iso.Name, a.Value, w.isoReach)
 	}
+	if err := h.isoOnNode(ctx, w, out); err != nil {
+		return outcome{}, err
+	}
 	wd, cleanup, err := h.workdir(ctx, w, out)
 	if err != nil {
 		return outcome{}, err

@@ -54,6 +54,9 @@ type stepWork struct {
 	iso      *horizon.ISO
 	isoReach string
 	isoErr   error
+	// isoCopy is the volume of the node's copy of the ISO's image, when the node cannot reach
+	// the storage it was built on (isoOnNode).
+	isoCopy string
 
 	// masker hides every secret this step could print: secret parameters, outputs of the
 	// execution and of its inputs' sources, the Proxmox token, keys.

@@ -16,7 +16,6 @@ import (
 	"horizon/shared/cloudinit"
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
-	"horizon/shared/sshx"
 	"horizon/shared/store"
 )
 
@@ -58,6 +57,9 @@ func (h *Handler) variables(ctx context.Context, w *stepWork) (map[string]any, e
 	}
 	if a, ok := isoArtifact(w); ok {
 		vars["horizon_iso"] = a.Value
+		if w.isoCopy != "" {
+			vars["horizon_iso"] = w.isoCopy // the node's copy of the image (isoOnNode)
+		}
 	}
 	storage, err := snippetStorage(w)
 	if err != nil {
@@ -128,17 +130,9 @@ func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *stepLog
 	if err != nil {
 		return "", err
 	}
-	nodeKey, err := h.Box.OpenString(horizon.PurposeProxmoxSSHPrivateKey, w.server.SSHPrivateKey)
+	c, err := proxmox.DialNode(ctx, h.Box, *w.server, w.node.Name)
 	if err != nil {
 		return "", err
-	}
-	signer, err := ssh.ParsePrivateKey([]byte(nodeKey.Reveal()))
-	if err != nil {
-		return "", fmt.Errorf("server %s's SSH key: %w", w.server.Name, err)
-	}
-	c, err := sshx.Dial(ctx, sshx.Config{Addr: *w.node.SSHAddress, User: w.server.SSHUser, Signer: signer, HostKey: *w.node.SSHHostKey})
-	if err != nil {
-		return "", fmt.Errorf("connect to node %s: %w", w.node.Name, err)
 	}
 	defer c.Close()
 	name := snippetName(w)

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,12 @@ func (e *isoEnv) vm(vmid int) *pve.VM {
 // content lists a storage's volumes of one content type on pve1, through the API.
 func (e *isoEnv) content(storage, kind string) []string {
 	e.t.Helper()
+	return e.contentOn("pve1", storage, kind)
+}
+
+// contentOn lists a storage's volumes of one content type on node, through the API.
+func (e *isoEnv) contentOn(node, storage, kind string) []string {
+	e.t.Helper()
 	c := e.sb.Cluster("demo")
 	cl, err := proxmox.New(proxmox.Config{URL: c.URL(), TokenID: c.TokenID(), TokenSecret: secrets.Value(c.TokenSecret()), Fingerprint: c.CertFingerprint()})
 	if err != nil {
@@ -199,7 +206,7 @@ func (e *isoEnv) content(storage, kind string) []string {
 	var items []struct {
 		VolID string `json:"volid"`
 	}
-	if err := cl.Get(context.Background(), "/nodes/pve1/storage/"+storage+"/content?content="+kind, &items); err != nil {
+	if err := cl.Get(context.Background(), "/nodes/"+node+"/storage/"+storage+"/content?content="+kind, &items); err != nil {
 		e.t.Fatal(err)
 	}
 	var out []string
@@ -683,8 +690,9 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 		}
 		return names
 	}
-	if got := available("pve2"); len(got) != 1 || got[0] != "on-shared" {
-		t.Errorf("ISOs available on pve2: %v, want only the shared one", got)
+	// pve1's local installer image is available on pve2 too: a build there copies it.
+	if got := available("pve2"); len(got) != 2 || got[0] != "on-pve1" || got[1] != "on-shared" {
+		t.Errorf("ISOs available on pve2: %v, want the shared one and pve1's (copied)", got)
 	}
 	if got := available("pve1"); len(got) != 2 {
 		t.Errorf("ISOs available on pve1: %v, want the shared one and pve1's own", got)
@@ -709,10 +717,12 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 		}
 		return ""
 	}
-	if msg := isoProblem(draft("far", "pve2", local)); !strings.Contains(msg, "storage local of node pve1, which is not shared: node pve2 cannot reach it") {
-		t.Errorf("an ISO on another node's local storage: %q", msg)
+	far := draft("far", "pve2", local)
+	if msg := isoProblem(far); msg != "" {
+		t.Errorf("an installer image on another node's local storage: %q, want it copied", msg)
 	}
-	if msg := isoProblem(draft("near", "pve1", local)); msg != "" {
+	near := draft("near", "pve1", local)
+	if msg := isoProblem(near); msg != "" {
 		t.Errorf("an ISO on the machine's own node: %q", msg)
 	}
 	usesShared := draft("shared", "pve2", shared)
@@ -743,6 +753,47 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 		t.Fatalf("delete an ISO no longer used: %d %s", r.Status, r.Body)
 	}
 	e.waitISO(shared, "removed")
+
+	// The machine on pve2 gets a copy of pve1's image at its first build, verified against the
+	// image's checksum; its next build reuses the copy; the ISO says where it is; removing the
+	// ISO removes the copy.
+	farID := far["id"].(string)
+	if r := e.api.Do("POST", "/v1/stacks/"+farID+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("deploy far: %d %s", r.Status, r.Body)
+	}
+	e.waitState(farID, "deployed", 3*time.Minute)
+	log := e.logText(farID)
+	for _, want := range []string{"node pve2 cannot reach storage local of node pve1; copying installer.iso to storage local",
+		"copied to local:iso/installer.iso on node pve2, sha256 checksum " + hex.EncodeToString(sum[:]) + " verified"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("the deploy log lacks %q:\n%s", want, log)
+		}
+	}
+	if got := e.contentOn("pve2", "local", "iso"); !slices.Contains(got, "local:iso/installer.iso") {
+		t.Fatalf("pve2's local storage holds %v, want the copy", got)
+	}
+	copies := e.api.Do("GET", "/v1/isos/"+local, apitest.Req{}).Map()["copies"].([]any)
+	if len(copies) != 1 || copies[0].(map[string]any)["node"] != "pve2" || copies[0].(map[string]any)["volid"] != "local:iso/installer.iso" {
+		t.Fatalf("the ISO's copies: %v", copies)
+	}
+	e.runAgainAndWait(farID, "db", 0, 3*time.Minute)
+	if log := e.logText(farID); !strings.Contains(log, "ISO on-pve1: using its copy local:iso/installer.iso on node pve2") {
+		t.Fatalf("the second build did not reuse the copy:\n%s", log)
+	}
+	if r := e.api.Do("DELETE", "/v1/stacks/"+farID, apitest.Req{Token: e.member}); r.Status != 202 {
+		t.Fatalf("remove far: %d %s", r.Status, r.Body)
+	}
+	e.waitState(farID, "removed", 3*time.Minute)
+	if r := e.api.Do("DELETE", "/v1/stacks/"+near["id"].(string), apitest.Req{Token: e.member}); r.Status >= 300 {
+		t.Fatalf("remove the draft near: %d %s", r.Status, r.Body)
+	}
+	if r := e.api.Do("DELETE", "/v1/isos/"+local, apitest.Req{}); r.Status != 202 {
+		t.Fatalf("delete the copied ISO: %d %s", r.Status, r.Body)
+	}
+	e.waitISO(local, "removed")
+	if got := e.contentOn("pve2", "local", "iso"); slices.Contains(got, "local:iso/installer.iso") {
+		t.Fatalf("the copy outlived its ISO: %v", got)
+	}
 }
 
 // TestISORebuildWithLinkedClones: a cloud-image ISO with three linked clones is edited to a new
