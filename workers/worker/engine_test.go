@@ -66,7 +66,6 @@ type engineOpts struct {
 
 func newEngine(t testing.TB, o engineOpts) *engine {
 	t.Helper()
-	skipInShortMode(t)
 	e := &engine{t: t}
 	e.api = apitest.New(t, nil)
 	e.sb = pvetest.Start(t, func(c *pve.Config) {
@@ -189,14 +188,6 @@ func (e *engine) publish(example string, override map[string]string) (*testkit.G
 
 // appScript is the sandbox-vm example's app script, in its repository.
 const appScript = "jobs/app/scripts/configure.sh"
-
-// skipInShortMode skips an end-to-end engine scenario under -short (`go tool task
-// test-short`, the development loop); CI and `go tool task test` run them all.
-func skipInShortMode(t testing.TB) {
-	if testing.Short() {
-		t.Skip("end-to-end engine scenario: runs without -short")
-	}
-}
 
 // exampleFile reads a file of the sandbox-vm example.
 func exampleFile(t testing.TB, rel string) string {

@@ -40,7 +40,6 @@ type isoEnv struct {
 
 func newISOEngine(t *testing.T, o engineOpts) *isoEnv {
 	t.Helper()
-	skipInShortMode(t)
 	e := &isoEnv{engine: &engine{t: t}}
 	e.api = apitest.New(t, nil)
 	e.sb = pvetest.Start(t, func(c *pve.Config) {

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +15,12 @@ import (
 func TestEveryTaskTypeHasAHandler(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
-	files, err := filepath.Glob("../../shared/queue/*.go")
+	// The package's directory, from the Go tool rather than a path relative to this one.
+	dir, err := exec.Command("go", "list", "-f", "{{.Dir}}", "horizon/shared/queue").Output()
+	if err != nil {
+		t.Fatalf("locate shared/queue: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(dir)), "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
