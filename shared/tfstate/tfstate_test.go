@@ -190,3 +190,26 @@ func TestMigratePGSealsAndDropsThePlaintextStates(t *testing.T) {
 		t.Fatalf("a second MigratePG = %d, %v; want nothing to do", n, err)
 	}
 }
+
+// TestBadRequestsChangeNothing: a body that is not a state, or a lock request that is not
+// Terraform's lock description, is refused (400) and the saved state stays as it was.
+func TestBadRequestsChangeNothing(t *testing.T) {
+	t.Parallel()
+	s, _, _ := start(t)
+	env, revoke := s.Grant("s1-vm-0")
+	defer revoke()
+	if code, body := call(t, env, http.MethodPost, "", stateWith(secret)); code != http.StatusOK {
+		t.Fatalf("save: %d %s", code, body)
+	}
+	if code, _ := call(t, env, http.MethodPost, "", `{"version":4, truncated`); code != http.StatusBadRequest {
+		t.Fatalf("a save that is not JSON: %d, want 400", code)
+	}
+	for _, body := range []string{"", "{}", `{"ID":""}`, "not json"} {
+		if code, _ := call(t, env, "LOCK", "", body); code != http.StatusBadRequest {
+			t.Errorf("LOCK with %q: %d, want 400", body, code)
+		}
+	}
+	if code, body := call(t, env, http.MethodGet, "", ""); code != http.StatusOK || body != stateWith(secret) {
+		t.Fatalf("the state after bad requests: %d %s", code, body)
+	}
+}
