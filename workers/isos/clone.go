@@ -7,6 +7,7 @@ import (
 
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
+	"horizon/workers/attempt"
 )
 
 // clone makes one clone of the template: unless it exists, clones it (linked from a template
@@ -14,8 +15,8 @@ import (
 // Proxmox's cloud-init meta-data carries) and starts it. A clone that exists is completed if it
 // lacks its address or is stopped, and left alone otherwise. Errors name the clone: the run's
 // summary lists each failing clone, and the other clones go on regardless.
-func (h *Handler) clone(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
-	cl := w.spec.Clones[deref(w.step.ExecutionIndex)]
+func (h *Handler) clone(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (result, error) {
+	cl := w.spec.Clones[deref(w.Step.ExecutionIndex)]
 	res, err := h.cloneOne(ctx, c, w, out)
 	if err != nil {
 		return result{}, fmt.Errorf("clone %s (VM %d): %w", cl.Name, cl.VMID, err)
@@ -23,8 +24,8 @@ func (h *Handler) clone(ctx context.Context, c *proxmox.Client, w *work, out *st
 	return res, nil
 }
 
-func (h *Handler) cloneOne(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
-	i := deref(w.step.ExecutionIndex)
+func (h *Handler) cloneOne(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (result, error) {
+	i := deref(w.Step.ExecutionIndex)
 	if i < 0 || i >= len(w.spec.Clones) {
 		return result{}, fmt.Errorf("the spec has no clone %d", i)
 	}
@@ -45,7 +46,7 @@ func (h *Handler) cloneOne(ctx context.Context, c *proxmox.Client, w *work, out 
 			return result{}, fmt.Errorf("VM id %d is taken by VM %q on node %s, which this ISO did not clone", cl.VMID, existing.Name, existing.Node)
 		}
 		node = existing.Node
-		out.say("clone %s exists: VM %d on %s", cl.Name, cl.VMID, node)
+		out.Say("clone %s exists: VM %d on %s", cl.Name, cl.VMID, node)
 	} else {
 		source := w.spec.VM.VMID
 		src, ok := vms[source]
@@ -62,7 +63,7 @@ func (h *Handler) cloneOne(ctx context.Context, c *proxmox.Client, w *work, out 
 		if full {
 			kind = "full"
 		}
-		out.say("cloned VM %d to VM %d %q (%s clone)", source, cl.VMID, cl.Name, kind)
+		out.Say("cloned VM %d to VM %d %q (%s clone)", source, cl.VMID, cl.Name, kind)
 		did = append(did, fmt.Sprintf("created VM %d (%s clone)", cl.VMID, kind))
 	}
 
@@ -80,7 +81,7 @@ func (h *Handler) cloneOne(ctx context.Context, c *proxmox.Client, w *work, out 
 			if err := h.do(ctx, c, "POST", node, vmPath(node, cl.VMID)+"/config", map[string]any{"ipconfig0": want}, out); err != nil {
 				return result{}, fmt.Errorf("set the address %s: %w", cl.IP, err)
 			}
-			out.say("set clone %s's address to %s via %s; its host name is its VM name", cl.Name, cl.IP, gw)
+			out.Say("set clone %s's address to %s via %s; its host name is its VM name", cl.Name, cl.IP, gw)
 			did = append(did, "address "+cl.IP)
 		}
 	}
@@ -96,7 +97,7 @@ func (h *Handler) cloneOne(ctx context.Context, c *proxmox.Client, w *work, out 
 			if err := h.do(ctx, c, "POST", node, vmPath(node, cl.VMID)+"/status/start", map[string]any{}, out); err != nil {
 				return result{}, fmt.Errorf("start: %w", err)
 			}
-			out.say("started clone %s (VM %d)", cl.Name, cl.VMID)
+			out.Say("started clone %s (VM %d)", cl.Name, cl.VMID)
 			did = append(did, "started")
 		}
 		started = true

@@ -4,11 +4,12 @@
 // An ISO build is a run of the engine like a stack's deploy: the API writes the run and one
 // step per stage, run:advance queues them phase by phase (each stage is a phase, so a failure
 // holds the later ones; the clones share one phase, so one failing does not stop the others),
-// and this handler runs each step with the machinery step:run uses: the attempt fences every
-// write, the node's build gate serialises the stages that build on the node (vm-create,
-// vm-configure, template, clones, removal) with the machine builds of stacks, the step's log
-// goes through logstream, state changes through events, and a cancel (Redis and the heartbeat,
-// steps.Watch) interrupts the stage — a Proxmox task it waits on is stopped.
+// and each step runs through the attempt lifecycle step:run uses (workers/attempt): the attempt
+// fences every write, the node's build gate serialises the stages that build on the node
+// (vm-create, vm-configure, template, clones, removal) with the machine builds of stacks, the
+// step's log goes through logstream, state changes through events, and a cancel (Redis and the
+// heartbeat) interrupts the stage — a Proxmox task it waits on is stopped. This package is
+// only the stages' work.
 //
 // Every stage is idempotent and says so when it has nothing to do: it looks at what exists
 // first and finishes "skipped" with the reason ("image cached", "VM exists", "already a
@@ -26,7 +27,7 @@
 // with exponential backoff (Handler.DownloadAttempts, Handler.DownloadBackoff), every attempt in
 // the log; the volume is then looked up on the storage to verify it is there.
 //
-// Failures are sorted like step:run's: a busy node gate is not a failure; an error of ours
+// Failures are sorted by the lifecycle: a busy node gate is not a failure; an error of ours
 // (Postgres, Redis) is returned for Asynq to retry; a refusal or failure of Proxmox, SSH or the
 // spec fails the step with its first line, which the run's summary repeats.
 package isos

@@ -16,7 +16,7 @@ import (
 	"horizon/shared/isotemplate"
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
-	"horizon/workers/steps"
+	"horizon/workers/attempt"
 )
 
 // storageItem is one volume of a storage's content list.
@@ -43,7 +43,7 @@ func findVolume(ctx context.Context, c *proxmox.Client, node, storage, content, 
 // image makes sure the spec's image is on the storage with the right checksum: a cached file
 // is kept when its checksum is known right, else it is replaced; a download is retried with
 // backoff while it fails for another reason than its checksum, then verified.
-func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
+func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (result, error) {
 	src := w.spec.Source
 	content := imageContent(w.iso.Kind)
 	node, storage := w.iso.Node, w.iso.Storage
@@ -57,24 +57,24 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *st
 	if found {
 		if rec := w.iso.Outputs.Image; rec != nil && rec.VolID == volid && rec.Checksum == src.Checksum &&
 			rec.ChecksumAlgorithm == src.ChecksumAlgorithm && rec.Size == item.Size && rec.CTime == item.CTime {
-			out.say("image cached: %s (%d bytes) is the file this ISO downloaded and verified (%s) on %s", volid, item.Size,
+			out.Say("image cached: %s (%d bytes) is the file this ISO downloaded and verified (%s) on %s", volid, item.Size,
 				src.ChecksumAlgorithm, rec.VerifiedAt.Format(time.RFC3339))
 			return result{skipped: true, reason: "image cached: " + volid}, nil
 		}
-		out.say("%s is already on storage %s: verifying its %s checksum over SSH", volid, storage, src.ChecksumAlgorithm)
+		out.Say("%s is already on storage %s: verifying its %s checksum over SSH", volid, storage, src.ChecksumAlgorithm)
 		got, err := h.checksumOnNode(ctx, w, storage, content, src.FileName, src.ChecksumAlgorithm)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return result{}, err
 		case err != nil:
-			out.say("cannot verify the cached %s (%v): replacing it", volid, err)
+			out.Say("cannot verify the cached %s (%v): replacing it", volid, err)
 		case got == src.Checksum:
-			out.say("image cached: %s (%d bytes), %s checksum %s verified on node %s", volid, item.Size, src.ChecksumAlgorithm, got, node)
+			out.Say("image cached: %s (%d bytes), %s checksum %s verified on node %s", volid, item.Size, src.ChecksumAlgorithm, got, node)
 			rec := horizon.ISOImage{VolID: volid, Storage: storage, Checksum: got, ChecksumAlgorithm: src.ChecksumAlgorithm,
 				Size: item.Size, CTime: item.CTime, VerifiedAt: time.Now().UTC()}
 			return result{skipped: true, reason: "image cached: " + volid + " (checksum verified)", outputs: []output{{key: "image", value: rec}}}, nil
 		default:
-			out.say("the cached %s has %s checksum %s, expected %s: replacing it", volid, src.ChecksumAlgorithm, got, src.Checksum)
+			out.Say("the cached %s has %s checksum %s, expected %s: replacing it", volid, src.ChecksumAlgorithm, got, src.Checksum)
 		}
 		// Replacing a file another ISO built from would change what that ISO's machines boot.
 		if other, err := h.otherImageUser(ctx, w, volid); err != nil {
@@ -91,7 +91,7 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *st
 	err = h.download(ctx, c, w, base, content, volid, out)
 	if errors.Is(err, errFileExists) {
 		// Another attempt's download (a worker that died while Proxmox went on) put it there.
-		out.say("%s appeared on storage %s meanwhile: verifying its %s checksum over SSH", volid, storage, src.ChecksumAlgorithm)
+		out.Say("%s appeared on storage %s meanwhile: verifying its %s checksum over SSH", volid, storage, src.ChecksumAlgorithm)
 		got, err := h.checksumOnNode(ctx, w, storage, content, src.FileName, src.ChecksumAlgorithm)
 		if err != nil {
 			return result{}, fmt.Errorf("verify %s: %w", volid, err)
@@ -99,7 +99,7 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *st
 		if got != src.Checksum {
 			return result{}, fmt.Errorf("checksum mismatch for %s on storage %s: expected %s %s, got %s", volid, storage, src.ChecksumAlgorithm, src.Checksum, got)
 		}
-		out.say("%s checksum %s of %s verified on node %s", src.ChecksumAlgorithm, got, volid, node)
+		out.Say("%s checksum %s of %s verified on node %s", src.ChecksumAlgorithm, got, volid, node)
 	} else if err != nil {
 		return result{}, err
 	}
@@ -112,7 +112,7 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *st
 	case item.Size <= 0:
 		return result{}, fmt.Errorf("the downloaded %s is empty", volid)
 	}
-	out.say("verified: %s is on storage %s, %d bytes; Proxmox checked its %s checksum %s while downloading", volid, storage,
+	out.Say("verified: %s is on storage %s, %d bytes; Proxmox checked its %s checksum %s while downloading", volid, storage,
 		item.Size, src.ChecksumAlgorithm, src.Checksum)
 	rec := horizon.ISOImage{VolID: volid, Storage: storage, Checksum: src.Checksum, ChecksumAlgorithm: src.ChecksumAlgorithm,
 		Size: item.Size, CTime: item.CTime, VerifiedAt: time.Now().UTC()}
@@ -146,7 +146,7 @@ var mismatchRE = regexp.MustCompile(`checksum mismatch: got '([0-9a-fA-F]*)' != 
 
 // download runs download-url until it succeeds, fails for its checksum (at once: a new attempt
 // would fetch the same bytes), or has failed DownloadAttempts times.
-func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base, content, volid string, out *stageLog) error {
+func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base, content, volid string, out *attempt.Log) error {
 	src := w.spec.Source
 	attempts := h.DownloadAttempts
 	if attempts <= 0 {
@@ -155,8 +155,8 @@ func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base
 	pause := h.backoff()
 	body := map[string]any{"content": content, "filename": src.FileName, "url": src.URL, "checksum": src.Checksum,
 		"checksum-algorithm": src.ChecksumAlgorithm, "verify-certificates": boolInt(src.VerifyCertificates == nil || *src.VerifyCertificates)}
-	for attempt := 1; ; attempt++ {
-		out.say("downloading %s to %s (attempt %d/%d)", src.URL, volid, attempt, attempts)
+	for try := 1; ; try++ {
+		out.Say("downloading %s to %s (attempt %d/%d)", src.URL, volid, try, attempts)
 		err := h.do(ctx, c, "POST", w.iso.Node, base+"/download-url", body, out)
 		if err == nil {
 			return nil
@@ -175,10 +175,10 @@ func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base
 		if !errors.As(err, &te) && errors.As(err, &pe) && pe.Status >= 400 && pe.Status < 500 {
 			return fmt.Errorf("download of %s refused by Proxmox: %w", src.URL, err) // a request it will always refuse
 		}
-		if attempt >= attempts {
-			return fmt.Errorf("download of %s failed %d times; the last: %s", src.URL, attempts, steps.FirstLine(err.Error()))
+		if try >= attempts {
+			return fmt.Errorf("download of %s failed %d times; the last: %s", src.URL, attempts, attempt.FirstLine(err.Error()))
 		}
-		out.say("download attempt %d/%d failed: %s; retrying in %s", attempt, attempts, steps.FirstLine(err.Error()), pause)
+		out.Say("download attempt %d/%d failed: %s; retrying in %s", try, attempts, attempt.FirstLine(err.Error()), pause)
 		if !sleep(ctx, pause) {
 			return ctx.Err()
 		}

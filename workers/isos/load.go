@@ -2,59 +2,46 @@ package isos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"horizon/shared/horizon"
 	"horizon/shared/isotemplate"
-	"horizon/shared/queue"
-	"horizon/shared/secrets"
 	"horizon/shared/store"
+	"horizon/workers/attempt"
 )
-
-// errStale: the delivery is for an attempt that no longer owns the step.
-var errStale = errors.New("stale step delivery")
 
 // work is everything one attempt of an ISO step needs, read from Postgres at its start.
 type work struct {
-	step   horizon.Step
-	run    horizon.Run
+	attempt.Loaded
 	iso    horizon.ISO
 	spec   *isotemplate.Spec
 	stage  isotemplate.Stage // "" for the removal
 	server horizon.ProxmoxServer
 	node   *horizon.ProxmoxNode
-	// masker hides the Proxmox token and the node key, should an error quote them.
-	masker *secrets.Masker
 }
 
 // label names the step in log lines and errors: its stage, clones[n] for a clone.
 func (w *work) label() string {
-	if w.step.Kind == horizon.StepISORemove {
+	if w.Step.Kind == horizon.StepISORemove {
 		return "removal"
 	}
-	return isotemplate.StepLabel(w.step)
+	return isotemplate.StepLabel(w.Step)
 }
 
-func (h *Handler) load(ctx context.Context, p queue.StepRun) (*work, error) {
-	step, err := store.StepGet(ctx, h.DB, p.StepID)
-	if errors.Is(err, horizon.ErrNotFound) {
-		return nil, errStale
+// Load implements attempt.Kind. The masker learns the Proxmox token and the node key, should
+// an error quote them.
+func (h *Handler) Load(ctx context.Context, a attempt.Loaded) (*work, error) {
+	if !a.Step.Kind.ISO() {
+		return nil, attempt.ErrStale
 	}
-	if err != nil {
-		return nil, err
+	if a.Run.ISOID == nil {
+		return nil, fmt.Errorf("run %s of step %s has no ISO", a.Run.ID, a.Step.ID)
 	}
-	if step.Attempt != p.Attempt || (step.State != horizon.StepQueued && step.State != horizon.StepRunning) || !step.Kind.ISO() {
-		return nil, errStale
-	}
-	w := &work{step: step, masker: &secrets.Masker{}}
-	if w.run, err = store.RunGet(ctx, h.DB, step.RunID); err != nil {
-		return nil, err
-	}
-	if w.run.ISOID == nil {
-		return nil, fmt.Errorf("run %s of step %s has no ISO", w.run.ID, step.ID)
-	}
-	if w.iso, err = store.ISOGet(ctx, h.DB, *w.run.ISOID); err != nil {
+	step := a.Step
+	w := &work{Loaded: a}
+	w.ISOID = *a.Run.ISOID
+	var err error
+	if w.iso, err = store.ISOGet(ctx, h.DB, *w.Run.ISOID); err != nil {
 		return nil, err
 	}
 	v, err := store.ISOTemplateVersionGet(ctx, h.DB, w.iso.ISOTemplateID, w.iso.ISOTemplateVersion)
@@ -71,11 +58,12 @@ func (h *Handler) load(ctx context.Context, p queue.StepRun) (*work, error) {
 		return nil, err
 	}
 	w.node = w.server.Node(w.iso.Node)
+	w.Label = fmt.Sprintf("%s of ISO %s", w.label(), w.iso.Name)
 	if token, err := h.Box.OpenString(horizon.PurposeProxmoxTokenSecret, w.server.TokenSecret); err == nil {
-		w.masker.Add(token.Reveal())
+		w.Masker.Add(token.Reveal())
 	}
 	if key, err := h.Box.OpenString(horizon.PurposeProxmoxSSHPrivateKey, w.server.SSHPrivateKey); err == nil {
-		w.masker.Add(key.Reveal())
+		w.Masker.Add(key.Reveal())
 	}
 	return w, nil
 }

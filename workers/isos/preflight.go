@@ -15,6 +15,7 @@ import (
 	"horizon/shared/isotemplate"
 	"horizon/shared/proxmox"
 	"horizon/shared/sshx"
+	"horizon/workers/attempt"
 )
 
 // nodeStorage is a storage as a node reports it.
@@ -42,14 +43,14 @@ func imageContent(kind horizon.ISOKind) string {
 // the storages exist on the node, are active and accept their content (the image's, the VM's
 // disks, snippets); Horizon's SSH key opens and the node accepts it under its pinned host key;
 // the VM ids are free in the cluster (or the ISO's own); the static network is well formed.
-func (h *Handler) preflight(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
+func (h *Handler) preflight(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (result, error) {
 	var problems []string
 	bad := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		problems = append(problems, msg)
-		out.say("✗ %s", msg)
+		out.Say("✗ %s", msg)
 	}
-	ok := func(format string, args ...any) { out.say("✓ "+format, args...) }
+	ok := func(format string, args ...any) { out.Say("✓ "+format, args...) }
 
 	var ver struct {
 		Version string `json:"version"`

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"horizon/shared/proxmox"
-	"horizon/workers/steps"
+	"horizon/workers/attempt"
 )
 
 func (h *Handler) client(w *work) (*proxmox.Client, error) {
@@ -35,7 +35,7 @@ const stopTimeout = 10 * time.Second
 // wait waits for the task upid on node to end and returns a *taskError when it failed. When ctx
 // ends first, the task is stopped (DELETE …/tasks/{upid}) so that a canceled stage does not
 // leave a download or a clone running behind its back.
-func (h *Handler) wait(ctx context.Context, c *proxmox.Client, node, upid string, out *stageLog) error {
+func (h *Handler) wait(ctx context.Context, c *proxmox.Client, node, upid string, out *attempt.Log) error {
 	poll := h.TaskPoll
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
@@ -63,9 +63,9 @@ func (h *Handler) wait(ctx context.Context, c *proxmox.Client, node, upid string
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 			defer cancel()
 			if err := c.Delete(sctx, path, nil); err != nil {
-				out.say("could not stop Proxmox task %s: %v", upid, err)
+				out.Say("could not stop Proxmox task %s: %v", upid, err)
 			} else {
-				out.say("stopped Proxmox task %s", upid)
+				out.Say("stopped Proxmox task %s", upid)
 			}
 			return ctx.Err()
 		case <-t.C:
@@ -75,7 +75,7 @@ func (h *Handler) wait(ctx context.Context, c *proxmox.Client, node, upid string
 
 // do sends a write that Proxmox runs as a task (POST create/config/clone/…, PUT resize) and
 // waits for the task.
-func (h *Handler) do(ctx context.Context, c *proxmox.Client, method, node, path string, body map[string]any, out *stageLog) error {
+func (h *Handler) do(ctx context.Context, c *proxmox.Client, method, node, path string, body map[string]any, out *attempt.Log) error {
 	var upid string
 	var err error
 	switch method {
@@ -187,7 +187,7 @@ func cloneDescription(isoName string, iso uuid.UUID, clone string) string {
 }
 
 // stopVM powers a running VM off.
-func (h *Handler) stopVM(ctx context.Context, c *proxmox.Client, node string, vmid int, out *stageLog) error {
+func (h *Handler) stopVM(ctx context.Context, c *proxmox.Client, node string, vmid int, out *attempt.Log) error {
 	var st struct {
 		Status string `json:"status"`
 	}
@@ -200,19 +200,19 @@ func (h *Handler) stopVM(ctx context.Context, c *proxmox.Client, node string, vm
 	if err := h.do(ctx, c, "POST", node, vmPath(node, vmid)+"/status/stop", map[string]any{}, out); err != nil {
 		return fmt.Errorf("stop VM %d: %w", vmid, err)
 	}
-	out.say("stopped VM %d", vmid)
+	out.Say("stopped VM %d", vmid)
 	return nil
 }
 
 // destroyVM stops a VM and destroys it with its disks.
-func (h *Handler) destroyVM(ctx context.Context, c *proxmox.Client, node string, vmid int, out *stageLog) error {
+func (h *Handler) destroyVM(ctx context.Context, c *proxmox.Client, node string, vmid int, out *attempt.Log) error {
 	if err := h.stopVM(ctx, c, node, vmid, out); err != nil {
 		return err
 	}
 	if err := h.do(ctx, c, "DELETE", node, vmPath(node, vmid)+"?purge=1&destroy-unreferenced-disks=1", nil, out); err != nil {
 		return fmt.Errorf("destroy VM %d: %w", vmid, err)
 	}
-	out.say("destroyed VM %d", vmid)
+	out.Say("destroyed VM %d", vmid)
 	return nil
 }
 
@@ -243,13 +243,13 @@ func transient(err error) bool {
 
 // retry runs op up to attempts times while it fails transiently, pausing backoff, then twice
 // as long, between attempts, and saying so in the log.
-func retry(ctx context.Context, out *stageLog, what string, attempts int, backoff time.Duration, op func() error) error {
-	for attempt := 1; ; attempt++ {
+func retry(ctx context.Context, out *attempt.Log, what string, attempts int, backoff time.Duration, op func() error) error {
+	for try := 1; ; try++ {
 		err := op()
-		if err == nil || attempt >= attempts || !transient(err) || ctx.Err() != nil {
+		if err == nil || try >= attempts || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		out.say("%s: attempt %d/%d failed (%s); retrying in %s", what, attempt, attempts, steps.FirstLine(err.Error()), backoff)
+		out.Say("%s: attempt %d/%d failed (%s); retrying in %s", what, try, attempts, attempt.FirstLine(err.Error()), backoff)
 		if !sleep(ctx, backoff) {
 			return err
 		}

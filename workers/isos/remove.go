@@ -10,6 +10,7 @@ import (
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
+	"horizon/workers/attempt"
 )
 
 // remove destroys what the ISO's builds made on Proxmox: its clones first (a template with
@@ -17,7 +18,7 @@ import (
 // unless another ISO of the cluster uses the same file (a shared storage, or the same node).
 // Only VMs whose description says this ISO built them are destroyed; a VM id another VM holds
 // now is left alone and said so.
-func (h *Handler) remove(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
+func (h *Handler) remove(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (result, error) {
 	vms, err := clusterVMs(ctx, c)
 	if err != nil {
 		return result{}, err
@@ -69,7 +70,7 @@ func (h *Handler) remove(ctx context.Context, c *proxmox.Client, w *work, out *s
 // removeClones destroys the clones this ISO made (those its outputs or its spec name), in name
 // order, and returns what it destroyed and the outputs to clear. A template with linked clones
 // cannot be destroyed, so its removal, and its rebuild, begin here.
-func (h *Handler) removeClones(ctx context.Context, c *proxmox.Client, w *work, vms map[int]clusterVM, out *stageLog) ([]string, []output, error) {
+func (h *Handler) removeClones(ctx context.Context, c *proxmox.Client, w *work, vms map[int]clusterVM, out *attempt.Log) ([]string, []output, error) {
 	clones := map[string]int{}
 	for name, cl := range w.iso.Outputs.Clones {
 		clones[name] = cl.VMID
@@ -101,10 +102,10 @@ func (h *Handler) removeClones(ctx context.Context, c *proxmox.Client, w *work, 
 
 // destroyOwn destroys VM vmid if this ISO made it (as its VM, clone "", or as clone clone), and
 // reports whether it did; a VM that does not exist, or that another made, is left alone.
-func (h *Handler) destroyOwn(ctx context.Context, c *proxmox.Client, w *work, vms map[int]clusterVM, vmid int, what, clone string, out *stageLog) (bool, error) {
+func (h *Handler) destroyOwn(ctx context.Context, c *proxmox.Client, w *work, vms map[int]clusterVM, vmid int, what, clone string, out *attempt.Log) (bool, error) {
 	v, ok := vms[vmid]
 	if !ok {
-		out.say("%s: VM %d does not exist", what, vmid)
+		out.Say("%s: VM %d does not exist", what, vmid)
 		return false, nil
 	}
 	cfg, err := getConfig(ctx, c, v.Node, vmid)
@@ -112,7 +113,7 @@ func (h *Handler) destroyOwn(ctx context.Context, c *proxmox.Client, w *work, vm
 		return false, err
 	}
 	if m := readMarker(cfg["description"]); m.iso != w.iso.ID || m.clone != clone {
-		out.say("%s: VM %d (%q) was not built by this ISO: left alone", what, vmid, v.Name)
+		out.Say("%s: VM %d (%q) was not built by this ISO: left alone", what, vmid, v.Name)
 		return false, nil
 	}
 	if err := h.destroyVM(ctx, c, v.Node, vmid, out); err != nil {
@@ -123,7 +124,7 @@ func (h *Handler) destroyOwn(ctx context.Context, c *proxmox.Client, w *work, vm
 
 // removeImage deletes the ISO's image unless another ISO of the cluster that sees the same
 // file uses it; it returns the volume removed, or "".
-func (h *Handler) removeImage(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (string, error) {
+func (h *Handler) removeImage(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (string, error) {
 	content := imageContent(w.iso.Kind)
 	volid := imageVolID(w)
 	storage, _, _ := strings.Cut(volid, ":")
@@ -134,7 +135,7 @@ func (h *Handler) removeImage(ctx context.Context, c *proxmox.Client, w *work, o
 	shared := slices.ContainsFunc(w.server.Storages, func(s horizon.ProxmoxStorage) bool { return s.Name == storage && s.Shared })
 	for _, o := range others {
 		if shared || o.Node == w.iso.Node {
-			out.say("image %s kept: ISO %s uses it too", volid, o.Name)
+			out.Say("image %s kept: ISO %s uses it too", volid, o.Name)
 			return "", nil
 		}
 	}
@@ -143,20 +144,20 @@ func (h *Handler) removeImage(ctx context.Context, c *proxmox.Client, w *work, o
 		return "", err
 	}
 	if !found {
-		out.say("image %s is not on storage %s", volid, storage)
+		out.Say("image %s is not on storage %s", volid, storage)
 		return "", nil
 	}
 	path := proxmox.ContentPath(w.iso.Node, storage, volid)
 	if err := h.do(ctx, c, "DELETE", w.iso.Node, path, nil, out); err != nil {
 		return "", fmt.Errorf("delete image %s: %w", volid, err)
 	}
-	out.say("deleted image %s", volid)
+	out.Say("deleted image %s", volid)
 	return volid, nil
 }
 
 // removeCopies deletes the copies of the image that machine builds made on other nodes
 // (workers/steps isoOnNode), and forgets them.
-func (h *Handler) removeCopies(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) ([]string, error) {
+func (h *Handler) removeCopies(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) ([]string, error) {
 	copies, err := store.ISOCopies(ctx, h.DB, w.iso.ID)
 	if err != nil {
 		return nil, err
@@ -171,7 +172,7 @@ func (h *Handler) removeCopies(ctx context.Context, c *proxmox.Client, w *work, 
 			if err := h.do(ctx, c, "DELETE", cp.Node, proxmox.ContentPath(cp.Node, cp.Storage, cp.VolID), nil, out); err != nil {
 				return done, fmt.Errorf("delete the copy %s on node %s: %w", cp.VolID, cp.Node, err)
 			}
-			out.say("deleted the copy %s on node %s", cp.VolID, cp.Node)
+			out.Say("deleted the copy %s on node %s", cp.VolID, cp.Node)
 			done = append(done, fmt.Sprintf("copy %s on node %s", cp.VolID, cp.Node))
 		}
 		if err := store.ISOCopyDelete(ctx, h.DB, w.iso.ID, cp.Node); err != nil {
@@ -182,10 +183,10 @@ func (h *Handler) removeCopies(ctx context.Context, c *proxmox.Client, w *work, 
 }
 
 // removeSnippets deletes the ISO's cloud-init snippets through the storage API.
-func (h *Handler) removeSnippets(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (int, error) {
+func (h *Handler) removeSnippets(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (int, error) {
 	storage, err := snippetStorage(w)
 	if err != nil {
-		out.say("snippets: %v", err)
+		out.Say("snippets: %v", err)
 		return 0, nil
 	}
 	n := 0
@@ -205,7 +206,7 @@ func (h *Handler) removeSnippets(ctx context.Context, c *proxmox.Client, w *work
 		if err := h.do(ctx, c, "DELETE", w.iso.Node, path, nil, out); err != nil {
 			return n, fmt.Errorf("delete snippet %s: %w", volid, err)
 		}
-		out.say("deleted snippet %s", volid)
+		out.Say("deleted snippet %s", volid)
 		n++
 	}
 	return n, nil

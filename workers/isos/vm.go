@@ -16,6 +16,7 @@ import (
 	"horizon/shared/horizon"
 	"horizon/shared/isotemplate"
 	"horizon/shared/proxmox"
+	"horizon/workers/attempt"
 )
 
 // vmOutput is the VM output of the ISO.
@@ -51,19 +52,19 @@ func ownVM(ctx context.Context, c *proxmox.Client, w *work) (cfg vmConfig, m mar
 
 // vmCreate creates the VM unless it exists; one this ISO built from an earlier configuration
 // (it was edited since) is destroyed and created again.
-func (h *Handler) vmCreate(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
+func (h *Handler) vmCreate(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (result, error) {
 	v := w.spec.VM
 	cfg, m, found, err := ownVM(ctx, c, w)
 	if err != nil {
 		return result{}, err
 	}
 	if found && m.config == w.iso.ConfigHash {
-		out.say("VM exists: %d %q on %s was built from this configuration", v.VMID, cfg["name"], w.iso.Node)
+		out.Say("VM exists: %d %q on %s was built from this configuration", v.VMID, cfg["name"], w.iso.Node)
 		return result{skipped: true, reason: fmt.Sprintf("VM exists: %d", v.VMID), outputs: []output{vmOutput(w, cfg.template())}}, nil
 	}
 	var cleared []output
 	if found {
-		out.say("VM %d was built from an earlier configuration of this ISO: rebuilding it", v.VMID)
+		out.Say("VM %d was built from an earlier configuration of this ISO: rebuilding it", v.VMID)
 		// Its linked clones hold its base volume: they go first, and the clone stages make
 		// them again from the new template.
 		vms, err := clusterVMs(ctx, c)
@@ -75,7 +76,7 @@ func (h *Handler) vmCreate(ctx context.Context, c *proxmox.Client, w *work, out 
 			return result{}, err
 		}
 		if len(destroyed) > 0 {
-			out.say("destroyed %s, to be cloned again from the rebuilt template", strings.Join(destroyed, ", "))
+			out.Say("destroyed %s, to be cloned again from the rebuilt template", strings.Join(destroyed, ", "))
 		}
 		cleared = outputs
 		if err := h.destroyVM(ctx, c, w.iso.Node, v.VMID, out); err != nil {
@@ -102,7 +103,7 @@ func (h *Handler) vmCreate(ctx context.Context, c *proxmox.Client, w *work, out 
 	if err := h.do(ctx, c, "POST", w.iso.Node, "/nodes/"+url.PathEscape(w.iso.Node)+"/qemu", body, out); err != nil {
 		return result{}, fmt.Errorf("create VM %d: %w", v.VMID, err)
 	}
-	out.say("created VM %d %q on %s: %d×%d cores, %d MiB, bios %s, net0 %s", v.VMID, v.Name, w.iso.Node, v.Sockets, v.Cores,
+	out.Say("created VM %d %q on %s: %d×%d cores, %d MiB, bios %s, net0 %s", v.VMID, v.Name, w.iso.Node, v.Sockets, v.Cores,
 		v.MemoryMB, v.BIOS, body["net0"])
 	return result{reason: fmt.Sprintf("created VM %d (%s)", v.VMID, v.Name), outputs: append(cleared, vmOutput(w, false))}, nil
 }
@@ -148,7 +149,7 @@ func imageVolID(w *work) string {
 // while Proxmox reports a lock or a timeout) and grown; GPUs; the cloud-init snippets (over SFTP,
 // under the node's gate), cicustom, the cloud-init drive and ipconfig0. A VM already converted
 // to a template was configured when it was built.
-func (h *Handler) vmConfigure(ctx context.Context, c *proxmox.Client, w *work, out *stageLog) (result, error) {
+func (h *Handler) vmConfigure(ctx context.Context, c *proxmox.Client, w *work, out *attempt.Log) (result, error) {
 	v := w.spec.VM
 	cfg, _, found, err := ownVM(ctx, c, w)
 	if err != nil {
@@ -158,7 +159,7 @@ func (h *Handler) vmConfigure(ctx context.Context, c *proxmox.Client, w *work, o
 		return result{}, fmt.Errorf("VM %d does not exist: the vm-create stage must run first", v.VMID)
 	}
 	if cfg.template() {
-		out.say("VM %d is already a template: it was configured when it was built", v.VMID)
+		out.Say("VM %d is already a template: it was configured when it was built", v.VMID)
 		return result{skipped: true, reason: "already a template: configured when it was built"}, nil
 	}
 	node, configPath := w.iso.Node, vmPath(w.iso.Node, v.VMID)+"/config"
@@ -182,20 +183,20 @@ func (h *Handler) vmConfigure(ctx context.Context, c *proxmox.Client, w *work, o
 		if cfg, err = getConfig(ctx, c, node, v.VMID); err != nil {
 			return result{}, err
 		}
-		out.say("imported %s as %s: %s", imageVolID(w), disk, cfg[disk])
+		out.Say("imported %s as %s: %s", imageVolID(w), disk, cfg[disk])
 		did = append(did, disk+" imported from "+imageVolID(w))
 	} else {
-		out.say("disk %s already attached: %s", disk, cfg[disk])
+		out.Say("disk %s already attached: %s", disk, cfg[disk])
 	}
 	if want := int64(v.Disk.SizeGB) << 30; want > 0 {
 		if have := driveSize(cfg[disk]); have < want {
 			if err := h.do(ctx, c, "PUT", node, vmPath(node, v.VMID)+"/resize", map[string]any{"disk": disk, "size": fmt.Sprintf("%dG", v.Disk.SizeGB)}, out); err != nil {
 				return result{}, fmt.Errorf("resize %s of VM %d to %dG: %w", disk, v.VMID, v.Disk.SizeGB, err)
 			}
-			out.say("grew %s from %s to %dG", disk, humanSize(have), v.Disk.SizeGB)
+			out.Say("grew %s from %s to %dG", disk, humanSize(have), v.Disk.SizeGB)
 			did = append(did, fmt.Sprintf("%s grown to %dG", disk, v.Disk.SizeGB))
 		} else {
-			out.say("disk %s is already %s (at least %dG)", disk, humanSize(have), v.Disk.SizeGB)
+			out.Say("disk %s is already %s (at least %dG)", disk, humanSize(have), v.Disk.SizeGB)
 		}
 	}
 
@@ -246,7 +247,7 @@ func (h *Handler) vmConfigure(ctx context.Context, c *proxmox.Client, w *work, o
 			return result{}, fmt.Errorf("configure VM %d: %w", v.VMID, err)
 		}
 		for _, k := range sortedKeys(changes) {
-			out.say("set %s = %v", k, changes[k])
+			out.Say("set %s = %v", k, changes[k])
 		}
 	}
 	if len(did) == 0 {
@@ -257,7 +258,7 @@ func (h *Handler) vmConfigure(ctx context.Context, c *proxmox.Client, w *work, o
 
 // uploadSnippets renders the user (and vendor) snippets, uploads those that are missing or
 // different to the snippet storage over SFTP, and returns the cicustom value naming them.
-func (h *Handler) uploadSnippets(ctx context.Context, w *work, out *stageLog) (string, bool, error) {
+func (h *Handler) uploadSnippets(ctx context.Context, w *work, out *attempt.Log) (string, bool, error) {
 	ci := w.spec.CloudInit
 	storage, err := snippetStorage(w)
 	if err != nil {
@@ -303,7 +304,7 @@ func (h *Handler) uploadSnippets(ctx context.Context, w *work, out *stageLog) (s
 		have, err := sc.ReadFile(ctx, file, 0)
 		switch {
 		case err == nil && bytes.Equal(have, d.data):
-			out.say("cloud-init %s snippet %s is up to date", d.part, volid)
+			out.Say("cloud-init %s snippet %s is up to date", d.part, volid)
 			continue
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return "", false, err
@@ -311,7 +312,7 @@ func (h *Handler) uploadSnippets(ctx context.Context, w *work, out *stageLog) (s
 		if err := sc.Upload(ctx, file, bytes.NewReader(d.data), 0o600); err != nil {
 			return "", false, fmt.Errorf("upload the cloud-init %s snippet to node %s: %w", d.part, w.iso.Node, err)
 		}
-		out.say("uploaded the cloud-init %s snippet to node %s as %s", d.part, w.iso.Node, volid)
+		out.Say("uploaded the cloud-init %s snippet to node %s as %s", d.part, w.iso.Node, volid)
 		uploaded = true
 	}
 	return strings.Join(parts, ","), uploaded, nil

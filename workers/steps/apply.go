@@ -16,9 +16,11 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitcred"
 	"horizon/shared/horizon"
+	"horizon/shared/logstream"
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
 	"horizon/shared/terraform"
+	"horizon/workers/attempt"
 )
 
 // outcome is what a successful step leaves in Postgres.
@@ -51,7 +53,7 @@ const (
 )
 
 // apply builds or updates the execution.
-func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *gate.Lease) (outcome, error) {
+func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, lease *gate.Lease) (outcome, error) {
 	if w.inputsErr != nil {
 		return outcome{}, w.inputsErr
 	}
@@ -59,7 +61,7 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 		return outcome{}, w.isoErr
 	}
 	if a, ok := isoArtifact(w); ok {
-		out.horizon("ISO %s: %s, reached on %s", w.iso.Name, a.Value, w.isoReach)
+		out.Say("ISO %s: %s, reached on %s", w.iso.Name, a.Value, w.isoReach)
 	}
 	if err := h.isoOnNode(ctx, w, out); err != nil {
 		return outcome{}, err
@@ -70,32 +72,27 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 	}
 	defer cleanup()
 	// The upload and the build happen under the node's gate: if the lease is lost, they stop.
-	guarded, stopGuard := lease.Guard(ctx)
-	err = func() error {
-		defer stopGuard()
+	err = attempt.UnderLease(ctx, lease, func(guarded context.Context) error {
 		if w.machine() {
 			volid, err := h.uploadCloudInit(guarded, w, out)
 			if err != nil {
 				return err
 			}
-			out.horizon("cloud-init uploaded to %s as %s", w.node.Name, volid)
+			out.Say("cloud-init uploaded to %s as %s", w.node.Name, volid)
 		}
 		if err := retryTransient(guarded, out, "terraform init", wd.Init); err != nil {
 			return err
 		}
 		return retryTransient(guarded, out, "terraform apply", wd.Apply)
-	}()
+	})
 	if err != nil {
-		if cause := context.Cause(guarded); errors.Is(cause, gate.ErrLost) {
-			return outcome{}, fmt.Errorf("%w: %w", cause, err)
-		}
 		return outcome{}, err
 	}
 	if lease != nil {
 		// The node's gate guards the upload and the build; scripts run on the machine and
 		// need not hold up the next build on this node.
 		if _, err := lease.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, gate.ErrNotHolder) {
-			out.horizon("warning: could not release node %s's build gate early: %v", w.node.Name, err)
+			out.Say("warning: could not release node %s's build gate early: %v", w.node.Name, err)
 		}
 	}
 	tfOutputs, err := wd.Outputs(ctx)
@@ -111,7 +108,7 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 		if o.Sensitive {
 			s := stringValue(v)
 			secretOutputs[name] = s
-			w.masker.Add(s)
+			w.Masker.Add(s)
 			continue
 		}
 		outputs[name] = v
@@ -138,13 +135,13 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *stepLog, lease *g
 	for k := range secretOutputs {
 		names = append(names, k+" (secret)")
 	}
-	out.horizon("outputs: %s", strings.Join(sorted(names), ", "))
+	out.Say("outputs: %s", strings.Join(sorted(names), ", "))
 	return outcome{hash: w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)), outputs: outputs,
 		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
 }
 
 // workdir prepares the execution's Terraform work dir from the pinned commit.
-func (h *Handler) workdir(ctx context.Context, w *stepWork, out *stepLog) (*terraform.Workdir, func(), error) {
+func (h *Handler) workdir(ctx context.Context, w *stepWork, out *attempt.Log) (*terraform.Workdir, func(), error) {
 	repo := w.job.Source.Repo
 	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
 	if err != nil {
@@ -154,7 +151,7 @@ func (h *Handler) workdir(ctx context.Context, w *stepWork, out *stepLog) (*terr
 	if err != nil {
 		return nil, nil, fmt.Errorf("check out %s at %s: %w", repo, shortCommit(w.exec.Commit), err)
 	}
-	out.horizon("module %s at commit %s", filepath.Join(repo, w.job.Source.Path), shortCommit(w.exec.Commit))
+	out.Say("module %s at commit %s", filepath.Join(repo, w.job.Source.Path), shortCommit(w.exec.Commit))
 	tmp, err := os.MkdirTemp("", "horizon-step-")
 	if err != nil {
 		return nil, nil, err
@@ -170,14 +167,14 @@ func (h *Handler) workdir(ctx context.Context, w *stepWork, out *stepLog) (*terr
 		return nil, nil, err
 	}
 	wd, err := h.Terraform.Prepare(ctx, terraform.PrepareOpts{Source: tree, Module: w.job.Source.Path, Workspace: workspace(w),
-		Vars: vars, Env: env, Sink: out.terraform})
+		Vars: vars, Env: env, Sink: func(stream terraform.Stream, line string) { out.Line(logstream.FD(stream), line) }})
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return nil, nil, err
 	}
 	return wd, func() {
 		if err := wd.Close(); err != nil {
-			out.horizon("warning: %v", err)
+			out.Say("warning: %v", err)
 		}
 		_ = os.RemoveAll(tmp) // holds only the CA bundle
 	}, nil
@@ -190,14 +187,14 @@ func workspace(w *stepWork) string {
 
 // retryTransient runs op, trying it again with backoff while it fails on an error Proxmox
 // reports for a lock held or a timeout (PVE raises them before changing anything).
-func retryTransient(ctx context.Context, out *stepLog, what string, op func(context.Context) error) error {
+func retryTransient(ctx context.Context, out *attempt.Log, what string, op func(context.Context) error) error {
 	pause := transientBackoff
-	for attempt := 1; ; attempt++ {
+	for try := 1; ; try++ {
 		err := op(ctx)
-		if err == nil || attempt > transientRetries || !transient(err) || ctx.Err() != nil {
+		if err == nil || try > transientRetries || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		out.horizon("%s hit a transient Proxmox error (%s); retrying in %s (%d/%d)", what, FirstLine(transientLine(err)), pause, attempt, transientRetries)
+		out.Say("%s hit a transient Proxmox error (%s); retrying in %s (%d/%d)", what, attempt.FirstLine(transientLine(err)), pause, try, transientRetries)
 		select {
 		case <-ctx.Done():
 			return err

@@ -9,20 +9,21 @@ import (
 
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
+	"horizon/workers/attempt"
 )
 
 // destroy removes the execution: cleanup scripts on the machine first (while it still runs),
 // then terraform destroy, then its Terraform workspace. The step's outcome frees the address
 // and the VM id. Cleanup runs once: a destroy tried again after the scripts succeeded (the
 // VM may be stopped by then) goes straight to Terraform.
-func (h *Handler) destroy(ctx context.Context, w *stepWork, out *stepLog) (outcome, error) {
+func (h *Handler) destroy(ctx context.Context, w *stepWork, out *attempt.Log) (outcome, error) {
 	switch {
 	case len(w.job.Cleanup) == 0 || w.exec.AppliedHash == nil:
 	case w.exec.CleanedUpAt != nil:
-		out.horizon("cleanup scripts already succeeded at %s; not running them again", w.exec.CleanedUpAt.UTC().Format(time.RFC3339))
+		out.Say("cleanup scripts already succeeded at %s; not running them again", w.exec.CleanedUpAt.UTC().Format(time.RFC3339))
 	default:
 		if why := h.notRunning(ctx, w); why != "" {
-			out.horizon("cleanup scripts skipped: %s", why)
+			out.Say("cleanup scripts skipped: %s", why)
 			break
 		}
 		if _, err := h.runScripts(ctx, w, out, w.exec.Outputs, w.job.Cleanup, "cleanup"); err != nil {
@@ -46,7 +47,7 @@ func (h *Handler) destroy(ctx context.Context, w *stepWork, out *stepLog) (outco
 	if err := wd.DeleteWorkspace(ctx); err != nil {
 		return outcome{}, err
 	}
-	out.horizon("destroyed; workspace %s deleted", workspace(w))
+	out.Say("destroyed; workspace %s deleted", workspace(w))
 	if w.machine() {
 		if err := h.removeCloudInit(ctx, w, out); err != nil {
 			return outcome{}, err

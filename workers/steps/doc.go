@@ -1,5 +1,6 @@
-// Package steps holds the step:run task: one attempt of one step of a run — building, updating
-// or destroying one execution.
+// Package steps is the work of the step:run task: building, updating or destroying one
+// execution of a stack. The attempt around it — loading, the node's gate, cancel, the log,
+// finishing — is workers/attempt's.
 //
 // An apply of a machine job takes the node's build gate, renders the machine's cloud-init and
 // uploads it to the node over SFTP (pinned host key), runs terraform apply, releases the gate
@@ -12,8 +13,8 @@
 // idempotent, the module adopts a VM that already has the execution's stable VM id, and scripts
 // leave a marker on the machine so that a redelivered attempt does not run them twice.
 //
-// Failures are sorted by kind: a busy node gate is not a failure (Asynq retries it soon without
-// counting it); a transient error of ours (database, Redis) is returned for Asynq to retry; a
-// failure of the work itself (Terraform, a script, Proxmox refusing) fails the step with the
-// first line of its error and lets the run decide.
+// Failures are sorted by the lifecycle: a busy node gate is not a failure (Asynq retries it
+// soon without counting it); a transient error of ours (database, Redis) is returned for Asynq
+// to retry; a failure of the work itself (Terraform, a script, Proxmox refusing) fails the step
+// with the first line of its error and lets the run decide.
 package steps

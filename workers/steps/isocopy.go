@@ -15,6 +15,7 @@ import (
 	"horizon/shared/isotemplate"
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
+	"horizon/workers/attempt"
 )
 
 // isoOnNode makes the machine's installer image reachable from its node. When the node cannot
@@ -23,7 +24,7 @@ import (
 // into a temporary file, verified against the image's checksum, renamed, and recorded. Later
 // builds on the node reuse the copy while it holds the image's checksum and size. It runs
 // under the node's build gate, so two builds on one node never copy at once.
-func (h *Handler) isoOnNode(ctx context.Context, w *stepWork, out *stepLog) error {
+func (h *Handler) isoOnNode(ctx context.Context, w *stepWork, out *attempt.Log) error {
 	a, ok := isoArtifact(w)
 	if !ok || w.iso.Kind != horizon.ISOKindISO || w.iso.Outputs.Image == nil || w.node.Name == a.Node {
 		return nil
@@ -54,19 +55,19 @@ func (h *Handler) isoOnNode(ctx context.Context, w *stepWork, out *stepLog) erro
 		}
 		err := client.Get(ctx, proxmox.ContentPath(w.node.Name, target.Name, volid), &item)
 		if err == nil && item.Size == img.Size {
-			out.horizon("ISO %s: using its copy %s on node %s (%s %s, copied %s)", w.iso.Name, volid, w.node.Name,
+			out.Say("ISO %s: using its copy %s on node %s (%s %s, copied %s)", w.iso.Name, volid, w.node.Name,
 				img.ChecksumAlgorithm, img.Checksum, prev.CopiedAt.UTC().Format("2006-01-02 15:04"))
 			w.isoCopy = volid
 			return nil
 		}
-		out.horizon("ISO %s: its copy %s on node %s is gone or changed: copying it again", w.iso.Name, volid, w.node.Name)
+		out.Say("ISO %s: its copy %s on node %s is gone or changed: copying it again", w.iso.Name, volid, w.node.Name)
 	}
 
 	source := slices.IndexFunc(w.server.Storages, func(s horizon.ProxmoxStorage) bool { return s.Name == a.Storage })
 	if source < 0 || w.server.Storages[source].Path == "" {
 		return fmt.Errorf("ISO %s: no path for storage %s in Horizon's inventory of %s", w.iso.Name, a.Storage, w.server.Name)
 	}
-	out.horizon("ISO %s: node %s cannot reach storage %s of node %s; copying %s to storage %s (%d bytes)", w.iso.Name,
+	out.Say("ISO %s: node %s cannot reach storage %s of node %s; copying %s to storage %s (%d bytes)", w.iso.Name,
 		w.node.Name, a.Storage, a.Node, file, target.Name, img.Size)
 	from, err := proxmox.DialNode(ctx, h.Box, *w.server, a.Node)
 	if err != nil {
@@ -95,7 +96,7 @@ func (h *Handler) isoOnNode(ctx context.Context, w *stepWork, out *stepLog) erro
 	if got := hex.EncodeToString(sum.Sum(nil)); got != img.Checksum {
 		// What was read is not the image the ISO verified: the copy must not be booted.
 		if err := client.Delete(ctx, proxmox.ContentPath(w.node.Name, target.Name, volid), nil); err != nil {
-			out.horizon("warning: could not delete the bad copy %s: %v", volid, err)
+			out.Say("warning: could not delete the bad copy %s: %v", volid, err)
 		}
 		return fmt.Errorf("the copy of ISO %s has %s checksum %s, expected %s: its image on node %s changed since it was built",
 			w.iso.Name, img.ChecksumAlgorithm, got, img.Checksum, a.Node)
@@ -104,7 +105,7 @@ func (h *Handler) isoOnNode(ctx context.Context, w *stepWork, out *stepLog) erro
 		Checksum: img.Checksum, ChecksumAlgorithm: img.ChecksumAlgorithm, Size: img.Size}); err != nil {
 		return err
 	}
-	out.horizon("ISO %s: copied to %s on node %s, %s checksum %s verified", w.iso.Name, volid, w.node.Name, img.ChecksumAlgorithm, img.Checksum)
+	out.Say("ISO %s: copied to %s on node %s, %s checksum %s verified", w.iso.Name, volid, w.node.Name, img.ChecksumAlgorithm, img.Checksum)
 	w.isoCopy = volid
 	return nil
 }

@@ -11,34 +11,14 @@ import (
 	"horizon/shared/answers"
 	"horizon/shared/auth"
 	"horizon/shared/horizon"
-	"horizon/shared/queue"
-	"horizon/shared/secrets"
 	"horizon/shared/store"
 	"horizon/shared/template"
+	"horizon/workers/attempt"
 )
-
-// errStale: the delivery is for an attempt that no longer owns the step.
-var errStale = errors.New("stale step delivery")
-
-// goneError: an object the execution names (its server, node, address, SSH key, ISO) no
-// longer exists or may no longer be used, typically deleted between the deploy and the step.
-// Nothing brings it back, so the step fails at once with this message instead of being retried.
-type goneError struct{ msg string }
-
-func (e *goneError) Error() string { return e.msg }
-
-// gone returns a *goneError when err says the object is not found, else err.
-func gone(err error, format string, args ...any) error {
-	if errors.Is(err, horizon.ErrNotFound) {
-		return &goneError{msg: fmt.Sprintf(format, args...)}
-	}
-	return err
-}
 
 // stepWork is everything one attempt of a step needs, read from Postgres at its start.
 type stepWork struct {
-	step  horizon.Step
-	run   horizon.Run
+	attempt.Loaded
 	stack horizon.Stack
 	exec  horizon.Execution
 	def   *template.Definition
@@ -57,10 +37,6 @@ type stepWork struct {
 	// isoCopy is the volume of the node's copy of the ISO's image, when the node cannot reach
 	// the storage it was built on (isoOnNode).
 	isoCopy string
-
-	// masker hides every secret this step could print: secret parameters, outputs of the
-	// execution and of its inputs' sources, the Proxmox token, keys.
-	masker *secrets.Masker
 	// effective are the answers the step applies with.
 	effective answers.Effective
 	// inputsErr is why the inputs could not be resolved, if they could not.
@@ -71,27 +47,23 @@ type stepWork struct {
 
 func (w *stepWork) machine() bool { return w.job.Machine }
 
-// load reads what the attempt needs. With a *goneError it also returns the work read so far
+// Load implements attempt.Kind: it reads what the attempt needs. The masker learns every
+// secret the step could print: secret parameters, outputs of the execution and of its inputs'
+// sources, the Proxmox token, keys. With a *attempt.Gone it also returns the work read so far
 // (step, run, stack, execution), enough to fail the step.
-func (h *Handler) load(ctx context.Context, p queue.StepRun) (*stepWork, error) {
-	step, err := store.StepGet(ctx, h.DB, p.StepID)
-	if errors.Is(err, horizon.ErrNotFound) {
-		return nil, errStale
+func (h *Handler) Load(ctx context.Context, a attempt.Loaded) (*stepWork, error) {
+	if a.Step.ExecutionID == nil || a.Run.StackID == nil {
+		return nil, attempt.ErrStale
 	}
-	if err != nil {
-		return nil, err
-	}
-	if step.Attempt != p.Attempt || (step.State != horizon.StepQueued && step.State != horizon.StepRunning) || step.ExecutionID == nil {
-		return nil, errStale
-	}
-	w := &stepWork{step: step, masker: &secrets.Masker{}}
+	step := a.Step
+	w := &stepWork{Loaded: a}
+	w.Label = fmt.Sprintf("%s of %s[%d]", step.Kind, step.Job, deref(step.ExecutionIndex))
+	var err error
 	all := auth.Scope{All: true}
-	if w.run, err = store.RunGet(ctx, h.DB, step.RunID); err != nil {
+	if w.stack, err = store.StackGet(ctx, h.DB, all, *w.Run.StackID); err != nil {
 		return nil, err
 	}
-	if w.stack, err = store.StackGet(ctx, h.DB, all, *w.run.StackID); err != nil {
-		return nil, err
-	}
+	w.StackID, w.TeamID = w.stack.ID, w.stack.TeamID
 	if w.exec, err = store.ExecutionGet(ctx, h.DB, *step.ExecutionID); err != nil {
 		return nil, err
 	}
@@ -112,7 +84,7 @@ func (h *Handler) load(ctx context.Context, p queue.StepRun) (*stepWork, error) 
 		return nil, fmt.Errorf("template %s version %d has no job %s", w.stack.TemplateID, version, step.Job)
 	}
 	if err := h.loadMachine(ctx, w); err != nil {
-		var g *goneError
+		var g *attempt.Gone
 		if errors.As(err, &g) {
 			return w, err
 		}
@@ -135,14 +107,14 @@ func (h *Handler) loadMachine(ctx context.Context, w *stepWork) error {
 	what := fmt.Sprintf("%s[%d]", w.exec.Job, w.exec.Index)
 	srv, err := store.ProxmoxServerGet(ctx, h.DB, *cfg.ProxmoxServerID)
 	if err != nil {
-		return gone(err, "the Proxmox server %s of %s no longer exists", *cfg.ProxmoxServerID, what)
+		return attempt.IfNotFound(err, "the Proxmox server %s of %s no longer exists", *cfg.ProxmoxServerID, what)
 	}
 	w.server = &srv
 	if w.node = srv.Node(cfg.Node); w.node == nil {
-		return &goneError{msg: fmt.Sprintf("node %s of %s is no longer in server %s's inventory", cfg.Node, what, srv.Name)}
+		return &attempt.Gone{Msg: fmt.Sprintf("node %s of %s is no longer in server %s's inventory", cfg.Node, what, srv.Name)}
 	}
 	if token, err := h.Box.OpenString(horizon.PurposeProxmoxTokenSecret, srv.TokenSecret); err == nil {
-		w.masker.Add(token.Reveal())
+		w.Masker.Add(token.Reveal())
 	}
 	if cfg.AddressID != nil {
 		err := store.WithTx(ctx, h.DB, func(ctx context.Context, tx pgx.Tx) error {
@@ -155,7 +127,7 @@ func (h *Handler) loadMachine(ctx context.Context, w *stepWork) error {
 			return err
 		})
 		if err != nil {
-			return gone(err, "the address %s of %s no longer exists", *cfg.AddressID, what)
+			return attempt.IfNotFound(err, "the address %s of %s no longer exists", *cfg.AddressID, what)
 		}
 	}
 	if cfg.SSHKeyID != nil {
@@ -165,14 +137,14 @@ func (h *Handler) loadMachine(ctx context.Context, w *stepWork) error {
 		switch {
 		case err == nil:
 			w.userKey = &k
-		case w.step.Kind == horizon.StepApply || !errors.Is(err, horizon.ErrNotFound):
-			return gone(err, "the SSH key %s of %s was deleted or is no longer a key of a member of the stack's team: edit the stack to pick another", *cfg.SSHKeyID, what)
+		case w.Step.Kind == horizon.StepApply || !errors.Is(err, horizon.ErrNotFound):
+			return attempt.IfNotFound(err, "the SSH key %s of %s was deleted or is no longer a key of a member of the stack's team: edit the stack to pick another", *cfg.SSHKeyID, what)
 		}
 	}
 	if w.job.ISO && cfg.ISOID != nil {
 		iso, err := store.ISOGet(ctx, h.DB, *cfg.ISOID)
 		if err != nil {
-			return gone(err, "the ISO %s of %s no longer exists", *cfg.ISOID, what)
+			return attempt.IfNotFound(err, "the ISO %s of %s no longer exists", *cfg.ISOID, what)
 		}
 		w.iso = &iso
 		w.isoReach, w.isoErr = iso.Reach(srv.ID, srv.Storages, cfg.Node)
@@ -191,7 +163,7 @@ func (h *Handler) loadAnswers(ctx context.Context, w *stepWork) error {
 		return err
 	}
 	for _, v := range w.secretOutputs {
-		w.masker.Add(v)
+		w.Masker.Add(v)
 	}
 	execs, err := store.ExecutionsOfStack(ctx, h.DB, w.stack.ID, false)
 	if err != nil {
@@ -214,7 +186,7 @@ func (h *Handler) loadAnswers(ctx context.Context, w *stepWork) error {
 			}
 			for k, v := range secret {
 				m[k] = v
-				w.masker.Add(v)
+				w.Masker.Add(v)
 			}
 			out = append(out, m)
 		}
@@ -224,7 +196,7 @@ func (h *Handler) loadAnswers(ctx context.Context, w *stepWork) error {
 	if openErr != nil {
 		return openErr
 	}
-	w.masker.Add(ef.Secrets...)
+	w.Masker.Add(ef.Secrets...)
 	w.effective = ef
 	// An input that cannot be resolved fails the step when it runs, with this reason.
 	w.inputsErr = err

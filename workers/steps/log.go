@@ -1,44 +1,11 @@
 package steps
 
 import (
-	"context"
-	"fmt"
 	"strings"
 
-	"github.com/google/uuid"
-
-	"horizon/shared/horizon"
+	"horizon/shared/logstream"
 	"horizon/shared/secrets"
-	"horizon/shared/terraform"
 )
-
-// LogFactory opens the deploy log of a step: every line a step prints — Terraform's output,
-// its scripts' output, Horizon's own messages — goes through it, masked before it leaves the
-// worker.
-type LogFactory interface {
-	Open(run, stack uuid.UUID, step horizon.Step, masker *secrets.Masker) LogWriter
-}
-
-// LogWriter receives one step's lines. fd is "stdout", "stderr" or "horizon".
-type LogWriter interface {
-	Line(fd, text string)
-	Close(ctx context.Context) error
-}
-
-// stepLog is a step's log with helpers for the sources that write to it.
-type stepLog struct {
-	w LogWriter
-}
-
-// horizon writes one of Horizon's own messages.
-func (l *stepLog) horizon(format string, args ...any) {
-	l.w.Line("horizon", fmt.Sprintf(format, args...))
-}
-
-// terraform is the Sink of a Terraform work dir.
-func (l *stepLog) terraform(stream terraform.Stream, line string) {
-	l.w.Line(string(stream), line) // the streams are named like the log's fds
-}
 
 // lineWriter turns a byte stream (a script's stdout or stderr) into log lines, and remembers
 // the last line that was not blank: a script's last word on stderr is usually why it failed.
@@ -48,7 +15,7 @@ func (l *stepLog) terraform(stream terraform.Stream, line string) {
 type lineWriter struct {
 	log    *scriptLog
 	masker *secrets.Masker
-	fd     string
+	fd     logstream.FD
 	part   []byte
 	last   string
 }

@@ -17,6 +17,7 @@ import (
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
+	"horizon/workers/attempt"
 )
 
 // variables are the candidate Terraform variables of the execution: its effective parameters
@@ -105,7 +106,7 @@ func snippetStorage(w *stepWork) (horizon.ProxmoxStorage, error) {
 
 // uploadCloudInit renders the machine's user-data and puts it on the node's snippet storage
 // over SFTP, verifying the node's pinned host key. It returns the snippet's volume id.
-func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *stepLog) (string, error) {
+func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *attempt.Log) (string, error) {
 	if w.node.SSHAddress == nil || w.node.SSHHostKey == nil {
 		return "", fmt.Errorf("node %s has no SSH endpoint configured in Horizon; an admin sets it on the Proxmox server", w.node.Name)
 	}
@@ -149,7 +150,7 @@ func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *stepLog
 // removeCloudInit deletes the execution's cloud-init snippet once its machine is destroyed: the
 // snippet holds the machine's SSH host private key, which must not outlive the machine on the
 // node. A snippet already gone is fine (a destroy tried again).
-func (h *Handler) removeCloudInit(ctx context.Context, w *stepWork, out *stepLog) error {
+func (h *Handler) removeCloudInit(ctx context.Context, w *stepWork, out *attempt.Log) error {
 	storage, err := snippetStorage(w)
 	if err != nil {
 		return nil // the node has no snippet storage: nothing was uploaded
@@ -174,7 +175,7 @@ func (h *Handler) removeCloudInit(ctx context.Context, w *stepWork, out *stepLog
 			return fmt.Errorf("delete the cloud-init snippet %s: %w", volid, err)
 		}
 	}
-	out.horizon("deleted the cloud-init snippet %s", volid)
+	out.Say("deleted the cloud-init snippet %s", volid)
 	return nil
 }
 
@@ -190,7 +191,7 @@ func (h *Handler) machineHostKey(ctx context.Context, w *stepWork) (cloudinit.Ho
 		if err != nil {
 			return cloudinit.HostKey{}, err
 		}
-		w.masker.Add(priv.Reveal())
+		w.Masker.Add(priv.Reveal())
 		pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
 		return cloudinit.HostKey{Private: priv, Public: pub, Fingerprint: *w.exec.HostKeyFingerprint}, nil
 	}
@@ -198,7 +199,7 @@ func (h *Handler) machineHostKey(ctx context.Context, w *stepWork) (cloudinit.Ho
 	if err != nil {
 		return k, err
 	}
-	w.masker.Add(k.Private.Reveal())
+	w.Masker.Add(k.Private.Reveal())
 	sealed := h.Box.SealString(horizon.PurposeHostKey, k.Private.Reveal())
 	if err := store.ExecutionSetHostKey(ctx, h.DB, w.exec.ID, sealed, k.Fingerprint); err != nil {
 		return k, err

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"horizon/shared/logstream"
 	"horizon/shared/secrets"
+	"horizon/workers/attempt"
 )
 
 // addMask is the line a script prints to declare a secret before it prints it (as GitHub
@@ -21,7 +23,7 @@ const addMask = "::add-mask::"
 // reaches the live stream, the stored log or a download with a secret output in clear. Lines
 // wait at most scriptLogDelay (plus one read over SSH) before they are passed on.
 type scriptLog struct {
-	log     *stepLog
+	log     *attempt.Log
 	masker  *secrets.Masker
 	secrets func(context.Context) (map[string]string, error) // the secret outputs so far
 
@@ -32,7 +34,10 @@ type scriptLog struct {
 	stopped chan struct{}
 }
 
-type scriptLine struct{ fd, text string }
+type scriptLine struct {
+	fd   logstream.FD
+	text string
+}
 
 // scriptLogDelay is how long lines gather before the secret outputs are read again, and
 // readSecretsTimeout bounds one read.
@@ -41,7 +46,7 @@ const (
 	readSecretsTimeout = 30 * time.Second
 )
 
-func newScriptLog(ctx context.Context, log *stepLog, masker *secrets.Masker, read func(context.Context) (map[string]string, error)) *scriptLog {
+func newScriptLog(ctx context.Context, log *attempt.Log, masker *secrets.Masker, read func(context.Context) (map[string]string, error)) *scriptLog {
 	l := &scriptLog{log: log, masker: masker, secrets: read, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		stopped: make(chan struct{})}
 	go l.run(ctx)
@@ -49,7 +54,7 @@ func newScriptLog(ctx context.Context, log *stepLog, masker *secrets.Masker, rea
 }
 
 // line queues one line of the script's output.
-func (l *scriptLog) line(fd, text string) {
+func (l *scriptLog) line(fd logstream.FD, text string) {
 	if v, ok := strings.CutPrefix(strings.TrimSpace(text), addMask); ok {
 		l.masker.Add(strings.TrimSpace(v))
 	}
@@ -112,11 +117,11 @@ func (l *scriptLog) flush(ctx context.Context, last bool) bool {
 	l.pending = append([]scriptLine(nil), l.pending[n:]...)
 	l.mu.Unlock()
 	if err != nil {
-		l.log.horizon("%d line(s) of script output withheld: the secret outputs could not be read to mask them (%v)", len(lines), err)
+		l.log.Say("%d line(s) of script output withheld: the secret outputs could not be read to mask them (%v)", len(lines), err)
 		return false
 	}
 	for _, s := range lines {
-		l.log.w.Line(s.fd, s.text)
+		l.log.Line(s.fd, s.text)
 	}
 	return true
 }

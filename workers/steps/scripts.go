@@ -18,6 +18,7 @@ import (
 	"horizon/shared/gitcred"
 	"horizon/shared/sshx"
 	"horizon/shared/template"
+	"horizon/workers/attempt"
 )
 
 // scripted is what scripts emitted through $HORIZON_OUTPUT and $HORIZON_SECRET_OUTPUT.
@@ -33,7 +34,7 @@ type scripted struct {
 // in a command line) and run with bash, with the HORIZON_* variables, the parameters and the
 // inputs exported. A marker file per step and script makes a redelivered attempt skip what
 // already ran.
-func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, outputs map[string]any, scripts []template.Script, kind string) (scripted, error) {
+func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *attempt.Log, outputs map[string]any, scripts []template.Script, kind string) (scripted, error) {
 	res := scripted{outputs: map[string]any{}, secrets: map[string]string{}}
 	c, ip, err := h.dialMachine(ctx, w, outputs, out)
 	if err != nil {
@@ -44,7 +45,7 @@ func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, out
 	if err != nil {
 		return res, err
 	}
-	dir := fmt.Sprintf(".horizon/%s", w.step.ID)
+	dir := fmt.Sprintf(".horizon/%s", w.Step.ID)
 	for _, s := range scripts {
 		body, err := fs.ReadFile(os.DirFS(tree), path.Join(w.job.Source.Path, s.Path))
 		if err != nil {
@@ -54,14 +55,14 @@ func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, out
 		if ran, err := remoteTest(ctx, c, marker); err != nil {
 			return res, err
 		} else if ran {
-			out.horizon("%s %s already ran in an earlier attempt of this step; not running it again", kind, s.Name)
+			out.Say("%s %s already ran in an earlier attempt of this step; not running it again", kind, s.Name)
 			continue
 		}
-		out.horizon("running %s %s (%s)", kind, s.Name, s.Path)
-		lines := newScriptLog(ctx, out, w.masker, func(ctx context.Context) (map[string]string, error) {
+		out.Say("running %s %s (%s)", kind, s.Name, s.Path)
+		lines := newScriptLog(ctx, out, w.Masker, func(ctx context.Context) (map[string]string, error) {
 			return readOutputFile(ctx, c, dir, "secret-outputs")
 		})
-		stdout, stderr := &lineWriter{log: lines, masker: w.masker, fd: "stdout"}, &lineWriter{log: lines, masker: w.masker, fd: "stderr"}
+		stdout, stderr := &lineWriter{log: lines, masker: w.Masker, fd: "stdout"}, &lineWriter{log: lines, masker: w.Masker, fd: "stderr"}
 		script := preamble(w, dir, ip) + string(body)
 		cmd := fmt.Sprintf(`umask 077 && mkdir -p "$HOME/%[1]s" && cat > "$HOME/%[1]s/%[2]s.sh" && cd "$HOME" && bash "$HOME/%[1]s/%[2]s.sh" < /dev/null && touch "$HOME/%[3]s"`,
 			dir, s.Name, marker)
@@ -85,7 +86,7 @@ func (h *Handler) runScripts(ctx context.Context, w *stepWork, out *stepLog, out
 		return res, err
 	}
 	for _, v := range res.secrets {
-		w.masker.Add(v)
+		w.Masker.Add(v)
 	}
 	return res, nil
 }
@@ -104,7 +105,7 @@ func preamble(w *stepWork, dir, ip string) string {
 		"HORIZON_STACK":     w.stack.Name,
 		"HORIZON_JOB":       w.exec.Job,
 		"HORIZON_EXECUTION": strconv.Itoa(w.exec.Index),
-		"HORIZON_RUN_ID":    w.run.ID.String(),
+		"HORIZON_RUN_ID":    w.Run.ID.String(),
 		"HORIZON_NAME":      vmName(w),
 		"HORIZON_IP":        ip,
 	}
@@ -131,7 +132,7 @@ func preamble(w *stepWork, dir, ip string) string {
 // dialMachine connects to the execution's machine, waiting for it to boot: its address is the
 // module's "ip" output (or the attached address), its port "ssh_port" (or the workers'
 // HORIZON_VM_SSH_PORT, 22 by default).
-func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[string]any, out *stepLog) (*sshx.Client, string, error) {
+func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[string]any, out *attempt.Log) (*sshx.Client, string, error) {
 	host := ""
 	if ip, ok := outputs["ip"]; ok {
 		host = stringValue(ip)
@@ -164,7 +165,7 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 		var hk *sshx.HostKeyError
 		switch {
 		case err == nil:
-			out.horizon("connected to the machine's SSH at %s", cfg.Addr)
+			out.Say("connected to the machine's SSH at %s", cfg.Addr)
 			return c, host, nil
 		case errors.As(err, &hk), ctx.Err() != nil:
 			return nil, "", err // a wrong key is not a machine still booting
@@ -172,7 +173,7 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 			return nil, "", fmt.Errorf("the machine's SSH at %s did not answer within %s: %w", cfg.Addr, h.ScriptSSHTimeout, err)
 		}
 		if !logged {
-			out.horizon("waiting for the machine's SSH at %s", cfg.Addr)
+			out.Say("waiting for the machine's SSH at %s", cfg.Addr)
 			logged = true
 		}
 		select {

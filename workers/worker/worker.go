@@ -24,6 +24,7 @@ import (
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
 	"horizon/shared/tfstate"
+	"horizon/workers/attempt"
 	"horizon/workers/isos"
 	"horizon/workers/reconcile"
 	"horizon/workers/runs"
@@ -156,16 +157,17 @@ func New(cfg Config) (*Worker, error) {
 	recorder := metrics.NewRecorder(cfg.Redis, cfg.Namespace)
 	w := &Worker{Queues: queues, log: cfg.Log, states: states}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
+	// Every kind of step runs its attempts through the one lifecycle.
+	lifecycle := attempt.Lifecycle{DB: cfg.DB, Redis: cfg.Redis, Gate: g, Logs: cfg.LogClient, Events: pub, Enqueue: enqueue,
+		Queues: queues, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second, Heartbeat: cfg.Heartbeat, Metrics: recorder}
 	handlers := map[string]asynq.Handler{
 		queue.TypeReconcile:  w.Reconcile,
 		queue.TypeStackTags:  tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
 		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
-		queue.TypeStepRun: &steps.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
-			Git: cfg.Git, Terraform: tf, Logs: steps.StreamLogs{Client: cfg.LogClient}, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second,
-			Heartbeat: cfg.Heartbeat, ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort, Metrics: recorder},
-		queue.TypeISOStage: &isos.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Queues: queues, Enqueue: enqueue, Gate: g,
-			Logs: cfg.LogClient, Events: pub, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second, Heartbeat: cfg.Heartbeat,
-			DownloadAttempts: cfg.ISODownloadAttempts, RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll, Metrics: recorder},
+		queue.TypeStepRun: &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
+			ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort},
+		queue.TypeISOStage: &isos.Handler{Lifecycle: lifecycle, Box: cfg.Box, DownloadAttempts: cfg.ISODownloadAttempts,
+			RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll},
 	}
 	w.mux = asynq.NewServeMux()
 	for typ, h := range handlers {

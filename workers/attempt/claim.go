@@ -1,4 +1,4 @@
-package steps
+package attempt
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"horizon/shared/store"
 )
 
-// Claim starts an attempt of a step, for the step:run and iso:stage handlers alike: it takes
+// claim starts an attempt of a step: it takes
 // the step's node gate when the step builds on a node (Step.TakesGate), then marks the attempt
 // started with the lease's fencing token. It returns the lease (nil for a step without a gate)
 // and whether this attempt owns the step; when it does not (superseded), nothing was started.
@@ -28,7 +28,7 @@ import (
 //
 // The wait for the gate, counted from the step's readiness like the pipeline's gate_wait_ms,
 // goes to rec (for /metrics) when the gate is taken.
-func Claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Recorder, wait time.Duration, s horizon.Step, log *slog.Logger) (lease *gate.Lease, release func(), owned bool, err error) {
+func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Recorder, wait time.Duration, s horizon.Step, log *slog.Logger) (lease *gate.Lease, release func(), owned bool, err error) {
 	release = func() {}
 	if s.TakesGate() {
 		lease, err = g.Acquire(ctx, queue.GateNode(*s.ServerID, *s.Node), queue.StepTaskID(s.ID, s.Attempt), wait)
@@ -68,10 +68,10 @@ func Claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Rec
 	return lease, release, true, nil
 }
 
-// LeaveLine takes a step that will not build after all (canceled or skipped before it
+// leaveLine takes a step that will not build after all (canceled or skipped before it
 // started) out of its node's line, where run:advance put it, so that the steps behind it need
 // not wait for it to go stale.
-func LeaveLine(ctx context.Context, g *gate.Gate, s horizon.Step, log *slog.Logger) {
+func leaveLine(ctx context.Context, g *gate.Gate, s horizon.Step, log *slog.Logger) {
 	if !s.TakesGate() {
 		return
 	}

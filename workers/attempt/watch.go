@@ -1,4 +1,4 @@
-package steps
+package attempt
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 // canceled.
 var ErrCanceled = errors.New("the run is being canceled")
 
-// WatchOpts says which attempt of which step Watch watches, and how.
-type WatchOpts struct {
+// watchOpts says which attempt of which step watch watches, and how.
+type watchOpts struct {
 	DB        *pgxpool.Pool
 	Redis     redis.UniversalClient
 	Namespace string
@@ -28,12 +28,12 @@ type WatchOpts struct {
 	Attempt   int
 }
 
-// Watch returns a context that ends when the run is canceled — announced on Redis
+// watch returns a context that ends when the run is canceled — announced on Redis
 // (queue.CancelChannel), or seen in Postgres at a heartbeat; its cause is then ErrCanceled — or
 // when this attempt stops owning the step; meanwhile it refreshes the step's heartbeat every
 // o.Heartbeat. The returned function stops watching and must be called. Step handlers of every
 // kind (step:run, iso:stage) share it, so that cancel and liveness work the same for all runs.
-func Watch(parent context.Context, o WatchOpts) (context.Context, func()) {
+func watch(parent context.Context, o watchOpts) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sub := o.Redis.Subscribe(ctx, queue.CancelChannel(o.Namespace))
 	done := make(chan struct{})

@@ -1,0 +1,247 @@
+package attempt_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"horizon/shared/events"
+	"horizon/shared/gate"
+	"horizon/shared/horizon"
+	"horizon/shared/logstream"
+	"horizon/shared/metrics"
+	"horizon/shared/queue"
+	"horizon/shared/store"
+	"horizon/shared/testkit"
+	"horizon/workers/attempt"
+)
+
+// toy is the smallest kind of step: what a new kind writes. Each test sets what it does.
+type toy struct {
+	load func(ctx context.Context, a attempt.Loaded) (*toyWork, error)
+	do   func(ctx context.Context, w *toyWork, log *attempt.Log) (attempt.Result, error)
+	ran  atomic.Int32
+}
+
+type toyWork struct{ attempt.Loaded }
+
+func (k *toy) Load(ctx context.Context, a attempt.Loaded) (*toyWork, error) {
+	w := &toyWork{Loaded: a}
+	w.StackID, w.TeamID = *a.Run.StackID, uuid.New()
+	w.Label = "toy of " + a.Step.Job
+	if k.load != nil {
+		return k.load(ctx, w.Loaded)
+	}
+	return w, nil
+}
+
+func (k *toy) Unneeded(*toyWork) string { return "" }
+
+func (k *toy) Do(ctx context.Context, w *toyWork, log *attempt.Log, _ *gate.Lease) (attempt.Result, error) {
+	k.ran.Add(1)
+	return k.do(ctx, w, log)
+}
+
+type env struct {
+	db        *pgxpool.Pool
+	lifecycle *attempt.Lifecycle
+	run       horizon.Run
+	step      horizon.Step
+}
+
+// newEnv makes a stack with a run of one step (no node: it takes no gate) and the lifecycle
+// on the test's Postgres and Redis.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := t.Context()
+	db := testkit.DB(t)
+	rdb, ns := testkit.Redis(t)
+	team, err := store.TeamCreate(ctx, db, "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	environment, err := store.EnvironmentCreate(ctx, db, horizon.Environment{Name: "env"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _, err := store.TemplateCreate(ctx, db, horizon.Template{Name: "tmpl", Active: true}, horizon.TemplateVersion{
+		Definition: []byte(`{"name":"t","phases":[]}`), DefinitionHash: "sha256:1",
+		JobCommits: map[string]string{"web": strings.Repeat("0", 40)}, Modules: []byte(`{"jobs":{}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack, err := store.StackCreate(ctx, db, horizon.Stack{TeamID: team.ID, Name: "s", EnvironmentID: environment.ID, TemplateID: tmpl.ID, TemplateVersion: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, steps, err := store.RunInsertWithSteps(ctx, db, horizon.Run{StackID: &stack.ID, Kind: horizon.RunDeploy},
+		[]horizon.Step{{Phase: 0, PhaseName: "p", Job: "web", Kind: horizon.StepApply, State: horizon.StepQueued}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(rdb, gate.Config{Prefix: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClientFromRedisClient(rdb)
+	queues := queue.Names(ns)
+	return &env{db: db, run: run, step: steps[0], lifecycle: &attempt.Lifecycle{DB: db, Redis: rdb, Gate: g,
+		Logs: logstream.New(rdb, db, logstream.Config{Prefix: ns}), Events: events.NewPublisher(rdb, events.Config{Prefix: ns}),
+		Enqueue: queue.Enqueuer{Client: client}, Queues: queues, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Namespace: ns, GateWait: time.Second, Heartbeat: 100 * time.Millisecond, Metrics: metrics.NewRecorder(rdb, ns)}}
+}
+
+// process delivers the step's current attempt (or another) to the kind.
+func (e *env) process(t *testing.T, k *toy, attemptNumber int) error {
+	t.Helper()
+	payload, err := json.Marshal(queue.StepRun{StepID: e.step.ID, Attempt: attemptNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return attempt.Process(t.Context(), e.lifecycle, k, asynq.NewTask(queue.TypeStepRun, payload))
+}
+
+func (e *env) stepNow(t *testing.T) horizon.Step {
+	t.Helper()
+	s, err := store.StepGet(t.Context(), e.db, e.step.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSucceededWorkIsRecordedWithTheStepsEnd(t *testing.T) {
+	e := newEnv(t)
+	k := &toy{do: func(ctx context.Context, w *toyWork, log *attempt.Log) (attempt.Result, error) {
+		log.Say("working")
+		return attempt.Result{Reason: "made it", Record: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE stacks SET description = 'recorded' WHERE id = $1`, w.StackID)
+			return err
+		}}, nil
+	}}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	s := e.stepNow(t)
+	if s.State != horizon.StepSucceeded || s.Reason == nil || *s.Reason != "made it" {
+		t.Fatalf("step %s (reason %v), want succeeded with the work's reason", s.State, s.Reason)
+	}
+	var description string
+	if err := e.db.QueryRow(t.Context(), `SELECT description FROM stacks WHERE id = $1`, e.run.StackID).Scan(&description); err != nil || description != "recorded" {
+		t.Fatalf("the result's record was not written (%q, %v)", description, err)
+	}
+}
+
+func TestAPanicInTheWorkFailsTheStep(t *testing.T) {
+	e := newEnv(t)
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) {
+		panic("unexpected state: a bug in the work")
+	}}
+	// Not handed back to Asynq, which would retry the same bug with the step left running.
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatalf("a panic was handed back to Asynq: %v", err)
+	}
+	s := e.stepNow(t)
+	if s.State != horizon.StepFailed || s.Error == nil || !strings.Contains(*s.Error, "internal error") {
+		t.Fatalf("step %s (error %v), want failed with an internal error", s.State, s.Error)
+	}
+}
+
+func TestAFailureEndsTheStepWithItsFirstLineMasked(t *testing.T) {
+	e := newEnv(t)
+	k := &toy{do: func(ctx context.Context, w *toyWork, log *attempt.Log) (attempt.Result, error) {
+		w.Masker.Add("hunter2-secret")
+		return attempt.Result{}, errors.New("login refused for hunter2-secret\nsecond line")
+	}}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	s := e.stepNow(t)
+	if s.State != horizon.StepFailed || s.Error == nil || strings.Contains(*s.Error, "hunter2") || strings.Contains(*s.Error, "second") {
+		t.Fatalf("step %s (error %v), want failed with the first line, masked", s.State, s.Error)
+	}
+}
+
+func TestAStaleDeliveryChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	if err := e.process(t, k, e.step.Attempt+1); err != nil {
+		t.Fatal(err)
+	}
+	if k.ran.Load() != 0 || e.stepNow(t).State != horizon.StepQueued {
+		t.Fatalf("a delivery for another attempt ran the work (%d) or changed the step (%s)", k.ran.Load(), e.stepNow(t).State)
+	}
+}
+
+func TestAGoneObjectFailsTheStepWithoutRunningIt(t *testing.T) {
+	e := newEnv(t)
+	k := &toy{
+		load: func(_ context.Context, a attempt.Loaded) (*toyWork, error) {
+			return &toyWork{Loaded: a}, &attempt.Gone{Msg: "the SSH key k of web[0] was deleted"}
+		},
+		do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil },
+	}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	s := e.stepNow(t)
+	if k.ran.Load() != 0 || s.State != horizon.StepFailed || s.Error == nil || *s.Error != "the SSH key k of web[0] was deleted" {
+		t.Fatalf("ran %d times; step %s (error %v), want failed at once with the message", k.ran.Load(), s.State, s.Error)
+	}
+}
+
+func TestACancelInterruptsTheWork(t *testing.T) {
+	e := newEnv(t)
+	started := make(chan struct{})
+	k := &toy{do: func(ctx context.Context, _ *toyWork, _ *attempt.Log) (attempt.Result, error) {
+		close(started)
+		<-ctx.Done()
+		return attempt.Result{}, ctx.Err()
+	}}
+	done := make(chan error, 1)
+	go func() { done <- e.process(t, k, e.step.Attempt) }()
+	<-started
+	if _, err := store.RunSetState(t.Context(), e.db, e.run.ID, horizon.RunCanceling, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Announced on Redis as the API does; the heartbeat would find it in Postgres too.
+	if err := e.lifecycle.Redis.Publish(t.Context(), queue.CancelChannel(e.lifecycle.Namespace), e.run.ID.String()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the work was not interrupted by the cancel")
+	}
+	if s := e.stepNow(t); s.State != horizon.StepCanceled {
+		t.Fatalf("step %s, want canceled", s.State)
+	}
+}
+
+func TestAStepOfACancelingRunEndsBeforeItsWork(t *testing.T) {
+	e := newEnv(t)
+	if _, err := store.RunSetState(t.Context(), e.db, e.run.ID, horizon.RunCanceling, nil); err != nil {
+		t.Fatal(err)
+	}
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.stepNow(t); k.ran.Load() != 0 || s.State != horizon.StepCanceled {
+		t.Fatalf("ran %d times; step %s, want canceled without running", k.ran.Load(), s.State)
+	}
+}
