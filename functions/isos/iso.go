@@ -152,7 +152,7 @@ func detail(ctx context.Context, q store.Querier, i horizon.ISO, who auth.Princi
 	for _, c := range copies {
 		d.Copies = append(d.Copies, Copy{Node: c.Node, Storage: c.Storage, VolID: c.VolID, CopiedAt: c.CopiedAt})
 	}
-	last, err := store.RunLatestOfISO(ctx, q, i.ID)
+	last, err := store.RunLatest(ctx, q, store.OfISO(i.ID))
 	switch {
 	case errors.Is(err, horizon.ErrNotFound):
 	case err != nil:

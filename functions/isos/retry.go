@@ -48,7 +48,7 @@ func Retry(d api.Deps) fiber.Handler {
 			if err := notBusy(ctx, tx, iso); err != nil {
 				return Detail{}, err
 			}
-			last, err := store.RunLatestOfISO(ctx, tx, iso.ID)
+			last, err := store.RunLatest(ctx, tx, store.OfISO(iso.ID))
 			if err == nil && last.Kind == horizon.RunISORemove {
 				if req.Stages != nil {
 					return Detail{}, horizon.Invalid("stages", "a removal has no stages to select")

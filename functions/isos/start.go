@@ -99,7 +99,7 @@ func startRun(ctx context.Context, tx pgx.Tx, iso horizon.ISO, kind horizon.RunK
 
 // notBusy answers 409 naming the ISO's run in progress, if any.
 func notBusy(ctx context.Context, q store.Querier, iso horizon.ISO) error {
-	run, err := store.RunActiveOfISO(ctx, q, iso.ID)
+	run, err := store.RunActive(ctx, q, store.OfISO(iso.ID))
 	if errors.Is(err, horizon.ErrNotFound) {
 		return nil
 	}

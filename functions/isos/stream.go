@@ -45,7 +45,7 @@ func GetLogStream(d api.Deps) fiber.Handler {
 			return problem.Malformed("Last-Event-ID must be an event id this stream sent.")
 		}
 		if run == uuid.Nil {
-			last, err := store.RunLatestOfISO(ctx, d.DB, iso.ID)
+			last, err := store.RunLatest(ctx, d.DB, store.OfISO(iso.ID))
 			if errors.Is(err, horizon.ErrNotFound) {
 				return problem.NotFound("run")
 			}

@@ -87,7 +87,7 @@ func Stream(d api.Deps) fiber.Handler {
 			}
 			from.run = *runParam
 		default:
-			r, err := store.RunLatest(ctx, d.DB, id)
+			r, err := store.RunLatest(ctx, d.DB, store.OfStack(id))
 			switch {
 			case errors.Is(err, horizon.ErrNotFound) && !follow:
 				return problem.New(problem.TypeNotFound, 404, "This stack has no run yet; add follow=true to wait for its first.")
@@ -231,7 +231,7 @@ func (fw *follower) nextRun(ctx context.Context, after uuid.UUID) (uuid.UUID, er
 	tick := time.NewTicker(fw.d.Streams.Config().Heartbeat)
 	defer tick.Stop()
 	for {
-		r, err := store.RunNext(ctx, fw.d.DB, fw.stack, after)
+		r, err := store.RunNext(ctx, fw.d.DB, store.OfStack(fw.stack), after)
 		if err == nil {
 			return r.ID, nil
 		}

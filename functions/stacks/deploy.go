@@ -99,7 +99,7 @@ func deployable(ctx context.Context, q store.Querier, s horizon.Stack) error {
 
 // notBusy answers 409 naming the run in progress, if any.
 func notBusy(ctx context.Context, q store.Querier, s horizon.Stack) error {
-	run, err := store.RunActive(ctx, q, s.ID)
+	run, err := store.RunActive(ctx, q, store.OfStack(s.ID))
 	if errors.Is(err, horizon.ErrNotFound) {
 		return nil
 	}

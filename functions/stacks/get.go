@@ -38,7 +38,7 @@ func Get(d api.Deps) fiber.Handler {
 // its problems.
 func detail(ctx context.Context, q store.Querier, l *loaded, can horizon.Capabilities) (Stack, error) {
 	var run *horizon.Run
-	if r, err := store.RunActive(ctx, q, l.stack.ID); err == nil {
+	if r, err := store.RunActive(ctx, q, store.OfStack(l.stack.ID)); err == nil {
 		run = &r
 	} else if !errors.Is(err, horizon.ErrNotFound) {
 		return Stack{}, err

@@ -67,7 +67,7 @@ func GetRuns(d api.Deps) fiber.Handler {
 		if _, err := store.StackGet(ctx, d.DB, who.Scope(), id); err != nil {
 			return err
 		}
-		runs, next, err := store.RunList(ctx, d.DB, id, page)
+		runs, next, err := store.RunList(ctx, d.DB, store.OfStack(id), page)
 		if err != nil {
 			return err
 		}

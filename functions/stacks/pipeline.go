@@ -108,7 +108,7 @@ func servePipeline(c *fiber.Ctx, d api.Deps, runID *uuid.UUID) error {
 			err = fmt.Errorf("run %s of stack %s: %w", *runID, s.ID, horizon.ErrNotFound)
 		}
 	} else {
-		run, err = store.RunLatest(ctx, d.DB, s.ID)
+		run, err = store.RunLatest(ctx, d.DB, store.OfStack(s.ID))
 	}
 	if err != nil {
 		return err

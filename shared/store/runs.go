@@ -82,33 +82,43 @@ func RunGetForUpdate(ctx context.Context, q Querier, id uuid.UUID) (horizon.Run,
 	return r, nil
 }
 
-// RunActive returns the stack's run in progress, or horizon.ErrNotFound.
-func RunActive(ctx context.Context, q Querier, stack uuid.UUID) (horizon.Run, error) {
+// RunOwner is whose runs a query reads: a stack's (OfStack) or an ISO's (OfISO). The queries
+// are the same for both; only the column differs.
+type RunOwner struct {
+	column string // "stack_id" or "iso_id": a constant, never input
+	id     uuid.UUID
+}
+
+// OfStack is the runs of a stack.
+func OfStack(id uuid.UUID) RunOwner { return RunOwner{column: "stack_id", id: id} }
+
+// OfISO is the runs of an ISO.
+func OfISO(id uuid.UUID) RunOwner { return RunOwner{column: "iso_id", id: id} }
+
+// RunActive returns the owner's run in progress, or horizon.ErrNotFound.
+func RunActive(ctx context.Context, q Querier, o RunOwner) (horizon.Run, error) {
 	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs
-		WHERE stack_id = $1 AND state IN ('queued', 'running', 'canceling')`, stack))
-	if err != nil {
-		return r, translate(err)
-	}
-	return r, nil
-}
-
-// RunLatest returns the stack's most recent run, or horizon.ErrNotFound.
-func RunLatest(ctx context.Context, q Querier, stack uuid.UUID) (horizon.Run, error) {
-	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 ORDER BY id DESC LIMIT 1`, stack))
+		WHERE `+o.column+` = $1 AND state IN ('queued', 'running', 'canceling')`, o.id))
 	return r, translate(err)
 }
 
-// RunNext returns the stack's first run created after the run after (uuid.Nil: its first run
+// RunLatest returns the owner's most recent run, or horizon.ErrNotFound.
+func RunLatest(ctx context.Context, q Querier, o RunOwner) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE `+o.column+` = $1 ORDER BY id DESC LIMIT 1`, o.id))
+	return r, translate(err)
+}
+
+// RunNext returns the owner's first run created after the run after (uuid.Nil: its first run
 // ever), or horizon.ErrNotFound. Run ids are time-ordered, so this is the run that followed.
-func RunNext(ctx context.Context, q Querier, stack, after uuid.UUID) (horizon.Run, error) {
-	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 AND id > $2 ORDER BY id LIMIT 1`, stack, after))
+func RunNext(ctx context.Context, q Querier, o RunOwner, after uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE `+o.column+` = $1 AND id > $2 ORDER BY id LIMIT 1`, o.id, after))
 	return r, translate(err)
 }
 
-// RunList returns one page of a stack's runs, newest first.
-func RunList(ctx context.Context, q Querier, stack uuid.UUID, p Page) ([]horizon.Run, *uuid.UUID, error) {
-	rows, err := q.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 AND ($2::uuid IS NULL OR id < $2)
-		ORDER BY id DESC LIMIT $3`, stack, p.After, p.limit())
+// RunList returns one page of the owner's runs, newest first.
+func RunList(ctx context.Context, q Querier, o RunOwner, p Page) ([]horizon.Run, *uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE `+o.column+` = $1 AND ($2::uuid IS NULL OR id < $2)
+		ORDER BY id DESC LIMIT $3`, o.id, p.After, p.limit())
 	if err != nil {
 		return nil, nil, translate(err)
 	}
@@ -148,32 +158,4 @@ func RunIDsOfStack(ctx context.Context, q Querier, stack uuid.UUID) ([]uuid.UUID
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return ids, translate(err)
-}
-
-// RunActiveOfISO returns the ISO's run in progress, or horizon.ErrNotFound.
-func RunActiveOfISO(ctx context.Context, q Querier, iso uuid.UUID) (horizon.Run, error) {
-	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs
-		WHERE iso_id = $1 AND state IN ('queued', 'running', 'canceling')`, iso))
-	return r, translate(err)
-}
-
-// RunLatestOfISO returns the ISO's most recent run, or horizon.ErrNotFound.
-func RunLatestOfISO(ctx context.Context, q Querier, iso uuid.UUID) (horizon.Run, error) {
-	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE iso_id = $1 ORDER BY id DESC LIMIT 1`, iso))
-	return r, translate(err)
-}
-
-// RunListOfISO returns one page of an ISO's runs, newest first.
-func RunListOfISO(ctx context.Context, q Querier, iso uuid.UUID, p Page) ([]horizon.Run, *uuid.UUID, error) {
-	rows, err := q.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE iso_id = $1 AND ($2::uuid IS NULL OR id < $2)
-		ORDER BY id DESC LIMIT $3`, iso, p.After, p.limit())
-	if err != nil {
-		return nil, nil, translate(err)
-	}
-	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.Run, error) { return scanRun(r) })
-	if err != nil {
-		return nil, nil, translate(err)
-	}
-	runs, next := cut(runs, p, func(r horizon.Run) uuid.UUID { return r.ID })
-	return runs, next, nil
 }

@@ -1,0 +1,97 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/shared/auth"
+	"horizon/shared/events"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+	"horizon/shared/store"
+)
+
+// RunOwner is what the routes of a run's owner — a stack, an ISO — need to know of it; the
+// run's life is the same for every owner.
+type RunOwner struct {
+	// Noun names the owner in messages and in the activity log: "stack", "iso".
+	Noun string
+	// Require refuses a principal who may not change the owner's runs.
+	Require func(c *fiber.Ctx) error
+	// Lock reads the owner id for update in tx, in the principal's scope.
+	Lock func(ctx context.Context, tx pgx.Tx, who auth.Principal, id uuid.UUID) (OwnerRef, error)
+	// Location is where the run is read after it changed.
+	Location func(owner, run uuid.UUID) string
+	// Render is the run as the owner's routes show it.
+	Render func(run horizon.Run, who auth.Principal) any
+}
+
+// OwnerRef is one locked owner: whose runs the store reads, and whose events they are
+// (StackID and TeamID for a stack, ISOID for an ISO; catalogue objects have no team).
+type OwnerRef struct {
+	Runs                   store.RunOwner
+	ID                     uuid.UUID
+	StackID, TeamID, ISOID uuid.UUID
+}
+
+// Event is a change of the owner's run, as followers see it.
+func (o OwnerRef) Event(run horizon.Run) events.Event {
+	return events.Event{Type: events.Run, ID: run.ID, StackID: o.StackID, TeamID: o.TeamID, ISOID: o.ISOID, RunID: run.ID,
+		State: string(run.State)}
+}
+
+// CancelRun is the handler of POST …/{id}/cancel: it interrupts the owner's run in progress.
+// The run becomes canceling (a second cancel changes nothing), the worker running a step stops
+// it (nothing is rolled back), the steps not started are canceled, and the run ends canceled.
+// Answers 202 with the run; 409 when no run is in progress.
+func CancelRun(d Deps, o RunOwner) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := o.Require(c); err != nil {
+			return err
+		}
+		id, err := ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		who := Principal(c)
+		ctx := c.UserContext()
+		var ref OwnerRef
+		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
+			var err error
+			if ref, err = o.Lock(ctx, tx, who, id); err != nil {
+				return horizon.Run{}, err
+			}
+			active, err := store.RunActive(ctx, tx, ref.Runs)
+			if errors.Is(err, horizon.ErrNotFound) {
+				return horizon.Run{}, problem.Conflict("No run is in progress on this %s: there is nothing to cancel.", o.Noun)
+			}
+			if err != nil {
+				return horizon.Run{}, err
+			}
+			if active, err = store.RunGetForUpdate(ctx, tx, active.ID); err != nil {
+				return horizon.Run{}, err
+			}
+			if active.State != horizon.RunCanceling {
+				if active, err = store.RunSetState(ctx, tx, active.ID, horizon.RunCanceling, nil); err != nil {
+					return horizon.Run{}, err
+				}
+			}
+			var team *uuid.UUID
+			if ref.TeamID != uuid.Nil {
+				team = &ref.TeamID
+			}
+			return active, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: o.Noun + ".cancel", ObjectType: o.Noun,
+				ObjectID: &ref.ID, TeamID: team, Details: map[string]any{"run_id": active.ID}})
+		})
+		if err != nil {
+			return err
+		}
+		d.Announce().Canceling(ctx, run.ID, ref.Event(run))
+		c.Set(fiber.HeaderLocation, o.Location(id, run.ID))
+		return c.Status(fiber.StatusAccepted).JSON(o.Render(run, who))
+	}
+}
