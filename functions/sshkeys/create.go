@@ -2,6 +2,7 @@ package sshkeys
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -50,8 +51,10 @@ func Create(d api.Deps) fiber.Handler {
 			return err
 		}
 		k, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.SSHKey, error) {
-			if _, err := store.UserGet(ctx, tx, who, owner); err != nil {
+			if _, err := store.UserGet(ctx, tx, who, owner); errors.Is(err, horizon.ErrNotFound) {
 				return horizon.SSHKey{}, horizon.Invalid("user_id", "is not a user")
+			} else if err != nil {
+				return horizon.SSHKey{}, err
 			}
 			k, err := store.SSHKeyCreate(ctx, tx, horizon.SSHKey{UserID: owner, Name: req.Name, PublicKey: key.Line,
 				Type: key.Type, Bits: key.Bits, Fingerprint: key.Fingerprint})

@@ -3,10 +3,8 @@ package stacks
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
@@ -67,9 +65,12 @@ func Retry(d api.Deps) fiber.Handler {
 			if err := notBusy(ctx, tx, l.stack); err != nil {
 				return horizon.Run{}, err
 			}
-			last, err := store.RunLatest(ctx, tx, l.stack.ID)
-			if err != nil {
+			last, err := store.RunLatest(ctx, tx, store.OfStack(l.stack.ID))
+			if errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Run{}, problem.Conflict("The stack has never run: deploy it.")
+			}
+			if err != nil {
+				return horizon.Run{}, err
 			}
 			if req.Mode != "all" && l.stack.State != horizon.StackFailed {
 				return horizon.Run{}, problem.Conflict("The stack is %s: only a failed stack has failed jobs to retry (mode all re-applies everything).", l.stack.State)
@@ -84,20 +85,9 @@ func Retry(d api.Deps) fiber.Handler {
 			if err != nil {
 				return horizon.Run{}, err
 			}
-			done := map[uuid.UUID]bool{}
-			for _, s := range steps {
-				if s.ExecutionID != nil && (s.State == horizon.StepSucceeded || s.State == horizon.StepSkipped) {
-					done[*s.ExecutionID] = true
-				}
-			}
 			sel := runplan.Select(runplan.All)
 			if req.Mode != "all" {
-				sel = func(e horizon.Execution) (bool, string) {
-					if done[e.ID] && e.AppliedHash != nil {
-						return false, fmt.Sprintf("succeeded in run %s", last.ID)
-					}
-					return true, ""
-				}
+				sel = runplan.RetryFailed(last.ID, steps)
 			}
 			for job, commit := range commits {
 				if err := store.ExecutionsRepin(ctx, tx, l.stack.ID, job, commit); err != nil {
@@ -119,9 +109,12 @@ func Retry(d api.Deps) fiber.Handler {
 // resolveFailedJobs re-resolves the branch of every job with a failed, canceled or held step in
 // the stack's last run, and returns job → newest commit.
 func resolveFailedJobs(ctx context.Context, d api.Deps, l *loaded) (map[string]string, error) {
-	last, err := store.RunLatest(ctx, d.DB, l.stack.ID)
-	if err != nil {
+	last, err := store.RunLatest(ctx, d.DB, store.OfStack(l.stack.ID))
+	if errors.Is(err, horizon.ErrNotFound) {
 		return nil, problem.Conflict("The stack has never run: deploy it.")
+	}
+	if err != nil {
+		return nil, err
 	}
 	steps, err := store.StepsOfRun(ctx, d.DB, last.ID)
 	if err != nil {

@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -48,8 +49,10 @@ func Create(d api.Deps) fiber.Handler {
 		}
 		secret := auth.NewToken()
 		t, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Token, error) {
-			if _, err := store.UserGet(ctx, tx, who, owner); err != nil {
+			if _, err := store.UserGet(ctx, tx, who, owner); errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Token{}, horizon.Invalid("user_id", "is not a user")
+			} else if err != nil {
+				return horizon.Token{}, err
 			}
 			t, err := store.TokenCreate(ctx, tx, owner, req.Name, auth.HashToken(secret.Reveal()))
 			if err != nil {
