@@ -2,25 +2,26 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"horizon/functions/api"
 	"horizon/functions/app"
-	"horizon/functions/authcache"
 	"horizon/shared/auth"
+	"horizon/shared/config"
 	"horizon/shared/horizon"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
@@ -134,16 +135,28 @@ func benchAPI(ctx context.Context) error {
 	return nil
 }
 
-// serveHorizon serves the Horizon API on env's database and Redis (rate limit out of the way)
-// and returns its address.
+// serveHorizon serves the Horizon API as production wires it (app.Open) on env's database and
+// Redis, with the rate limit out of the way and the bare handlers' pool size, and returns its
+// address.
 func serveHorizon(ctx context.Context, env *benchEnv) (string, error) {
-	box, _ := secrets.NewBox(make([]byte, secrets.KeySize))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cache := authcache.New(env.Redis, env.NS, 5*time.Second)
-	go cache.Run(ctx, log)
-	deps := api.Deps{DB: env.DB, Redis: env.Redis, Box: box, Log: log, Auth: cache, Namespace: env.NS, Now: time.Now}
-	return serve(app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: 1 << 30, RateWindow: time.Minute,
-		Registry: prometheus.NewRegistry()}))
+	settings := map[string]string{"HORIZON_DATABASE_URL": env.DatabaseURL + "&pool_max_conns=32", "HORIZON_REDIS_URL": env.RedisURL,
+		"HORIZON_NAMESPACE": env.NS, "HORIZON_SECRET_KEY": base64.StdEncoding.EncodeToString(make([]byte, secrets.KeySize)),
+		"HORIZON_RATE_LIMIT": "1000000000/1m", "HORIZON_GIT_CACHE_DIR": filepath.Join(os.TempDir(), "horizon-bench-git")}
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := settings[k]; return v, ok })
+	if err != nil {
+		return "", err
+	}
+	srv, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return "", err
+	}
+	go func() { _ = srv.Serve(ctx, ln) }() // runs until the benchmark's process exits
+	return ln.Addr().String(), nil
 }
 
 func serve(a *fiber.App) (string, error) {

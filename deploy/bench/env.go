@@ -20,6 +20,8 @@ type benchEnv struct {
 	DB    *pgxpool.Pool
 	Redis *redis.Client
 	NS    string
+	// DatabaseURL and RedisURL are where DB and Redis are, for the processes a benchmark starts.
+	DatabaseURL, RedisURL string
 	drop  func()
 }
 
@@ -45,13 +47,14 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 	if err := store.Migrate(ctx, pool); err != nil {
 		return nil, err
 	}
-	opts, err := redis.ParseURL(envOr("HORIZON_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
+	redisURL := envOr("HORIZON_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
 		return nil, err
 	}
 	rdb := redis.NewClient(opts)
 	ns := "bench" + hex.EncodeToString(b)
-	return &benchEnv{DB: pool, Redis: rdb, NS: ns, drop: func() {
+	return &benchEnv{DB: pool, Redis: rdb, NS: ns, DatabaseURL: u.String(), RedisURL: redisURL, drop: func() {
 		pool.Close()
 		iter := rdb.Scan(ctx, 0, ns+"*", 1000).Iterator()
 		for iter.Next(ctx) {

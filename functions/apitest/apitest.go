@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -25,24 +26,16 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"horizon/functions/api"
 	"horizon/functions/app"
-	"horizon/functions/authcache"
 	"horizon/functions/stream"
 	"horizon/openapi"
 	"horizon/shared/auth"
-	"horizon/shared/events"
-	"horizon/shared/gate"
-	"horizon/shared/gitsource"
+	"horizon/shared/config"
 	"horizon/shared/logstream"
-	"horizon/shared/metrics"
-	"horizon/shared/queue"
-	"horizon/shared/rstream"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 	"horizon/shared/testkit"
@@ -61,6 +54,7 @@ type Server struct {
 	// SecretKey is the server's HORIZON_SECRET_KEY, for processes that must open its secrets.
 	SecretKey []byte
 
+	cfg    config.Config // database, Redis, namespace and key, for replicas
 	t      testing.TB
 	router routers.Router
 	client *http.Client
@@ -72,14 +66,14 @@ type Options struct {
 	RateWindow time.Duration
 	// CORSOrigins are the allowed browser origins.
 	CORSOrigins []string
-	// Git replaces the server's git source cache (by default one in a temporary directory),
-	// e.g. with one that trusts a test server's CA.
-	Git *gitsource.Cache
+	// GitCAFile is the CA bundle the git source cache trusts (HORIZON_GIT_CA_FILE), e.g. a test
+	// server's.
+	GitCAFile string
 	// Streams tunes the streamed responses (heartbeat, write timeout, most open at once);
-	// StreamBuffer is each event stream's buffer for a slow client (rstream.Config.Buffer).
+	// StreamBuffer is each event stream's buffer for a slow client (HORIZON_SSE_BUFFER).
 	Streams      stream.Config
 	StreamBuffer int
-	// Logs tunes the log streams (MaxLen, Retention); the prefix is the test's namespace.
+	// Logs tunes the log streams (MaxLen, Retention).
 	Logs logstream.Config
 	// Readers is the pool size of the stream readers' Redis client: one connection per run
 	// followed at once (HORIZON_SSE_READERS); default 32.
@@ -90,50 +84,23 @@ type Options struct {
 	SendBuffer int
 }
 
-// New starts the API. opts may be nil.
+// New starts the API, as functions/main.go does (app.Open), on a database and a Redis
+// namespace of the test's own. opts may be nil.
 func New(t testing.TB, opts *Options) *Server {
 	t.Helper()
-	if opts == nil {
-		opts = &Options{}
-	}
-	if opts.RateLimit == 0 {
-		opts.RateLimit, opts.RateWindow = 100000, time.Minute
-	}
 	db := testkit.DB(t)
-	rdb, ns := testkit.Redis(t)
+	_, ns := testkit.Redis(t)
 	key := make([]byte, secrets.KeySize)
 	_, _ = rand.Read(key)
-	box, err := secrets.NewBox(key)
-	if err != nil {
-		t.Fatal(err)
+	admin := auth.NewToken()
+	s := start(t, config.Config{DatabaseURL: db.Config().ConnString(), RedisURL: testkit.RedisURL(), Namespace: ns, SecretKey: key,
+		BootstrapAdminToken: admin}, opts)
+	s.DB = db
+	// The admin is the bootstrap admin production makes from HORIZON_BOOTSTRAP_ADMIN_TOKEN.
+	s.Admin = admin.Reveal()
+	if err := db.QueryRow(context.Background(), `SELECT user_id FROM api_tokens WHERE hash = $1`, auth.HashToken(s.Admin)).Scan(&s.AdminID); err != nil {
+		t.Fatalf("the bootstrap admin: %v", err)
 	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	git := opts.Git
-	if git == nil {
-		git = testkit.GitCache(t)
-	}
-	redisOpt, err := asynq.ParseRedisURI(testkit.RedisURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := asynq.NewClient(redisOpt)
-	t.Cleanup(func() { _ = client.Close() })
-	queues := queue.Names(ns)
-	g, err := gate.New(rdb, gate.Config{Prefix: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := auth.NewStreamSigner(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logCfg := opts.Logs
-	logCfg.Prefix = ns
-	deps := api.Deps{DB: db, Redis: rdb, Box: box, Log: log, Git: git, Gate: g, Events: events.NewPublisher(rdb, events.Config{Prefix: ns}), Queue: queue.Enqueuer{Client: client}, Queues: queues,
-		Namespace: ns, Now: time.Now, Logs: logstream.New(rdb, db, logCfg), StreamTokens: signer, StreamTokenTTL: auth.MaxStreamTokenTTL}
-	s := start(t, deps, opts)
-	s.SecretKey = key
-	s.AdminID, s.Admin = s.NewUser(auth.RoleAdmin)
 	return s
 }
 
@@ -141,36 +108,43 @@ func New(t testing.TB, opts *Options) *Server {
 // as another replica behind a load balancer would be.
 func (s *Server) Replica(opts *Options) *Server {
 	s.t.Helper()
-	if opts == nil {
-		opts = &Options{RateLimit: 100000, RateWindow: time.Minute}
-	}
-	r := start(s.t, s.Deps, opts)
-	r.Admin, r.AdminID, r.SecretKey = s.Admin, s.AdminID, s.SecretKey
+	r := start(s.t, s.cfg, opts)
+	r.DB, r.Admin, r.AdminID = s.DB, s.Admin, s.AdminID
 	return r
 }
 
-func start(t testing.TB, deps api.Deps, opts *Options) *Server {
+// start opens the API on base (database, Redis, namespace, key) with the settings of opts and
+// production's defaults otherwise, and serves it on a loopback port until the test ends.
+func start(t testing.TB, base config.Config, opts *Options) *Server {
 	t.Helper()
-	// Each replica has its own auth cache, kept coherent through Redis.
-	deps.Auth = authcache.New(deps.Redis, deps.Namespace, 5*time.Second)
-	cacheCtx, stopCache := context.WithCancel(context.Background())
-	t.Cleanup(stopCache)
-	go deps.Auth.Run(cacheCtx, deps.Log)
-	testkit.Eventually(t, 5*time.Second, "the auth cache did not subscribe to evictions", deps.Auth.Live)
-	// Each replica follows streams with readers of its own, on a Redis client of their own.
-	reg := prometheus.NewRegistry()
-	ropts := *deps.Redis.(*redis.Client).Options()
-	ropts.PoolSize = cmp.Or(opts.Readers, 32) + 1
-	readers := redis.NewClient(&ropts)
-	hcfg := rstream.Config{Buffer: opts.StreamBuffer, Block: 200 * time.Millisecond}
-	deps.LogHub = logstream.NewHub(deps.Logs, readers, hcfg)
-	deps.EventHub = events.NewHub(readers, events.Config{Prefix: deps.Namespace}, hcfg)
-	deps.Streams = stream.NewServer(opts.Streams, deps.Log, reg)
-	inspector := asynq.NewInspector(asynq.RedisClientOpt{Addr: readers.Options().Addr, DB: readers.Options().DB, Username: readers.Options().Username, Password: readers.Options().Password, TLSConfig: readers.Options().TLSConfig})
-	t.Cleanup(func() { _ = inspector.Close() }) // nothing to flush
-	reg.MustRegister(metrics.NewCollector(deps.Redis, deps.Namespace, inspector, []string{deps.Queues.Control, deps.Queues.Build}, deps.DB, deps.Log))
-	a := app.New(deps, app.Options{RequestTimeout: 10 * time.Second, RateLimit: opts.RateLimit, RateWindow: opts.RateWindow,
-		CORSOrigins: opts.CORSOrigins, Registry: reg})
+	if opts == nil {
+		opts = &Options{}
+	}
+	env := map[string]string{"HORIZON_DATABASE_URL": base.DatabaseURL, "HORIZON_REDIS_URL": base.RedisURL,
+		"HORIZON_NAMESPACE": base.Namespace, "HORIZON_SECRET_KEY": base64.StdEncoding.EncodeToString(base.SecretKey),
+		"HORIZON_BOOTSTRAP_ADMIN_TOKEN": base.BootstrapAdminToken.Reveal()}
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RequestTimeout = 10 * time.Second
+	cfg.RateLimit, cfg.RateWindow = cmp.Or(opts.RateLimit, 100000), cmp.Or(opts.RateWindow, time.Minute)
+	cfg.CORSOrigins = opts.CORSOrigins
+	cfg.GitCacheDir, cfg.GitCAFile = testkit.GitCacheDir(t), opts.GitCAFile
+	cfg.SSEHeartbeat = cmp.Or(opts.Streams.Heartbeat, cfg.SSEHeartbeat)
+	cfg.SSEWriteTimeout = cmp.Or(opts.Streams.WriteTimeout, cfg.SSEWriteTimeout)
+	cfg.SSEMaxStreams = cmp.Or(opts.Streams.MaxStreams, cfg.SSEMaxStreams)
+	cfg.SSEBuffer = cmp.Or(opts.StreamBuffer, cfg.SSEBuffer)
+	cfg.SSEReaders = cmp.Or(opts.Readers, 32)
+	cfg.LogMaxLen = cmp.Or(opts.Logs.MaxLen, cfg.LogMaxLen)
+	cfg.LogRetention = cmp.Or(opts.Logs.Retention, cfg.LogRetention)
+
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := app.Open(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, "the auth cache did not subscribe to evictions", srv.Deps.Auth.Live)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -178,18 +152,19 @@ func start(t testing.TB, deps api.Deps, opts *Options) *Server {
 	if opts.SendBuffer > 0 {
 		ln = sendBufferListener{ln, opts.SendBuffer}
 	}
-	go func() { _ = a.Listener(ln) }() // returns when the app shuts down at cleanup
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ctx, ln) // best effort: the test is over when it returns
+	}()
 	t.Cleanup(func() {
-		deps.Streams.Close() // or the shutdown waits for open streams
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = a.ShutdownWithContext(ctx) // best effort: the test is over
-		deps.LogHub.Close()
-		deps.EventHub.Close()
-		_ = readers.Close() // nothing to flush on a reader's client
+		stop()
+		<-served
+		srv.Close()
 	})
-	return &Server{URL: "http://" + ln.Addr().String(), App: a, DB: deps.DB, Redis: deps.Redis.(*redis.Client), Deps: deps, t: t,
-		router: Router(t), client: &http.Client{Timeout: 30 * time.Second}}
+	return &Server{URL: "http://" + ln.Addr().String(), App: srv.App, DB: srv.Deps.DB, Redis: srv.Deps.Redis.(*redis.Client),
+		Deps: srv.Deps, SecretKey: cfg.SecretKey, cfg: base, t: t, router: Router(t), client: &http.Client{Timeout: 30 * time.Second}}
 }
 
 // registerDecoders registers, once per process, body decoders for the streamed media types.

@@ -1,5 +1,7 @@
-// Package app builds Horizon's Fiber application: configuration of the server, the middleware
-// chain and every route. functions/main.go runs it; the API tests build the very same app.
+// Package app builds Horizon's API: Open wires its dependencies from the configuration and
+// New builds the Fiber application on them (the server's settings, the middleware chain, every
+// route). functions/main.go, the API tests (functions/apitest) and the benchmarks (deploy/bench)
+// all run Open, so that what is tested is the production wiring.
 package app
 
 import (

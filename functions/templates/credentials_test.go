@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"horizon/functions/apitest"
-	"horizon/shared/gitsource"
-	"horizon/shared/testkit"
 )
 
 // serveGitOverHTTPS serves the repositories under root with git http-backend over TLS to
@@ -53,7 +51,7 @@ func TestPrivateRepositoryUsesTheLongestMatchingCredential(t *testing.T) {
 	const token = "glpat-private-7c41d9e2"
 	repo := newSources(t)
 	base, caFile := serveGitOverHTTPS(t, filepath.Dir(repo.Dir), token)
-	s := apitest.New(t, &apitest.Options{Git: testkit.NewGitCache(t, gitsource.Config{CAFile: caFile})})
+	s := apitest.New(t, &apitest.Options{GitCAFile: caFile})
 	repoURL := base + "/" + filepath.Base(repo.Dir)
 	body := map[string]any{"definition": definition(repoURL)}
 	refused := func(why string) {

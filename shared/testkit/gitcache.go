@@ -14,21 +14,28 @@ func GitCache(t testing.TB) *gitsource.Cache {
 	return NewGitCache(t, gitsource.Config{})
 }
 
-// NewGitCache returns a git source cache configured by cfg, its Dir (unless set) a temporary
-// directory of the test. Trees are read-only, which t.TempDir's removal cannot delete, so
-// cleanup first makes them writable.
+// NewGitCache returns a git source cache configured by cfg, its Dir (unless set) a
+// GitCacheDir.
 func NewGitCache(t testing.TB, cfg gitsource.Config) *gitsource.Cache {
 	t.Helper()
 	if cfg.Dir == "" {
-		cfg.Dir = filepath.Join(t.TempDir(), "git")
+		cfg.Dir = GitCacheDir(t)
 	}
-	dir := cfg.Dir
-	t.Cleanup(func() { makeWritable(dir) }) // runs before TempDir's own cleanup
 	c, err := gitsource.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// GitCacheDir returns a directory of the test for a git source cache (HORIZON_GIT_CACHE_DIR).
+// Trees are read-only, which t.TempDir's removal cannot delete, so cleanup first makes them
+// writable.
+func GitCacheDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "git")
+	t.Cleanup(func() { makeWritable(dir) }) // runs before TempDir's own cleanup
+	return dir
 }
 
 func makeWritable(dir string) {
