@@ -76,7 +76,7 @@ func BenchmarkEnginePhaseTransition(b *testing.B) {
 		for i := range phases {
 			jobs[fmt.Sprintf("j%d", i)] = map[string]any{"executions": []any{map[string]any{}}}
 		}
-		stack := e.createStack(fmt.Sprintf("phases-%d", round), e.env, tmpl, jobs)
+		stack := e.createStack(fmt.Sprintf("phases-%d", round), e.Env, tmpl, jobs)
 		run := e.deployAndWait(stack, 5*time.Minute)
 		ss := e.stepsOf(run)
 		for i := 1; i < len(ss); i++ {
@@ -151,7 +151,7 @@ func BenchmarkEngineMakespan(b *testing.B) {
 		env, addrs := e.lab(round, n) // each stack's machines need addresses of their own
 		var execs []any
 		for i := range n {
-			execs = append(execs, map[string]any{"address_id": addrs[i], "ssh_key_id": e.key, "proxmox_server_id": e.server,
+			execs = append(execs, map[string]any{"address_id": addrs[i], "ssh_key_id": e.Key, "proxmox_server_id": e.Server,
 				"node": nodes[i%len(nodes)], "pool": "dev"})
 		}
 		b.StartTimer()
@@ -208,7 +208,7 @@ func BenchmarkEngineWorkerMemory(b *testing.B) {
 	for b.Loop() {
 		stacks := make([]string, parallel)
 		for i := range stacks {
-			stacks[i] = e.createStack(fmt.Sprintf("mem-%d", i), e.env, tmpl, map[string]any{"j0": map[string]any{"executions": []any{map[string]any{}}}})
+			stacks[i] = e.createStack(fmt.Sprintf("mem-%d", i), e.Env, tmpl, map[string]any{"j0": map[string]any{"executions": []any{map[string]any{}}}})
 		}
 		done := 0
 		start := time.Now()
@@ -316,7 +316,7 @@ phases:
 func (e *engine) publishFiles(def string, files map[string]string) string {
 	repo := testkit.NewGitRepo(e.t)
 	repo.Commit(files)
-	r := e.api.Do("POST", "/v1/templates", apitest.Req{Body: map[string]any{"definition": strings.ReplaceAll(def, "REPO", repo.URL)}})
+	r := e.API.Do("POST", "/v1/templates", apitest.Req{Body: map[string]any{"definition": strings.ReplaceAll(def, "REPO", repo.URL)}})
 	if r.Status != 201 {
 		e.t.Fatalf("template: %d %s", r.Status, r.Body)
 	}
@@ -327,7 +327,7 @@ func (e *engine) publishFiles(def string, files map[string]string) string {
 // (10.99.k.10 onwards: no VM is started, so they are never dialled), for one stack of n
 // machines; it returns the environment's id and the addresses'.
 func (e *engine) lab(k, n int) (string, []string) {
-	net := e.api.Do("POST", "/v1/networks", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("bench-%d", k),
+	net := e.API.Do("POST", "/v1/networks", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("bench-%d", k),
 		"cidr": fmt.Sprintf("10.99.%d.0/24", k), "gateway": fmt.Sprintf("10.99.%d.1", k), "bridge": "vmbr0"}})
 	if net.Status != 201 {
 		e.t.Fatalf("network: %d %s", net.Status, net.Body)
@@ -335,15 +335,15 @@ func (e *engine) lab(k, n int) (string, []string) {
 	netID := net.Map()["id"].(string)
 	var addrs []string
 	for i := range n {
-		a := e.api.Do("POST", "/v1/networks/"+netID+"/addresses", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("vm-%d", i),
+		a := e.API.Do("POST", "/v1/networks/"+netID+"/addresses", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("vm-%d", i),
 			"ip": fmt.Sprintf("10.99.%d.%d", k, 10+i)}})
 		if a.Status != 201 {
 			e.t.Fatalf("address: %d %s", a.Status, a.Body)
 		}
 		addrs = append(addrs, a.Map()["id"].(string))
 	}
-	env := e.api.Do("POST", "/v1/environments", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("bench-%d", k),
-		"network_ids": []string{netID}, "proxmox_server_ids": []string{e.server}}})
+	env := e.API.Do("POST", "/v1/environments", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("bench-%d", k),
+		"network_ids": []string{netID}, "proxmox_server_ids": []string{e.Server}}})
 	if env.Status != 201 {
 		e.t.Fatalf("environment: %d %s", env.Status, env.Body)
 	}
@@ -351,7 +351,7 @@ func (e *engine) lab(k, n int) (string, []string) {
 }
 
 func (e *engine) createStack(name, env, tmpl string, jobs map[string]any) string {
-	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: e.member, Body: map[string]any{"team_id": e.team, "name": name,
+	r := e.API.Do("POST", "/v1/stacks", apitest.Req{Token: e.Member, Body: map[string]any{"team_id": e.Team, "name": name,
 		"environment_id": env, "template_id": tmpl, "template_version": 1, "jobs": jobs}})
 	if r.Status != 201 {
 		e.t.Fatalf("stack: %d %s", r.Status, r.Body)
@@ -361,7 +361,7 @@ func (e *engine) createStack(name, env, tmpl string, jobs map[string]any) string
 
 func (e *engine) isDeployed(stack string) bool {
 	var state string
-	if err := e.api.DB.QueryRow(context.Background(), `SELECT state FROM stacks WHERE id = $1`, stack).Scan(&state); err != nil {
+	if err := e.API.DB.QueryRow(context.Background(), `SELECT state FROM stacks WHERE id = $1`, stack).Scan(&state); err != nil {
 		e.t.Fatal(err)
 	}
 	return state == "deployed"
@@ -369,7 +369,7 @@ func (e *engine) isDeployed(stack string) bool {
 
 // deployAndWait deploys a stack and waits for its run to succeed; it returns the run's id.
 func (e *engine) deployAndWait(stack string, within time.Duration) uuid.UUID {
-	r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member})
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member})
 	if r.Status != 202 {
 		e.t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
@@ -377,7 +377,7 @@ func (e *engine) deployAndWait(stack string, within time.Duration) uuid.UUID {
 }
 
 func (e *engine) runAgainAndWait(stack, job string, index int, within time.Duration) uuid.UUID {
-	r := e.api.Do("POST", fmt.Sprintf("/v1/stacks/%s/jobs/%s/executions/%d/run-again", stack, job, index), apitest.Req{Token: e.member})
+	r := e.API.Do("POST", fmt.Sprintf("/v1/stacks/%s/jobs/%s/executions/%d/run-again", stack, job, index), apitest.Req{Token: e.Member})
 	if r.Status != 202 {
 		e.t.Fatalf("run again: %d %s", r.Status, r.Body)
 	}
@@ -390,7 +390,7 @@ func (e *engine) waitRun(run uuid.UUID, within time.Duration) uuid.UUID {
 	deadline := time.Now().Add(within)
 	for {
 		var state string
-		if err := e.api.DB.QueryRow(context.Background(), `SELECT state FROM runs WHERE id = $1`, run).Scan(&state); err != nil {
+		if err := e.API.DB.QueryRow(context.Background(), `SELECT state FROM runs WHERE id = $1`, run).Scan(&state); err != nil {
 			e.t.Fatal(err)
 		}
 		switch {
@@ -420,7 +420,7 @@ type stepTimes struct {
 
 // stepsOf returns a run's steps in order of position.
 func (e *engine) stepsOf(run uuid.UUID) []stepTimes {
-	rows, err := e.api.DB.Query(context.Background(), `SELECT s.id, r.stack_id, s.job, COALESCE(s.node, ''), COALESCE(s.execution_index, 0),
+	rows, err := e.API.DB.Query(context.Background(), `SELECT s.id, r.stack_id, s.job, COALESCE(s.node, ''), COALESCE(s.execution_index, 0),
 		s.ready_at, s.started_at, s.finished_at FROM steps s JOIN runs r ON r.id = s.run_id WHERE s.run_id = $1 ORDER BY s.position`, run)
 	if err != nil {
 		e.t.Fatal(err)
@@ -452,7 +452,7 @@ type makespanResult struct {
 
 func makespanOf(b *testing.B, e *engine, clock *tfClock, run uuid.UUID) makespanResult {
 	var created, finished time.Time
-	if err := e.api.DB.QueryRow(context.Background(), `SELECT created_at, finished_at FROM runs WHERE id = $1`, run).Scan(&created, &finished); err != nil {
+	if err := e.API.DB.QueryRow(context.Background(), `SELECT created_at, finished_at FROM runs WHERE id = $1`, run).Scan(&created, &finished); err != nil {
 		b.Fatal(err)
 	}
 	steps := clock.attribute(b, e.stepsOf(run))
@@ -633,7 +633,7 @@ func startChain(b *testing.B, e *engine) *chain {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := &chain{client: asynq.NewClient(redisOpt), queues: queue.Names(e.api.Deps.Namespace + "-bare"), done: make(chan time.Duration, 1)}
+	c := &chain{client: asynq.NewClient(redisOpt), queues: queue.Names(e.API.Deps.Namespace + "-bare"), done: make(chan time.Duration, 1)}
 	b.Cleanup(func() { _ = c.client.Close() })
 	srv := asynq.NewServer(redisOpt, asynq.Config{Concurrency: benchConcurrency, Queues: c.queues.Weights(),
 		TaskCheckInterval: worker.TaskCheckInterval, DelayedTaskCheckInterval: worker.DelayedTaskCheckInterval,

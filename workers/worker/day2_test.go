@@ -20,8 +20,8 @@ import (
 // deployed drafts and deploys a sandbox-vm stack with one db and apps app VMs and waits for it.
 func (e *engine) deployed(name string, apps int) string {
 	e.t.Helper()
-	stack := e.draft(name, apps)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft(name, apps)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		e.t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "deployed", 3*time.Minute)
@@ -31,7 +31,7 @@ func (e *engine) deployed(name string, apps int) string {
 // get returns the stack's detail and its ETag.
 func (e *engine) get(stack string) (map[string]any, string) {
 	e.t.Helper()
-	r := e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member})
+	r := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member})
 	if r.Status != 200 {
 		e.t.Fatalf("get stack: %d %s", r.Status, r.Body)
 	}
@@ -77,7 +77,7 @@ func editBody(stack map[string]any, change func(job string, ex map[string]any)) 
 // runs returns the stack's runs, newest first.
 func (e *engine) runs(stack string) []map[string]any {
 	var out []map[string]any
-	for _, r := range e.api.Do("GET", "/v1/stacks/"+stack+"/runs", apitest.Req{Token: e.member}).Map()["items"].([]any) {
+	for _, r := range e.API.Do("GET", "/v1/stacks/"+stack+"/runs", apitest.Req{Token: e.Member}).Map()["items"].([]any) {
 		out = append(out, r.(map[string]any))
 	}
 	return out
@@ -86,7 +86,7 @@ func (e *engine) runs(stack string) []map[string]any {
 // vmsByName are the sandbox's VMs by name.
 func (e *engine) vmsByName() map[string]map[string]any {
 	out := map[string]map[string]any{}
-	for _, vm := range e.sb.Cluster("demo").VMs() {
+	for _, vm := range e.Sandbox.Cluster("demo").VMs() {
 		out[vm.Name] = map[string]any{"vmid": vm.VMID, "node": vm.Node, "memory": vm.Config["memory"], "tags": vm.Tags, "status": vm.Status}
 	}
 	return out
@@ -101,7 +101,7 @@ func (e *engine) pauseControl() func() {
 		e.t.Fatal(err)
 	}
 	in := asynq.NewInspector(opt)
-	q := e.api.Deps.Queues.Control
+	q := e.API.Deps.Queues.Control
 	if err := in.PauseQueue(q); err != nil {
 		e.t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func entry(plan map[string]any, key string, i int) map[string]any {
 func (e *engine) gateLinesEmpty() {
 	e.t.Helper()
 	for _, node := range []string{"pve1", "pve2", "pve3"} {
-		st, err := e.api.Deps.Gate.Status(context.Background(), queue.GateNode(mustUUID(e.t, e.server), node))
+		st, err := e.API.Deps.Gate.Status(context.Background(), queue.GateNode(mustUUID(e.t, e.Server), node))
 		if err != nil || st.Holder != "" || len(st.Waiters) != 0 {
 			e.t.Fatalf("gate of %s: holder %q, line %v (%v); want free and empty", node, st.Holder, st.Waiters, err)
 		}
@@ -154,7 +154,7 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	_, etag := e.get(stack)
 
 	// Plain fields: no run, labels written as tags.
-	r := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag},
+	r := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag},
 		Body: map[string]any{"description": "the shop", "labels": []string{"lab", "blue"}}})
 	if r.Status != 200 || r.Map()["description"] != "the shop" {
 		t.Fatalf("plain edit: %d %s", r.Status, r.Body)
@@ -163,14 +163,14 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("a name/description/label edit started a run: %d runs", n)
 	}
 	testkit.Eventually(t, time.Minute, "the new label did not reach every VM as a tag", func() bool {
-		for _, vm := range e.sb.Cluster("demo").VMs() {
+		for _, vm := range e.Sandbox.Cluster("demo").VMs() {
 			if !contains(vm.Tags, "blue") {
 				return false
 			}
 		}
 		return true
 	})
-	if stale := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag},
+	if stale := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag},
 		Body: map[string]any{"description": "x"}}); stale.Status != 412 {
 		t.Fatalf("stale If-Match: %d %s", stale.Status, stale.Body)
 	}
@@ -185,7 +185,7 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	}
 
 	// The plan of raising one app's memory: that app, nothing else.
-	p := e.api.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.member, Body: raise("app", app1, "memory_mb", 1024)})
+	p := e.API.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.Member, Body: raise("app", app1, "memory_mb", 1024)})
 	if p.Status != 200 {
 		t.Fatalf("plan: %d %s", p.Status, p.Body)
 	}
@@ -202,7 +202,7 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	}
 	// The plan of raising the db's memory: the db, and the apps that depend on it.
 	db0 := executions(cur, "db")[0]["id"]
-	plan = e.api.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.member, Body: raise("db", db0, "memory_mb", 2048)}).Map()
+	plan = e.API.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.Member, Body: raise("db", db0, "memory_mb", 2048)}).Map()
 	if got := planEntries(plan, "order"); !reflect.DeepEqual(got, []string{"reapply db[0]", "dependent app[0]", "dependent app[1]"}) {
 		t.Fatalf("plan order %v", got)
 	}
@@ -219,11 +219,11 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	tooMany := editBody(cur, nil)
 	apps := tooMany["jobs"].(map[string]any)["app"].(map[string]any)
 	for len(apps["executions"].([]any)) < 6 {
-		apps["executions"] = append(apps["executions"].([]any), e.machine(3, nil))
+		apps["executions"] = append(apps["executions"].([]any), e.Machine(3, nil))
 	}
 	none := editBody(cur, nil)
 	none["jobs"].(map[string]any)["app"] = map[string]any{"executions": []any{}}
-	otherEnv := map[string]any{"environment_id": e.api.Do("POST", "/v1/environments", apitest.Req{Body: map[string]any{"name": "prod"}}).Map()["id"]}
+	otherEnv := map[string]any{"environment_id": e.API.Do("POST", "/v1/environments", apitest.Req{Body: map[string]any{"name": "prod"}}).Map()["id"]}
 	unconfirmed := raise("app", app1, "memory_mb", 1024)
 	for _, tc := range []struct {
 		name   string
@@ -237,7 +237,7 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 		{"not confirmed", unconfirmed, "confirm", 422},
 		{"parameter out of bounds", withConfirm(raise("app", app1, "memory_mb", 777)), "jobs.app.executions[1].parameters.memory_mb", 422},
 	} {
-		res := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: tc.body})
+		res := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: tc.body})
 		if res.Status != tc.status || !contains(res.Problem().Fields(), tc.field) {
 			t.Errorf("%s: %d %s, want %d naming %s", tc.name, res.Status, res.Body, tc.status, tc.field)
 		}
@@ -248,23 +248,23 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 
 	// Save: one run, app[1] alone re-applied; while it runs, no plan nor edit.
 	resume := e.pauseControl()
-	save := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, plan["version"])},
+	save := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, plan["version"])},
 		Body: withConfirm(raise("app", app1, "memory_mb", 1024))})
 	if save.Status != 202 || save.Map()["kind"] != "reapply" {
 		t.Fatalf("save: %d %s", save.Status, save.Body)
 	}
-	if busy := e.api.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.member, Body: raise("app", app1, "memory_mb", 2048)}); busy.Status != 409 {
+	if busy := e.API.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.Member, Body: raise("app", app1, "memory_mb", 2048)}); busy.Status != 409 {
 		t.Fatalf("plan during a run: %d %s, want 409", busy.Status, busy.Body)
 	}
 	_, busyTag := e.get(stack)
-	if busy := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": busyTag},
+	if busy := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": busyTag},
 		Body: map[string]any{"description": "during"}}); busy.Status != 409 {
 		t.Fatalf("edit during a run: %d %s, want 409", busy.Status, busy.Body)
 	}
 	resume()
 	e.waitState(stack, "deployed", 3*time.Minute)
 	// The plan was computed from a version the stack has moved past: saving it again is stale.
-	if stale := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, plan["version"])},
+	if stale := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, plan["version"])},
 		Body: withConfirm(raise("app", app1, "memory_mb", 2048))}); stale.Status != 412 {
 		t.Fatalf("saving a plan of a moved stack: %d %s, want 412", stale.Status, stale.Body)
 	}
@@ -282,7 +282,7 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 
 	// The db changes; its ip does not, so the apps are skipped as unchanged.
 	cur, etag = e.get(stack)
-	save = e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag},
+	save = e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag},
 		Body: withConfirm(raise("db", db0, "memory_mb", 2048))})
 	if save.Status != 202 {
 		t.Fatalf("save db: %d %s", save.Status, save.Body)
@@ -299,12 +299,12 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	if vms := e.vmsByName(); vms["edit-db-0"]["memory"] != "2048" {
 		t.Fatalf("db memory %v", vms["edit-db-0"]["memory"])
 	}
-	if n := len(e.sb.Cluster("demo").VMs()); n != 3 {
+	if n := len(e.Sandbox.Cluster("demo").VMs()); n != 3 {
 		t.Fatalf("%d VMs, want 3", n)
 	}
 
 	// Duplicate: the answers, not the addresses nor the generated secrets.
-	dup := e.api.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.member})
+	dup := e.API.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.Member})
 	if dup.Status != 201 {
 		t.Fatalf("duplicate: %d %s", dup.Status, dup.Body)
 	}
@@ -321,7 +321,7 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	if got := executions(copyOf, "app")[1]["parameters"].(map[string]any)["memory_mb"]; got != 1024.0 {
 		t.Fatalf("duplicated memory_mb %v, want 1024", got)
 	}
-	if again := e.api.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.member}); again.Status != 201 || again.Map()["name"] != "edit-copy-2" {
+	if again := e.API.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.Member}); again.Status != 201 || again.Map()["name"] != "edit-copy-2" {
 		t.Fatalf("second duplicate: %d %s, want the name edit-copy-2", again.Status, again.Body)
 	}
 	for _, tc := range []struct {
@@ -333,7 +333,7 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 		{"a team not the caller's", map[string]any{"team_id": uuid.NewString()}, 422},
 		{"an unknown field", map[string]any{"labels": []string{"x"}}, 422},
 	} {
-		if r := e.api.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.member, Body: tc.body}); r.Status != tc.status {
+		if r := e.API.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.Member, Body: tc.body}); r.Status != tc.status {
 			t.Errorf("duplicate with %s: %d %s, want %d", tc.name, r.Status, r.Body, tc.status)
 		}
 	}
@@ -348,7 +348,7 @@ func withConfirm(body map[string]any) map[string]any {
 func (e *engine) attachedTo(address string) string {
 	e.t.Helper()
 	var exec string
-	err := e.api.DB.QueryRow(context.Background(), `SELECT coalesce((SELECT execution_id::text FROM address_attachments WHERE address_id = $1), '')`,
+	err := e.API.DB.QueryRow(context.Background(), `SELECT coalesce((SELECT execution_id::text FROM address_attachments WHERE address_id = $1), '')`,
 		address).Scan(&exec)
 	if err != nil {
 		e.t.Fatal(err)
@@ -359,7 +359,7 @@ func (e *engine) attachedTo(address string) string {
 // workspaces lists the Terraform workspaces of a stack that hold state.
 func (e *engine) workspaces(stack string) []string {
 	e.t.Helper()
-	rows, err := e.api.DB.Query(context.Background(), `SELECT workspace FROM terraform_states WHERE workspace LIKE $1 AND state IS NOT NULL ORDER BY workspace`, "s"+stack+"-%")
+	rows, err := e.API.DB.Query(context.Background(), `SELECT workspace FROM terraform_states WHERE workspace LIKE $1 AND state IS NOT NULL ORDER BY workspace`, "s"+stack+"-%")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -381,9 +381,9 @@ func TestEditAddsRemovesAndReplacesExecutions(t *testing.T) {
 	cur, etag := e.get(stack)
 	oldApp := executions(cur, "app")[0]
 	body := editBody(cur, nil)
-	body["jobs"].(map[string]any)["app"] = map[string]any{"executions": []any{e.machine(2, nil), e.machine(3, map[string]any{"node": "pve2"})}}
+	body["jobs"].(map[string]any)["app"] = map[string]any{"executions": []any{e.Machine(2, nil), e.Machine(3, map[string]any{"node": "pve2"})}}
 
-	plan := e.api.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.member, Body: body}).Map()
+	plan := e.API.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.Member, Body: body}).Map()
 	if got := planEntries(plan, "order"); !reflect.DeepEqual(got, []string{"create app[1]", "create app[2]", "destroy app[0]"}) {
 		t.Fatalf("add-first plan order %v", got)
 	}
@@ -391,19 +391,19 @@ func TestEditAddsRemovesAndReplacesExecutions(t *testing.T) {
 		t.Fatalf("destroy cleanup %v, want [deregister]", cleanup)
 	}
 	addrs := plan["addresses"].(map[string]any)
-	if !reflect.DeepEqual(addrs["attach"], []any{e.addrs[2], e.addrs[3]}) || !reflect.DeepEqual(addrs["free"], []any{e.addrs[1]}) {
-		t.Fatalf("addresses %v, want attach %v free %v", addrs, e.addrs[2:4], e.addrs[1])
+	if !reflect.DeepEqual(addrs["attach"], []any{e.Addrs[2], e.Addrs[3]}) || !reflect.DeepEqual(addrs["free"], []any{e.Addrs[1]}) {
+		t.Fatalf("addresses %v, want attach %v free %v", addrs, e.Addrs[2:4], e.Addrs[1])
 	}
 	// Replacing the db, which is remove-first: the old one goes before the new one is built,
 	// and the apps that read its address run again after.
 	dbSwap := editBody(cur, nil)
-	dbSwap["jobs"].(map[string]any)["db"] = map[string]any{"executions": []any{e.machine(4, nil)}}
-	swap := e.api.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.member, Body: dbSwap}).Map()
+	dbSwap["jobs"].(map[string]any)["db"] = map[string]any{"executions": []any{e.Machine(4, nil)}}
+	swap := e.API.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.Member, Body: dbSwap}).Map()
 	if got := planEntries(swap, "order"); !reflect.DeepEqual(got, []string{"destroy db[0]", "create db[1]", "dependent app[0]"}) {
 		t.Fatalf("remove-first plan order %v", got)
 	}
 
-	if r := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: withConfirm(body)}); r.Status != 202 {
+	if r := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: withConfirm(body)}); r.Status != 202 {
 		t.Fatalf("save: %d %s", r.Status, r.Body)
 	}
 	done := e.waitState(stack, "deployed", 3*time.Minute)
@@ -411,11 +411,11 @@ func TestEditAddsRemovesAndReplacesExecutions(t *testing.T) {
 	if len(vms) != 3 || vms["grow-app-0"] != nil || vms["grow-app-1"] == nil || vms["grow-app-2"] == nil || vms["grow-db-0"] == nil {
 		t.Fatalf("VMs after the save: %v", vms)
 	}
-	if got := e.attachedTo(e.addrs[1]); got != "" {
+	if got := e.attachedTo(e.Addrs[1]); got != "" {
 		t.Fatalf("the removed app's address is still attached to %s", got)
 	}
 	apps := executions(done, "app")
-	if len(apps) != 2 || e.attachedTo(e.addrs[2]) != apps[0]["id"] || e.attachedTo(e.addrs[3]) != apps[1]["id"] {
+	if len(apps) != 2 || e.attachedTo(e.Addrs[2]) != apps[0]["id"] || e.attachedTo(e.Addrs[3]) != apps[1]["id"] {
 		t.Fatalf("new apps %v and their addresses", apps)
 	}
 	ws := e.workspaces(stack)
@@ -427,14 +427,14 @@ func TestEditAddsRemovesAndReplacesExecutions(t *testing.T) {
 	if cleanup < 0 || destroyed < 0 || cleanup > destroyed {
 		t.Fatalf("the cleanup script must run before the destroy:\n%s", log)
 	}
-	outs := e.api.Do("GET", "/v1/stacks/"+stack+"/outputs", apitest.Req{Token: e.member}).Map()["jobs"].(map[string]any)["app"].([]any)
+	outs := e.API.Do("GET", "/v1/stacks/"+stack+"/outputs", apitest.Req{Token: e.Member}).Map()["jobs"].(map[string]any)["app"].([]any)
 	for _, o := range outs {
 		if o.(map[string]any)["outputs"].(map[string]any)["app_url"] == nil {
 			t.Fatalf("a new app ran no script: %v", o)
 		}
 	}
 	var state string
-	if err := e.api.DB.QueryRow(context.Background(), `SELECT state FROM executions WHERE id = $1`, oldApp["id"]).Scan(&state); err != nil || state != "removed" {
+	if err := e.API.DB.QueryRow(context.Background(), `SELECT state FROM executions WHERE id = $1`, oldApp["id"]).Scan(&state); err != nil || state != "removed" {
 		t.Fatalf("the old app execution is %q (%v), want removed", state, err)
 	}
 }
@@ -445,9 +445,9 @@ func TestEditAddsRemovesAndReplacesExecutions(t *testing.T) {
 func TestEditFinishesAFailedStack(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
-	e.sb.FailNext("POST /nodes/{node}/qemu", 1, 500, "unable to create VM: out of disk space")
-	stack := e.draft("mend", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	e.Sandbox.FailNext("POST /nodes/{node}/qemu", 1, 500, "unable to create VM: out of disk space")
+	stack := e.Draft("mend", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "failed", 3*time.Minute)
@@ -461,14 +461,14 @@ func TestEditFinishesAFailedStack(t *testing.T) {
 			ex["parameters"].(map[string]any)["cores"] = 2
 		}
 	}))
-	plan := e.api.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.member, Body: body}).Map()
+	plan := e.API.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.Member, Body: body}).Map()
 	if got := planEntries(plan, "order"); !reflect.DeepEqual(got, []string{"reapply db[0]", "reapply app[0]"}) {
 		t.Fatalf("plan %v, want the failed db finished and the held app built", got)
 	}
 	if k := entry(plan, "reapply", 0)["because"].([]any)[0].(map[string]any)["kind"]; k != "unfinished" {
 		t.Fatalf("db because %v, want unfinished", k)
 	}
-	if r := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: body}); r.Status != 202 {
+	if r := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: body}); r.Status != 202 {
 		t.Fatalf("save: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "deployed", 3*time.Minute)
@@ -476,7 +476,7 @@ func TestEditFinishesAFailedStack(t *testing.T) {
 	if len(vms) != 2 || vms["mend-app-0"] == nil {
 		t.Fatalf("VMs %v", vms)
 	}
-	if cores := e.sb.Cluster("demo").VMs(); len(cores) == 2 {
+	if cores := e.Sandbox.Cluster("demo").VMs(); len(cores) == 2 {
 		for _, vm := range cores {
 			if vm.Name == "mend-app-0" && vm.Config["cores"] != "2" {
 				t.Fatalf("app cores %v, want 2", vm.Config["cores"])
@@ -495,26 +495,26 @@ func TestUpgradeTemplateDestroysRemovedJobsWithTheirOwnCode(t *testing.T) {
 	stack := e.deployed("lift", 1)
 	cur, etag := e.get(stack)
 
-	def := e.api.Do("GET", "/v1/templates/"+e.tmpl+"/versions/1", apitest.Req{}).Map()["definition"].(map[string]any)
+	def := e.API.Do("GET", "/v1/templates/"+e.Tmpl+"/versions/1", apitest.Req{}).Map()["definition"].(map[string]any)
 	def["phases"] = def["phases"].([]any)[:1]
 	def["actions"] = []any{}
-	commit := e.repo.Commit(map[string]string{"jobs/app/main.tf": "", "jobs/app/scripts/deregister.sh": "exit 1\n"})
-	if v := e.api.Do("POST", "/v1/templates/"+e.tmpl+"/versions", apitest.Req{Body: map[string]any{"definition": def}}); v.Status != 201 {
+	commit := e.Repo.Commit(map[string]string{"jobs/app/main.tf": "", "jobs/app/scripts/deregister.sh": "exit 1\n"})
+	if v := e.API.Do("POST", "/v1/templates/"+e.Tmpl+"/versions", apitest.Req{Body: map[string]any{"definition": def}}); v.Status != 201 {
 		t.Fatalf("version 2: %d %s", v.Status, v.Body)
 	}
-	other := e.api.Do("POST", "/v1/templates", apitest.Req{Body: map[string]any{"definition": map[string]any{"name": "other", "phases": def["phases"]}}})
+	other := e.API.Do("POST", "/v1/templates", apitest.Req{Body: map[string]any{"definition": map[string]any{"name": "other", "phases": def["phases"]}}})
 	if other.Status != 201 {
 		t.Fatalf("other template: %d %s", other.Status, other.Body)
 	}
 
-	plan := e.api.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.member, Body: map[string]any{"template_version": 2}}).Map()
+	plan := e.API.Do("POST", "/v1/stacks/"+stack+"/plan", apitest.Req{Token: e.Member, Body: map[string]any{"template_version": 2}}).Map()
 	if got := planEntries(plan, "order"); len(got) == 0 || got[0] != "destroy app[0]" {
 		t.Fatalf("upgrade plan %v, want the app destroyed first", got)
 	}
 	if k := entry(plan, "destroy", 0)["because"].([]any)[0].(map[string]any)["kind"]; k != "removed_from_template" {
 		t.Fatalf("destroy because %v", k)
 	}
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Token: e.member, Body: map[string]any{"version": 2}}); r.Status != 403 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Token: e.Member, Body: map[string]any{"version": 2}}); r.Status != 403 {
 		t.Fatalf("a member upgrades: %d", r.Status)
 	}
 	for _, tc := range []struct {
@@ -525,11 +525,11 @@ func TestUpgradeTemplateDestroysRemovedJobsWithTheirOwnCode(t *testing.T) {
 		{"a version that does not exist", map[string]any{"version": 9}},
 		{"the current version", map[string]any{"version": 1}},
 	} {
-		if r := e.api.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Body: tc.body}); r.Status != 422 {
+		if r := e.API.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Body: tc.body}); r.Status != 422 {
 			t.Errorf("%s: %d %s, want 422", tc.name, r.Status, r.Body)
 		}
 	}
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Headers: map[string]string{"If-Match": etag},
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Headers: map[string]string{"If-Match": etag},
 		Body: map[string]any{"version": 2}}); r.Status != 202 || r.Map()["kind"] != "upgrade" {
 		t.Fatalf("upgrade: %d %s", r.Status, r.Body)
 	}
@@ -559,7 +559,7 @@ func TestRemoveAndForceRemove(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
 	gone := e.deployed("gone", 1)
-	if r := e.api.Do("DELETE", "/v1/stacks/"+gone, apitest.Req{Token: e.member}); r.Status != 202 || r.Map()["kind"] != "remove" {
+	if r := e.API.Do("DELETE", "/v1/stacks/"+gone, apitest.Req{Token: e.Member}); r.Status != 202 || r.Map()["kind"] != "remove" {
 		t.Fatalf("remove: %d %s", r.Status, r.Body)
 	}
 	e.waitState(gone, "removed", 3*time.Minute)
@@ -571,46 +571,46 @@ func TestRemoveAndForceRemove(t *testing.T) {
 		t.Fatalf("cloud-init snippets left on the nodes: %v", left)
 	}
 	e.gateLinesEmpty()
-	for _, a := range e.addrs[:2] {
+	for _, a := range e.Addrs[:2] {
 		if got := e.attachedTo(a); got != "" {
 			t.Fatalf("address %s still attached to %s", a, got)
 		}
 	}
 	var ids, lines, activity int
 	ctx := context.Background()
-	_ = e.api.DB.QueryRow(ctx, `SELECT count(*) FROM vm_ids v JOIN executions x ON x.id = v.execution_id WHERE x.stack_id = $1`, gone).Scan(&ids)
-	_ = e.api.DB.QueryRow(ctx, `SELECT count(*) FROM log_lines WHERE stack_id = $1`, gone).Scan(&lines)
-	_ = e.api.DB.QueryRow(ctx, `SELECT count(*) FROM activity WHERE object_id = $1`, gone).Scan(&activity)
+	_ = e.API.DB.QueryRow(ctx, `SELECT count(*) FROM vm_ids v JOIN executions x ON x.id = v.execution_id WHERE x.stack_id = $1`, gone).Scan(&ids)
+	_ = e.API.DB.QueryRow(ctx, `SELECT count(*) FROM log_lines WHERE stack_id = $1`, gone).Scan(&lines)
+	_ = e.API.DB.QueryRow(ctx, `SELECT count(*) FROM activity WHERE object_id = $1`, gone).Scan(&activity)
 	if ids != 0 || lines != 0 || len(e.workspaces(gone)) != 0 || activity < 3 {
 		t.Fatalf("after removal: %d VM ids, %d log lines, workspaces %v, %d activity records", ids, lines, e.workspaces(gone), activity)
 	}
-	if r := e.api.Do("POST", "/v1/stacks/"+gone+"/force-remove", apitest.Req{}); r.Status != 409 {
+	if r := e.API.Do("POST", "/v1/stacks/"+gone+"/force-remove", apitest.Req{}); r.Status != 409 {
 		t.Fatalf("force-remove of a removed stack: %d", r.Status)
 	}
 
 	// A removal that fails: the sandbox refuses to delete VMs.
 	stuck := e.deployed("stuck", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stuck+"/force-remove", apitest.Req{Body: map[string]any{"confirm": true}}); r.Status != 409 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stuck+"/force-remove", apitest.Req{Body: map[string]any{"confirm": true}}); r.Status != 409 {
 		t.Fatalf("force-remove of a deployed stack: %d %s, want 409", r.Status, r.Body)
 	}
-	e.sb.FailNext("DELETE /nodes/{node}/qemu/{vmid}", 100, 500, "VM is in use by a backup job")
-	if r := e.api.Do("DELETE", "/v1/stacks/"+stuck, apitest.Req{Token: e.member}); r.Status != 202 {
+	e.Sandbox.FailNext("DELETE /nodes/{node}/qemu/{vmid}", 100, 500, "VM is in use by a backup job")
+	if r := e.API.Do("DELETE", "/v1/stacks/"+stuck, apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("remove: %d %s", r.Status, r.Body)
 	}
 	failed := e.waitState(stuck, "failed", 3*time.Minute)
 	if acts := stringsOf(failed["allowed_actions"]); !reflect.DeepEqual(acts, []string{"retry_failed", "remove"}) {
 		t.Fatalf("a failed removal offers %v to a member", acts)
 	}
-	if r := e.api.Do("POST", "/v1/stacks/"+stuck+"/deploy", apitest.Req{Token: e.member}); r.Status != 409 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stuck+"/deploy", apitest.Req{Token: e.Member}); r.Status != 409 {
 		t.Fatalf("deploy after a failed removal: %d, want 409", r.Status)
 	}
-	if r := e.api.Do("POST", "/v1/stacks/"+stuck+"/plan", apitest.Req{Token: e.member, Body: map[string]any{}}); r.Status != 409 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stuck+"/plan", apitest.Req{Token: e.Member, Body: map[string]any{}}); r.Status != 409 {
 		t.Fatalf("plan after a failed removal: %d, want 409", r.Status)
 	}
-	if r := e.api.Do("POST", "/v1/stacks/"+stuck+"/force-remove", apitest.Req{Token: e.member}); r.Status != 403 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stuck+"/force-remove", apitest.Req{Token: e.Member}); r.Status != 403 {
 		t.Fatalf("a member force-removes: %d, want 403", r.Status)
 	}
-	preview := e.api.Do("POST", "/v1/stacks/"+stuck+"/force-remove", apitest.Req{})
+	preview := e.API.Do("POST", "/v1/stacks/"+stuck+"/force-remove", apitest.Req{})
 	if preview.Status != 200 || preview.Map()["confirmed"] != false {
 		t.Fatalf("force-remove preview: %d %s", preview.Status, preview.Body)
 	}
@@ -623,34 +623,34 @@ func TestRemoveAndForceRemove(t *testing.T) {
 	}
 
 	// Retry finishes the removal once the sandbox deletes VMs again.
-	e.sb.FailNext("DELETE /nodes/{node}/qemu/{vmid}", 0, 0, "")
-	if r := e.api.Do("POST", "/v1/stacks/"+stuck+"/retry", apitest.Req{Token: e.member}); r.Status != 202 || r.Map()["kind"] != "remove" {
+	e.Sandbox.FailNext("DELETE /nodes/{node}/qemu/{vmid}", 0, 0, "")
+	if r := e.API.Do("POST", "/v1/stacks/"+stuck+"/retry", apitest.Req{Token: e.Member}); r.Status != 202 || r.Map()["kind"] != "remove" {
 		t.Fatalf("retry of a failed removal: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stuck, "removed", 3*time.Minute)
 
 	// Force-remove: a stack that failed to deploy, unlinked with its VMs left in place.
 	broken := e.deployed("broken", 1)
-	e.sb.FailNext("DELETE /nodes/{node}/qemu/{vmid}", 100, 500, "VM is in use by a backup job")
-	e.api.Do("DELETE", "/v1/stacks/"+broken, apitest.Req{Token: e.member})
+	e.Sandbox.FailNext("DELETE /nodes/{node}/qemu/{vmid}", 100, 500, "VM is in use by a backup job")
+	e.API.Do("DELETE", "/v1/stacks/"+broken, apitest.Req{Token: e.Member})
 	e.waitState(broken, "failed", 3*time.Minute)
-	before := len(e.sb.Cluster("demo").VMs())
-	r := e.api.Do("POST", "/v1/stacks/"+broken+"/force-remove", apitest.Req{Body: map[string]any{"confirm": true}})
+	before := len(e.Sandbox.Cluster("demo").VMs())
+	r := e.API.Do("POST", "/v1/stacks/"+broken+"/force-remove", apitest.Req{Body: map[string]any{"confirm": true}})
 	if r.Status != 200 || r.Map()["confirmed"] != true {
 		t.Fatalf("force-remove: %d %s", r.Status, r.Body)
 	}
 	if s, _ := e.get(broken); s["state"] != "removed" {
 		t.Fatalf("force-removed stack is %v", s["state"])
 	}
-	if n := len(e.sb.Cluster("demo").VMs()); n != before || n == 0 {
+	if n := len(e.Sandbox.Cluster("demo").VMs()); n != before || n == 0 {
 		t.Fatalf("force-remove destroyed VMs: %d before, %d after", before, n)
 	}
-	for _, a := range e.addrs[:2] {
+	for _, a := range e.Addrs[:2] {
 		if got := e.attachedTo(a); got != "" {
 			t.Fatalf("address %s still attached after force-remove", a)
 		}
 	}
-	dl := e.api.Do("GET", "/v1/stacks/"+broken+"/abandon-manifest", apitest.Req{})
+	dl := e.API.Do("GET", "/v1/stacks/"+broken+"/abandon-manifest", apitest.Req{})
 	if dl.Status != 200 || !strings.Contains(dl.Header.Get("Content-Disposition"), "attachment") {
 		t.Fatalf("manifest download: %d %v", dl.Status, dl.Header)
 	}
@@ -658,7 +658,7 @@ func TestRemoveAndForceRemove(t *testing.T) {
 	if vm["vm_id"] == nil || vm["node"] == "" || vm["pool"] != "dev" || len(vm["tags"].([]any)) == 0 {
 		t.Fatalf("manifest VM %v: want id, node, pool and tags", vm)
 	}
-	if r := e.api.Do("GET", "/v1/stacks/"+gone+"/abandon-manifest", apitest.Req{}); r.Status != 404 {
+	if r := e.API.Do("GET", "/v1/stacks/"+gone+"/abandon-manifest", apitest.Req{}); r.Status != 404 {
 		t.Fatalf("manifest of a stack removed normally: %d, want 404", r.Status)
 	}
 }
@@ -676,7 +676,7 @@ func TestEditsRoundTrip(t *testing.T) {
 	for job, j := range d["jobs"].(map[string]any) {
 		asShown["jobs"].(map[string]any)[job] = j
 	}
-	r := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: asShown})
+	r := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: asShown})
 	if r.Status != 200 {
 		t.Fatalf("the stack sent back as GET shows it: %d %s, want 200 (nothing to apply)", r.Status, r.Body)
 	}
@@ -684,7 +684,7 @@ func TestEditsRoundTrip(t *testing.T) {
 	app := executions(d, "app")[0]
 
 	wrong := map[string]any{"jobs": map[string]any{"app": map[string]any{"executions": []any{map[string]any{"id": app["id"], "vm_id": 4242}}}}, "confirm": true}
-	r = e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: wrong})
+	r = e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: wrong})
 	if r.Status != 422 || !strings.Contains(strings.Join(r.Problem().Fields(), " "), "jobs.app.executions[0].vm_id") {
 		t.Fatalf("a changed vm_id: %d %s, want 422 naming it", r.Status, r.Body)
 	}
@@ -692,9 +692,9 @@ func TestEditsRoundTrip(t *testing.T) {
 	// Only the id and one parameter; and a new execution with only what has several options.
 	partial := map[string]any{"confirm": true, "jobs": map[string]any{"app": map[string]any{"executions": []any{
 		map[string]any{"id": app["id"], "parameters": map[string]any{"cores": 2}},
-		map[string]any{"address_id": e.addrs[5], "node": "pve2", "pool": "dev"},
+		map[string]any{"address_id": e.Addrs[5], "node": "pve2", "pool": "dev"},
 	}}}}
-	r = e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: partial})
+	r = e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: partial})
 	if r.Status != 202 {
 		t.Fatalf("a partial edit: %d %s", r.Status, r.Body)
 	}
@@ -709,7 +709,7 @@ func TestEditsRoundTrip(t *testing.T) {
 		params["admin_password"] == nil {
 		t.Fatalf("app[0] after changing its cores only: %v (before: %v)", kept, app)
 	}
-	if added["ssh_key_id"] != e.key || added["proxmox_server_id"] != e.server {
+	if added["ssh_key_id"] != e.Key || added["proxmox_server_id"] != e.Server {
 		t.Fatalf("the added execution's single-option answers were not preselected: %v", added)
 	}
 }

@@ -16,21 +16,21 @@ import (
 func TestDeployBuildsTheStack(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
-	stack := e.draft("shop", 2)
-	d := e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member}).Map()
+	stack := e.Draft("shop", 2)
+	d := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map()
 	if len(d["problems"].([]any)) != 0 {
 		t.Fatalf("a complete draft has problems: %v", d["problems"])
 	}
-	r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member, Headers: map[string]string{"Idempotency-Key": "deploy-1"}})
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member, Headers: map[string]string{"Idempotency-Key": "deploy-1"}})
 	if r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	run := r.Map()
-	again := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member, Headers: map[string]string{"Idempotency-Key": "deploy-1"}})
+	again := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member, Headers: map[string]string{"Idempotency-Key": "deploy-1"}})
 	if again.Status != 202 || again.Map()["id"] != run["id"] {
 		t.Fatalf("a retried deploy with the same key: %d %s, want the same run", again.Status, again.Body)
 	}
-	if busy := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); busy.Status != 409 {
+	if busy := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); busy.Status != 409 {
 		t.Fatalf("a second deploy while the first runs: %d, want 409", busy.Status)
 	}
 
@@ -38,7 +38,7 @@ func TestDeployBuildsTheStack(t *testing.T) {
 	if acts := final["allowed_actions"].([]any); len(acts) == 0 || final["current_run"] != nil {
 		t.Fatalf("deployed stack: actions %v, current run %v", acts, final["current_run"])
 	}
-	vms := e.sb.Cluster("demo").VMs()
+	vms := e.Sandbox.Cluster("demo").VMs()
 	if len(vms) != 3 {
 		t.Fatalf("sandbox has %d VMs, want 3: %+v", len(vms), vms)
 	}
@@ -55,7 +55,7 @@ func TestDeployBuildsTheStack(t *testing.T) {
 		}
 	}
 
-	outs := e.api.Do("GET", "/v1/stacks/"+stack+"/outputs", apitest.Req{Token: e.member}).Map()["jobs"].(map[string]any)
+	outs := e.API.Do("GET", "/v1/stacks/"+stack+"/outputs", apitest.Req{Token: e.Member}).Map()["jobs"].(map[string]any)
 	app0 := outs["app"].([]any)[0].(map[string]any)["outputs"].(map[string]any)
 	if app0["app_url"] == nil || app0["api_key"].(map[string]any)["secret"] != true || app0["ip"] == nil {
 		t.Fatalf("app outputs: %v", app0)
@@ -63,12 +63,12 @@ func TestDeployBuildsTheStack(t *testing.T) {
 	if db := outs["db"].([]any)[0].(map[string]any)["outputs"].(map[string]any); db["ip"] == nil || db["vm_id"] == nil {
 		t.Fatalf("db outputs: %v", db)
 	}
-	rev := e.api.Do("POST", "/v1/stacks/"+stack+"/outputs/app/0/api_key/reveal", apitest.Req{Token: e.member})
+	rev := e.API.Do("POST", "/v1/stacks/"+stack+"/outputs/app/0/api_key/reveal", apitest.Req{Token: e.Member})
 	if rev.Status != 200 || rev.Map()["value"] == "" || rev.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("reveal: %d %s", rev.Status, rev.Body)
 	}
 	var reveals int
-	if err := e.api.DB.QueryRow(t.Context(), `SELECT count(*) FROM activity WHERE action = 'stack.output.reveal'`).Scan(&reveals); err != nil || reveals != 1 {
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT count(*) FROM activity WHERE action = 'stack.output.reveal'`).Scan(&reveals); err != nil || reveals != 1 {
 		t.Fatalf("reveals recorded: %d (%v)", reveals, err)
 	}
 
@@ -78,7 +78,7 @@ func TestDeployBuildsTheStack(t *testing.T) {
 			t.Errorf("card %s: %v", k, cards[k])
 		}
 	}
-	hist := e.api.Do("GET", "/v1/stacks/"+stack+"/history", apitest.Req{Token: e.member}).Map()["items"].([]any)
+	hist := e.API.Do("GET", "/v1/stacks/"+stack+"/history", apitest.Req{Token: e.Member}).Map()["items"].([]any)
 	var path []string
 	for _, h := range hist {
 		path = append(path, h.(map[string]any)["to"].(string))

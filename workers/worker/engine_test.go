@@ -2,12 +2,8 @@ package worker_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,12 +12,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
-	"golang.org/x/crypto/ssh"
 
 	"horizon/deploy/sandbox/pve"
-	"horizon/deploy/sandbox/pve/pvetest"
 	"horizon/functions/apitest"
-	"horizon/shared/auth"
+	"horizon/functions/apitest/labtest"
 	"horizon/shared/logstream"
 	"horizon/shared/proxmox"
 	"horizon/shared/secrets"
@@ -30,22 +24,13 @@ import (
 	"horizon/workers/worker"
 )
 
-// engine is Horizon running for one test: the API, the workers in process, the Proxmox sandbox
-// registered in an environment, a team with a member, and the sandbox-vm example template
-// published from a git repository of the test's own.
+// engine is Horizon running for one test: the lab (labtest: the API, the Proxmox sandbox
+// registered in an environment, a team with a member, the sandbox-vm example template) and the
+// workers in process.
 type engine struct {
+	*labtest.Lab
 	t      testing.TB
-	api    *apitest.Server
-	sb     *pvetest.Sandbox
 	worker *worker.Worker
-	member string // a member's token
-	team   string
-	env    string
-	server string
-	key    string // the member's SSH key
-	tmpl   string
-	addrs  []string // free addresses of the environment's network, in order
-	repo   *testkit.GitRepo
 	// workRoot holds the workers' Terraform work dirs.
 	workRoot string
 }
@@ -66,51 +51,10 @@ type engineOpts struct {
 
 func newEngine(t testing.TB, o engineOpts) *engine {
 	t.Helper()
-	e := &engine{t: t}
-	e.api = apitest.New(t, nil)
-	e.sb = pvetest.Start(t, func(c *pve.Config) {
-		c.TaskDuration = 20 * time.Millisecond
-		if o.vmSSHPort != 0 {
-			c.VMSSHPort = o.vmSSHPort
-		}
-		if o.sandbox != nil {
-			o.sandbox(c)
-		}
-	})
+	e := &engine{t: t, Lab: labtest.New(t, labtest.Options{Sandbox: o.sandbox, VMSSHPort: o.vmSSHPort, Override: o.override})}
 	if !o.noWorker {
 		e.startWorker(o)
 	}
-
-	srv := e.api.Do("POST", "/v1/proxmox-servers", apitest.Req{Body: e.sb.Registration("demo", "sandbox")})
-	if srv.Status != 201 {
-		t.Fatalf("register the sandbox: %d %s", srv.Status, srv.Body)
-	}
-	e.server = srv.Map()["id"].(string)
-	// A loopback network of the test's own: VMs of parallel tests must not share addresses.
-	b, _ := rand.Int(rand.Reader, big.NewInt(200))
-	c, _ := rand.Int(rand.Reader, big.NewInt(250))
-	prefix := fmt.Sprintf("127.%d.%d", 20+b.Int64(), 1+c.Int64())
-	net := e.api.Do("POST", "/v1/networks", apitest.Req{Body: map[string]any{"name": "loop", "cidr": prefix + ".0/24", "gateway": prefix + ".1",
-		"dns": []string{"127.0.0.53"}, "bridge": "vmbr0"}})
-	if net.Status != 201 {
-		t.Fatalf("network: %d %s", net.Status, net.Body)
-	}
-	netID := net.Map()["id"].(string)
-	for i := 10; i < 20; i++ {
-		a := e.api.Do("POST", "/v1/networks/"+netID+"/addresses", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("vm-%d", i), "ip": fmt.Sprintf("%s.%d", prefix, i)}})
-		e.addrs = append(e.addrs, a.Map()["id"].(string))
-	}
-	env := e.api.Do("POST", "/v1/environments", apitest.Req{Body: map[string]any{"name": "lab", "network_ids": []string{netID}, "proxmox_server_ids": []string{e.server}}})
-	e.env = env.Map()["id"].(string)
-	team := e.api.NewTeam("ops")
-	e.team = team.String()
-	_, e.member = e.api.NewUser(auth.RoleMember, team)
-	pub, _, _ := ed25519.GenerateKey(rand.Reader)
-	sshPub, _ := ssh.NewPublicKey(pub)
-	key := e.api.Do("POST", "/v1/ssh-keys", apitest.Req{Token: e.member, Body: map[string]any{"name": "laptop",
-		"public_key": strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))}})
-	e.key = key.Map()["id"].(string)
-	e.repo, e.tmpl = e.publish("sandbox-vm", o.override)
 	return e
 }
 
@@ -136,7 +80,7 @@ func (e *engine) startWorker(o engineOpts) {
 	if concurrency == 0 {
 		concurrency = 8
 	}
-	d := e.api.Deps
+	d := e.API.Deps
 	if e.workRoot == "" {
 		e.workRoot = t.TempDir()
 	}
@@ -155,44 +99,13 @@ func (e *engine) startWorker(o engineOpts) {
 	e.worker = w
 }
 
-// publish commits an example to a new git repository and registers it as a template whose
-// sources point there.
-func (e *engine) publish(example string, override map[string]string) (*testkit.GitRepo, string) {
-	t := e.t
-	dir := filepath.Join("..", "..", "deploy", "examples", example)
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range override {
-		files[k] = v
-	}
-	repo := testkit.NewGitRepo(t)
-	repo.Commit(files)
-	def := strings.ReplaceAll(files["template.yaml"], "https://git.example.org/horizon/sandbox-vm.git", repo.URL)
-	r := e.api.Do("POST", "/v1/templates", apitest.Req{Body: map[string]any{"definition": def}})
-	if r.Status != 201 {
-		t.Fatalf("template: %d %s", r.Status, r.Body)
-	}
-	return repo, r.Map()["id"].(string)
-}
-
 // appScript is the sandbox-vm example's app script, in its repository.
 const appScript = "jobs/app/scripts/configure.sh"
 
 // exampleFile reads a file of the sandbox-vm example.
 func exampleFile(t testing.TB, rel string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", "sandbox-vm", rel))
+	b, err := os.ReadFile(filepath.Join(labtest.ExampleDir("sandbox-vm"), rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,36 +118,11 @@ func appScriptWith(t testing.TB, lines string) string {
 	return strings.Replace(exampleFile(t, appScript), "set -euo pipefail\n", "set -euo pipefail\n"+lines, 1)
 }
 
-// machine is a machine execution's answers with the lab's attachments.
-func (e *engine) machine(addr int, extra map[string]any) map[string]any {
-	m := map[string]any{"address_id": e.addrs[addr], "ssh_key_id": e.key, "proxmox_server_id": e.server, "node": "pve1", "pool": "dev"}
-	for k, v := range extra {
-		m[k] = v
-	}
-	return m
-}
-
-// draft creates a draft of the sandbox-vm template with one db and n app executions.
-func (e *engine) draft(name string, apps int) string {
-	t := e.t
-	var app []map[string]any
-	for i := 0; i < apps; i++ {
-		app = append(app, e.machine(1+i, map[string]any{"node": []string{"pve1", "pve2", "pve3"}[i%3]}))
-	}
-	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: e.member, Body: map[string]any{"team_id": e.team, "name": name,
-		"environment_id": e.env, "template_id": e.tmpl, "template_version": 1, "labels": []string{"lab"},
-		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.machine(0, nil)}}, "app": map[string]any{"executions": app}}}})
-	if r.Status != 201 {
-		t.Fatalf("draft: %d %s", r.Status, r.Body)
-	}
-	return r.Map()["id"].(string)
-}
-
 // waitState waits until the stack reaches state and returns its detail. When it does not,
 // the test fails showing the stack's pipeline and deploy log.
 func (e *engine) waitState(stack, state string, within time.Duration) map[string]any {
 	e.t.Helper()
-	return e.waitStateAs(e.member, stack, state, within)
+	return e.waitStateAs(e.Member, stack, state, within)
 }
 
 // waitStateAs is waitState for a stack the member with token may read.
@@ -243,7 +131,7 @@ func (e *engine) waitStateAs(token, stack, state string, within time.Duration) m
 	var last map[string]any
 	deadline := time.Now().Add(within)
 	for {
-		last = e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: token}).Map()
+		last = e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: token}).Map()
 		if last["state"] == state {
 			return last
 		}
@@ -256,7 +144,7 @@ func (e *engine) waitStateAs(token, stack, state string, within time.Duration) m
 
 // proxmox is a client of the sandbox cluster "demo", for acting on it as an operator would.
 func (e *engine) proxmox() *proxmox.Client {
-	c := e.sb.Cluster("demo")
+	c := e.Sandbox.Cluster("demo")
 	pc, err := proxmox.New(proxmox.Config{URL: c.URL(), TokenID: c.TokenID(), TokenSecret: secrets.Value(c.TokenSecret()), Fingerprint: c.CertFingerprint()})
 	if err != nil {
 		e.t.Fatal(err)
@@ -266,7 +154,7 @@ func (e *engine) proxmox() *proxmox.Client {
 
 // logText is the stack's deploy log as stored in Postgres.
 func (e *engine) logText(stack string) string {
-	rows, err := e.api.DB.Query(context.Background(), `SELECT job, fd, text FROM log_lines WHERE stack_id = $1 ORDER BY run_id, stream_ms, stream_seq`, stack)
+	rows, err := e.API.DB.Query(context.Background(), `SELECT job, fd, text FROM log_lines WHERE stack_id = $1 ORDER BY run_id, stream_ms, stream_seq`, stack)
 	if err != nil {
 		return err.Error()
 	}
@@ -290,7 +178,7 @@ func (l testLog) Write(p []byte) (int, error) {
 // pipeline returns the stack's latest pipeline as card states by "job[n]".
 func (e *engine) pipeline(stack string) map[string]map[string]any {
 	cards := map[string]map[string]any{}
-	p := e.api.Do("GET", "/v1/stacks/"+stack+"/pipeline", apitest.Req{Token: e.member}).Map()
+	p := e.API.Do("GET", "/v1/stacks/"+stack+"/pipeline", apitest.Req{Token: e.Member}).Map()
 	for _, col := range p["columns"].([]any) {
 		for _, c := range col.(map[string]any)["cards"].([]any) {
 			card := c.(map[string]any)

@@ -18,23 +18,23 @@ import (
 func TestCancelInterruptsAHungBuild(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
-	e.sb.HangTasks("qmcreate")
-	t.Cleanup(func() { e.sb.ReleaseTasks("qmcreate") })
-	stack := e.draft("hang", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	e.Sandbox.HangTasks("qmcreate")
+	t.Cleanup(func() { e.Sandbox.ReleaseTasks("qmcreate") })
+	stack := e.Draft("hang", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	testkit.Eventually(t, 2*time.Minute, "the db build did not start", func() bool {
-		return e.pipeline(stack)["db[0]"]["state"] == "running" && len(e.sb.Cluster("demo").VMs()) > 0
+		return e.pipeline(stack)["db[0]"]["state"] == "running" && len(e.Sandbox.Cluster("demo").VMs()) > 0
 	})
-	r := e.api.Do("POST", "/v1/stacks/"+stack+"/cancel", apitest.Req{Token: e.member})
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/cancel", apitest.Req{Token: e.Member})
 	if r.Status != 202 || r.Map()["state"] != "canceling" {
 		t.Fatalf("cancel: %d %s", r.Status, r.Body)
 	}
 	started := time.Now()
 	final := e.waitState(stack, "failed", time.Minute)
 	t.Logf("cancel to failed: %s", time.Since(started).Round(time.Millisecond))
-	runs := e.api.Do("GET", "/v1/stacks/"+stack+"/runs", apitest.Req{Token: e.member}).Map()["items"].([]any)
+	runs := e.API.Do("GET", "/v1/stacks/"+stack+"/runs", apitest.Req{Token: e.Member}).Map()["items"].([]any)
 	if runs[0].(map[string]any)["state"] != "canceled" {
 		t.Fatalf("run: %v", runs[0])
 	}
@@ -45,7 +45,7 @@ func TestCancelInterruptsAHungBuild(t *testing.T) {
 	if !contains(stringsOf(final["allowed_actions"]), "retry_failed") {
 		t.Fatalf("a canceled stack offers %v, want a retry", final["allowed_actions"])
 	}
-	status, err := e.api.Deps.Gate.Status(context.Background(), queue.GateNode(mustUUID(t, e.server), "pve1"))
+	status, err := e.API.Deps.Gate.Status(context.Background(), queue.GateNode(mustUUID(t, e.Server), "pve1"))
 	if err != nil || status.Holder != "" {
 		t.Fatalf("the node gate is still held by %q (%v) after the run ended", status.Holder, err)
 	}
@@ -57,13 +57,13 @@ func TestCancelInterruptsAHungBuild(t *testing.T) {
 func TestChangedHostKeyFailsBeforeUploading(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
-	pinned := e.sb.Cluster("demo").Node("pve1").HostKeyFingerprint()
-	presented, err := e.sb.Cluster("demo").RotateHostKey("pve1")
+	pinned := e.Sandbox.Cluster("demo").Node("pve1").HostKeyFingerprint()
+	presented, err := e.Sandbox.Cluster("demo").RotateHostKey("pve1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack := e.draft("keys", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft("keys", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "failed", 2*time.Minute)
@@ -75,10 +75,10 @@ func TestChangedHostKeyFailsBeforeUploading(t *testing.T) {
 	if app := e.pipeline(stack)["app[0]"]; app["state"] != "held" {
 		t.Fatalf("app card %v, want held (an earlier phase failed)", app["state"])
 	}
-	if n := len(e.sb.Cluster("demo").Node("pve1").Uploads()); n != 0 {
+	if n := len(e.Sandbox.Cluster("demo").Node("pve1").Uploads()); n != 0 {
 		t.Fatalf("%d uploads reached the node with the changed key", n)
 	}
-	if len(e.sb.Cluster("demo").VMs()) != 0 {
+	if len(e.Sandbox.Cluster("demo").VMs()) != 0 {
 		t.Fatal("a VM was created though its cloud-init could not be uploaded")
 	}
 }
@@ -88,16 +88,16 @@ func TestChangedHostKeyFailsBeforeUploading(t *testing.T) {
 func TestReconcilerRecoversARunRedisLost(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{noWorker: true})
-	stack := e.draft("lost", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft("lost", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	ctx := context.Background()
 	// Everything Asynq holds for this installation is gone, as after a FLUSHALL.
-	iter := e.api.Redis.Scan(ctx, 0, "asynq:{"+e.api.Deps.Namespace+"*", 1000).Iterator()
+	iter := e.API.Redis.Scan(ctx, 0, "asynq:{"+e.API.Deps.Namespace+"*", 1000).Iterator()
 	deleted := 0
 	for iter.Next(ctx) {
-		e.api.Redis.Del(ctx, iter.Val())
+		e.API.Redis.Del(ctx, iter.Val())
 		deleted++
 	}
 	if deleted == 0 {
@@ -118,8 +118,8 @@ func TestFailedScriptAndRetries(t *testing.T) {
 	t.Parallel()
 	broken := appScriptWith(t, "if [ \"$HORIZON_EXECUTION\" = 1 ]; then echo 'progress: 50%' >&2; echo \"configure: the license server refused key $admin_password\" >&2; exit 3; fi\n")
 	e := newEngine(t, engineOpts{override: map[string]string{appScript: broken}})
-	stack := e.draft("flaky", 2)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft("flaky", 2)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	failed := e.waitState(stack, "failed", 3*time.Minute)
@@ -135,7 +135,7 @@ func TestFailedScriptAndRetries(t *testing.T) {
 		t.Fatalf("actions %v", failed["allowed_actions"])
 	}
 
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.member, Body: map[string]any{"mode": "failed"}}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.Member, Body: map[string]any{"mode": "failed"}}); r.Status != 202 {
 		t.Fatalf("retry: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "failed", 3*time.Minute)
@@ -144,8 +144,8 @@ func TestFailedScriptAndRetries(t *testing.T) {
 		t.Fatalf("retry cards: %v %v %v", cards["db[0]"]["state"], cards["app[0]"]["state"], cards["app[1]"]["state"])
 	}
 
-	fixed := e.repo.Commit(map[string]string{appScript: exampleFile(t, appScript)})
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.member, Body: map[string]any{"mode": "force"}}); r.Status != 202 {
+	fixed := e.Repo.Commit(map[string]string{appScript: exampleFile(t, appScript)})
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.Member, Body: map[string]any{"mode": "force"}}); r.Status != 202 {
 		t.Fatalf("force retry: %d %s", r.Status, r.Body)
 	}
 	done := e.waitState(stack, "deployed", 3*time.Minute)
@@ -158,7 +158,7 @@ func TestFailedScriptAndRetries(t *testing.T) {
 			t.Errorf("app execution pinned to %v, want the fix %s", c, fixed)
 		}
 	}
-	if n := len(e.sb.Cluster("demo").VMs()); n != 3 {
+	if n := len(e.Sandbox.Cluster("demo").VMs()); n != 3 {
 		t.Fatalf("%d VMs after the retries, want 3 (no duplicate)", n)
 	}
 }
@@ -187,8 +187,8 @@ output "vm_id" { value = 0 }
 output "node" { value = "" }
 `
 	e := newEngine(t, engineOpts{override: map[string]string{"jobs/vm/main.tf": broken, "jobs/vm/outputs.tf": outputs}})
-	stack := e.draft("broken", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft("broken", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "failed", 3*time.Minute)
@@ -196,7 +196,7 @@ output "node" { value = "" }
 	if msg, _ := e.pipeline(stack)["db[0]"]["error"].(string); msg != want {
 		t.Fatalf("the failed card's error is %q, want %q", msg, want)
 	}
-	hist := e.api.Do("GET", "/v1/stacks/"+stack+"/history", apitest.Req{Token: e.member}).Map()["items"].([]any)
+	hist := e.API.Do("GET", "/v1/stacks/"+stack+"/history", apitest.Req{Token: e.Member}).Map()["items"].([]any)
 	if last := hist[len(hist)-1].(map[string]any); last["to"] != "failed" || !strings.Contains(fmt.Sprint(last["error"]), "db module is broken at this commit") {
 		t.Fatalf("the history's failure: %v", last)
 	}
@@ -215,8 +215,8 @@ func TestModulesTrustTheClusterAsHorizonDoes(t *testing.T) {
 }
 `
 	e := newEngine(t, engineOpts{override: map[string]string{"jobs/vm/trust.tf": trust}})
-	stack := e.draft("trusting", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft("trusting", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "deployed", 3*time.Minute)

@@ -16,22 +16,22 @@ func TestBuildsOnOneNodeWaitTheirTurn(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
 	first, second := e.draftOn("first", 0, "pve1"), e.draftOn("second", 2, "pve1")
-	e.sb.HangTasks("qmcreate")
+	e.Sandbox.HangTasks("qmcreate")
 	released := false
 	release := func() {
 		if !released {
-			e.sb.ReleaseTasks("qmcreate")
+			e.Sandbox.ReleaseTasks("qmcreate")
 			released = true
 		}
 	}
 	t.Cleanup(release)
-	if r := e.api.Do("POST", "/v1/stacks/"+first+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+first+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy first: %d %s", r.Status, r.Body)
 	}
 	testkit.Eventually(t, time.Minute, "the first build did not start", func() bool {
 		return e.pipeline(first)["db[0]"]["state"] == "running"
 	})
-	if r := e.api.Do("POST", "/v1/stacks/"+second+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+second+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy second: %d %s", r.Status, r.Body)
 	}
 	var card map[string]any
@@ -53,7 +53,7 @@ func TestBuildsOnOneNodeWaitTheirTurn(t *testing.T) {
 	if gw := e.pipeline(second)["db[0]"]["gate_wait_ms"].(float64); gw <= 0 {
 		t.Fatalf("the second build's gate wait is %v ms, want the time it waited; stack %v", gw, done["state"])
 	}
-	if n := len(e.sb.Cluster("demo").VMs()); n != 4 {
+	if n := len(e.Sandbox.Cluster("demo").VMs()); n != 4 {
 		t.Fatalf("%d VMs, want 4", n)
 	}
 }
@@ -71,7 +71,7 @@ func TestConcurrentDeploysStartOneRun(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				statuses[i] = e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member,
+				statuses[i] = e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member,
 					Headers: map[string]string{"Idempotency-Key": stack + string(rune('0'+i))}}).Status
 			}()
 		}
@@ -80,7 +80,7 @@ func TestConcurrentDeploysStartOneRun(t *testing.T) {
 			t.Fatalf("round %d: statuses %v, want one 202 and one 409", round, statuses)
 		}
 		var runs int
-		if err := e.api.DB.QueryRow(t.Context(), `SELECT count(*) FROM runs WHERE stack_id = $1`, stack).Scan(&runs); err != nil || runs != 1 {
+		if err := e.API.DB.QueryRow(t.Context(), `SELECT count(*) FROM runs WHERE stack_id = $1`, stack).Scan(&runs); err != nil || runs != 1 {
 			t.Fatalf("round %d: %d runs (%v), want 1", round, runs, err)
 		}
 	}
@@ -90,10 +90,10 @@ func TestConcurrentDeploysStartOneRun(t *testing.T) {
 func (e *engine) draftOn(name string, addr int, node string) string {
 	t := e.t
 	t.Helper()
-	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: e.member, Body: map[string]any{"team_id": e.team, "name": name,
-		"environment_id": e.env, "template_id": e.tmpl, "template_version": 1,
-		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.machine(addr, map[string]any{"node": node})}},
-			"app": map[string]any{"executions": []any{e.machine(addr+1, map[string]any{"node": node})}}}}})
+	r := e.API.Do("POST", "/v1/stacks", apitest.Req{Token: e.Member, Body: map[string]any{"team_id": e.Team, "name": name,
+		"environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
+		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(addr, map[string]any{"node": node})}},
+			"app": map[string]any{"executions": []any{e.Machine(addr+1, map[string]any{"node": node})}}}}})
 	if r.Status != 201 {
 		t.Fatalf("draft: %d %s", r.Status, r.Body)
 	}

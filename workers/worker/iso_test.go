@@ -24,6 +24,7 @@ import (
 	"horizon/deploy/sandbox/pve"
 	"horizon/deploy/sandbox/pve/pvetest"
 	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
 	"horizon/shared/proxmox"
 	"horizon/shared/secrets"
 )
@@ -40,20 +41,20 @@ type isoEnv struct {
 
 func newISOEngine(t *testing.T, o engineOpts) *isoEnv {
 	t.Helper()
-	e := &isoEnv{engine: &engine{t: t}}
-	e.api = apitest.New(t, nil)
-	e.sb = pvetest.Start(t, func(c *pve.Config) {
+	e := &isoEnv{engine: &engine{t: t, Lab: &labtest.Lab{T: t}}}
+	e.API = apitest.New(t, nil)
+	e.Sandbox = pvetest.Start(t, func(c *pve.Config) {
 		c.TaskDuration = 20 * time.Millisecond
 		if o.sandbox != nil {
 			o.sandbox(c)
 		}
 	})
 	e.startWorker(o)
-	srv := e.api.Do("POST", "/v1/proxmox-servers", apitest.Req{Body: e.sb.Registration("demo", "lab")})
+	srv := e.API.Do("POST", "/v1/proxmox-servers", apitest.Req{Body: e.Sandbox.Registration("demo", "lab")})
 	if srv.Status != 201 {
 		t.Fatalf("register the sandbox: %d %s", srv.Status, srv.Body)
 	}
-	e.server = srv.Map()["id"].(string)
+	e.Server = srv.Map()["id"].(string)
 
 	e.image = make([]byte, 64<<10)
 	copy(e.image, "QFI\xfb")
@@ -74,7 +75,7 @@ func newISOEngine(t *testing.T, o engineOpts) *isoEnv {
 	e.prefix = fmt.Sprintf("127.%d.%d", 20+b.Int64(), 1+c.Int64())
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
 	sshPub, _ := ssh.NewPublicKey(pub)
-	e.key = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+	e.Key = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
 	return e
 }
 
@@ -97,7 +98,7 @@ func (e *isoEnv) cloudImage(vmid, clones int) map[string]any {
 			"tpm": true, "disk": map[string]any{"storage": "local-lvm", "size_gb": 32, "ssd": true},
 			"gpu":     []any{map[string]any{"device": "0000:01:00.0", "pcie": true, "primary_gpu": true}},
 			"network": map[string]any{"bridge": "vmbr0", "vlan": 20}, "agent": true},
-		"cloud_init": map[string]any{"user": "ubuntu", "ssh_authorized_keys": []string{e.key},
+		"cloud_init": map[string]any{"user": "ubuntu", "ssh_authorized_keys": []string{e.Key},
 			"vendor":  map[string]any{"packages": []string{"qemu-guest-agent"}},
 			"network": map[string]any{"mode": "static", "address": e.prefix + ".5/24", "gateway": e.prefix + ".1", "dns": []string{"127.0.0.53"}}},
 		"clones": cl,
@@ -107,7 +108,7 @@ func (e *isoEnv) cloudImage(vmid, clones int) map[string]any {
 // isoTemplate registers an ISO template and returns its id.
 func (e *isoEnv) isoTemplate(name, kind string, spec map[string]any) string {
 	e.t.Helper()
-	r := e.api.Do("POST", "/v1/iso-templates", apitest.Req{Body: map[string]any{"name": name, "kind": kind, "spec": spec}})
+	r := e.API.Do("POST", "/v1/iso-templates", apitest.Req{Body: map[string]any{"name": name, "kind": kind, "spec": spec}})
 	if r.Status != 201 {
 		e.t.Fatalf("ISO template: %d %s", r.Status, r.Body)
 	}
@@ -117,11 +118,11 @@ func (e *isoEnv) isoTemplate(name, kind string, spec map[string]any) string {
 // build starts building a template on pve1 (body adds to the request) and returns the ISO's id.
 func (e *isoEnv) build(tmpl string, body map[string]any) string {
 	e.t.Helper()
-	req := map[string]any{"iso_template_id": tmpl, "proxmox_server_id": e.server, "node": "pve1"}
+	req := map[string]any{"iso_template_id": tmpl, "proxmox_server_id": e.Server, "node": "pve1"}
 	for k, v := range body {
 		req[k] = v
 	}
-	r := e.api.Do("POST", "/v1/isos", apitest.Req{Body: req})
+	r := e.API.Do("POST", "/v1/isos", apitest.Req{Body: req})
 	if r.Status != 202 {
 		e.t.Fatalf("build: %d %s", r.Status, r.Body)
 	}
@@ -133,7 +134,7 @@ func (e *isoEnv) waitISO(id, state string) map[string]any {
 	e.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		d := e.api.Do("GET", "/v1/isos/"+id, apitest.Req{}).Map()
+		d := e.API.Do("GET", "/v1/isos/"+id, apitest.Req{}).Map()
 		if d["state"] == state && d["current_run"] == nil {
 			return d
 		}
@@ -147,7 +148,7 @@ func (e *isoEnv) waitISO(id, state string) map[string]any {
 // isoLog is the ISO's stored log (every run), as text.
 func (e *isoEnv) isoLog(id, query string) string {
 	e.t.Helper()
-	r := e.api.Do("GET", "/v1/isos/"+id+"/logs"+query, apitest.Req{})
+	r := e.API.Do("GET", "/v1/isos/"+id+"/logs"+query, apitest.Req{})
 	if r.Status != 200 {
 		e.t.Fatalf("logs: %d %s", r.Status, r.Body)
 	}
@@ -158,7 +159,7 @@ func (e *isoEnv) isoLog(id, query string) string {
 // holds every line, the summary included, since the end event comes after them.
 func (e *isoEnv) runLog(id string) string {
 	e.t.Helper()
-	r := e.api.Do("GET", "/v1/isos/"+id+"/logs/stream", apitest.Req{})
+	r := e.API.Do("GET", "/v1/isos/"+id+"/logs/stream", apitest.Req{})
 	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") || !strings.Contains(string(r.Body), "event: end") {
 		e.t.Fatalf("log stream: %d %s %s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
@@ -180,7 +181,7 @@ func stages(d map[string]any) map[string]map[string]any {
 }
 
 func (e *isoEnv) vm(vmid int) *pve.VM {
-	for _, v := range e.sb.Cluster("demo").VMs() {
+	for _, v := range e.Sandbox.Cluster("demo").VMs() {
 		if v.VMID == vmid {
 			return &v
 		}
@@ -197,7 +198,7 @@ func (e *isoEnv) content(storage, kind string) []string {
 // contentOn lists a storage's volumes of one content type on node, through the API.
 func (e *isoEnv) contentOn(node, storage, kind string) []string {
 	e.t.Helper()
-	c := e.sb.Cluster("demo")
+	c := e.Sandbox.Cluster("demo")
 	cl, err := proxmox.New(proxmox.Config{URL: c.URL(), TokenID: c.TokenID(), TokenSecret: secrets.Value(c.TokenSecret()), Fingerprint: c.CertFingerprint()})
 	if err != nil {
 		e.t.Fatal(err)
@@ -275,7 +276,7 @@ func TestISOCloudImageBuildRerunAndRemoval(t *testing.T) {
 	}
 
 	// The stages that build on the node held its gate (their fence is recorded); the others not.
-	rows, err := e.api.DB.Query(context.Background(), `SELECT s.job, s.fence IS NOT NULL FROM steps s JOIN runs r ON r.id = s.run_id
+	rows, err := e.API.DB.Query(context.Background(), `SELECT s.job, s.fence IS NOT NULL FROM steps s JOIN runs r ON r.id = s.run_id
 		WHERE r.iso_id = $1`, id)
 	if err != nil {
 		t.Fatal(err)
@@ -291,11 +292,11 @@ func TestISOCloudImageBuildRerunAndRemoval(t *testing.T) {
 		}
 	}
 	rows.Close()
-	if n := e.sb.Cluster("demo").Node("pve1").RejectedUploads(); n != 0 {
+	if n := e.Sandbox.Cluster("demo").Node("pve1").RejectedUploads(); n != 0 {
 		t.Errorf("%d uploads to pve1 ran concurrently", n)
 	}
 	// ISO, run and step events were published, without a team.
-	events := e.api.Redis.XRange(context.Background(), e.api.Deps.Namespace+":events", "-", "+").Val()
+	events := e.API.Redis.XRange(context.Background(), e.API.Deps.Namespace+":events", "-", "+").Val()
 	var sawISO, sawStep bool
 	for _, m := range events {
 		ev := fmt.Sprint(m.Values["event"])
@@ -313,31 +314,31 @@ func TestISOCloudImageBuildRerunAndRemoval(t *testing.T) {
 		}
 	}
 	mid := ids[len(ids)/2]
-	rest := e.api.Do("GET", "/v1/isos/"+id+"/logs/stream", apitest.Req{Headers: map[string]string{"Last-Event-ID": mid}})
+	rest := e.API.Do("GET", "/v1/isos/"+id+"/logs/stream", apitest.Req{Headers: map[string]string{"Last-Event-ID": mid}})
 	if rest.Status != 200 || strings.Contains(string(rest.Body), "id: "+mid+"\n") || !strings.Contains(string(rest.Body), "event: end") ||
 		strings.Count(string(rest.Body), "event: line") != len(ids)-len(ids)/2-2 {
 		t.Errorf("resume after %s: %d, %d lines of %d", mid, rest.Status, strings.Count(string(rest.Body), "event: line"), strings.Count(log, "event: line"))
 	}
 	// A browser opens it with an iso_logs stream token of this ISO, and with nothing else.
-	viewer := e.api.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.member, Body: map[string]any{"purpose": "iso_logs", "iso_id": id}})
+	viewer := e.API.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.Member, Body: map[string]any{"purpose": "iso_logs", "iso_id": id}})
 	if viewer.Status != 200 {
 		t.Fatalf("iso_logs token: %d %s", viewer.Status, viewer.Body)
 	}
 	tok := viewer.Map()["token"].(string)
-	if r := e.api.Do("GET", "/v1/isos/"+id+"/logs/stream?stream_token="+tok, apitest.Req{Token: apitest.NoToken}); r.Status != 200 ||
+	if r := e.API.Do("GET", "/v1/isos/"+id+"/logs/stream?stream_token="+tok, apitest.Req{Token: apitest.NoToken}); r.Status != 200 ||
 		strings.Count(string(r.Body), "event: line") != strings.Count(log, "event: line") {
 		t.Errorf("stream with an iso_logs token: %d", r.Status)
 	}
-	eventsTok := e.api.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.member, Body: map[string]any{"purpose": "events"}}).Map()["token"].(string)
-	if r := e.api.Do("GET", "/v1/isos/"+id+"/logs/stream?stream_token="+eventsTok, apitest.Req{Token: apitest.NoToken}); r.Status != 401 {
+	eventsTok := e.API.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.Member, Body: map[string]any{"purpose": "events"}}).Map()["token"].(string)
+	if r := e.API.Do("GET", "/v1/isos/"+id+"/logs/stream?stream_token="+eventsTok, apitest.Req{Token: apitest.NoToken}); r.Status != 401 {
 		t.Errorf("an events token opened the ISO's log: %d", r.Status)
 	}
-	if r := e.api.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.member, Body: map[string]any{"purpose": "iso_logs", "iso_id": uuid.NewString()}}); r.Status != 422 {
+	if r := e.API.Do("POST", "/v1/stream-tokens", apitest.Req{Token: e.Member, Body: map[string]any{"purpose": "iso_logs", "iso_id": uuid.NewString()}}); r.Status != 422 {
 		t.Errorf("an iso_logs token for what is not an ISO: %d %s", r.Status, r.Body)
 	}
 
 	// A re-run finds everything in place: every stage is skipped, and says why.
-	if r := e.api.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{}); r.Status != 202 {
 		t.Fatalf("re-run: %d %s", r.Status, r.Body)
 	}
 	d = e.waitISO(id, "built")
@@ -373,12 +374,12 @@ func TestISOCloudImageBuildRerunAndRemoval(t *testing.T) {
 	}
 
 	// Removal destroys the clones, the template, the snippets and the image.
-	r := e.api.Do("DELETE", "/v1/isos/"+id, apitest.Req{})
+	r := e.API.Do("DELETE", "/v1/isos/"+id, apitest.Req{})
 	if r.Status != 202 || r.Map()["state"] != "removing" {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	e.waitISO(id, "removed")
-	for _, v := range e.sb.Cluster("demo").VMs() {
+	for _, v := range e.Sandbox.Cluster("demo").VMs() {
 		t.Errorf("VM %d (%s) survived the removal", v.VMID, v.Name)
 	}
 	if left := append(e.content("local", "import"), e.content("local", "snippets")...); len(left) != 0 {
@@ -405,11 +406,11 @@ func TestISOStagesOnlyAndSkip(t *testing.T) {
 			t.Errorf("only image: %s %v", name, st[name])
 		}
 	}
-	if len(e.sb.Cluster("demo").VMs()) != 0 || d["artifact"] != nil {
+	if len(e.Sandbox.Cluster("demo").VMs()) != 0 || d["artifact"] != nil {
 		t.Errorf("only image built VMs or an artifact: %v", d["artifact"])
 	}
 
-	if r := e.api.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{Body: map[string]any{"stages": map[string]any{"skip": []string{"clones"}}}}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{Body: map[string]any{"stages": map[string]any{"skip": []string{"clones"}}}}); r.Status != 202 {
 		t.Fatalf("retry skipping clones: %d %s", r.Status, r.Body)
 	}
 	d = e.waitISO(id, "built")
@@ -421,7 +422,7 @@ func TestISOStagesOnlyAndSkip(t *testing.T) {
 	if v := e.vm(9200); v == nil || !v.Template || e.vm(9301) != nil {
 		t.Errorf("skip clones: template %+v, clone %+v", v, e.vm(9301))
 	}
-	if r := e.api.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{Body: map[string]any{"stages": map[string]any{"only": []string{"bake"}}}}); r.Status != 422 {
+	if r := e.API.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{Body: map[string]any{"stages": map[string]any{"only": []string{"bake"}}}}); r.Status != 422 {
 		t.Fatalf("unknown stage: %d %s", r.Status, r.Body)
 	}
 }
@@ -446,7 +447,7 @@ func TestISOChecksumMismatch(t *testing.T) {
 			t.Errorf("%s ran after the mismatch: %v", name, st[name])
 		}
 	}
-	if len(e.sb.Cluster("demo").VMs()) != 0 || len(e.content("local", "import")) != 0 {
+	if len(e.Sandbox.Cluster("demo").VMs()) != 0 || len(e.content("local", "import")) != 0 {
 		t.Fatal("a mismatched image left a VM or a file")
 	}
 	if attempts := strings.Count(e.runLog(id), "downloading "+e.imageURL); attempts != 1 {
@@ -484,13 +485,13 @@ func TestISOImageCache(t *testing.T) {
 	t.Cleanup(srv.Close)
 	sum := sha256.Sum256(other)
 	spec["source"] = map[string]any{"url": srv.URL + "/v2.iso", "checksum": hex.EncodeToString(sum[:]), "file_name": "noble.iso"}
-	if r := e.api.Do("POST", "/v1/iso-templates/"+tmpl+"/versions", apitest.Req{Body: map[string]any{"spec": spec}}); r.Status != 201 {
+	if r := e.API.Do("POST", "/v1/iso-templates/"+tmpl+"/versions", apitest.Req{Body: map[string]any{"spec": spec}}); r.Status != 201 {
 		t.Fatalf("version 2: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("PATCH", "/v1/isos/"+second, apitest.Req{Body: map[string]any{"version": 2}}); r.Status != 200 || r.Map()["outdated"] != true {
+	if r := e.API.Do("PATCH", "/v1/isos/"+second, apitest.Req{Body: map[string]any{"version": 2}}); r.Status != 200 || r.Map()["outdated"] != true {
 		t.Fatalf("edit: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("POST", "/v1/isos/"+second+"/retry", apitest.Req{}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/isos/"+second+"/retry", apitest.Req{}); r.Status != 202 {
 		t.Fatalf("rebuild: %d %s", r.Status, r.Body)
 	}
 	d = e.waitISO(second, "failed")
@@ -503,14 +504,14 @@ func TestISOImageCache(t *testing.T) {
 
 	// Removing the first keeps the file (the second recorded it too); with no other ISO using
 	// it, the second's rebuild replaces it.
-	if r := e.api.Do("DELETE", "/v1/isos/"+first, apitest.Req{}); r.Status != 202 {
+	if r := e.API.Do("DELETE", "/v1/isos/"+first, apitest.Req{}); r.Status != 202 {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	e.waitISO(first, "removed")
 	if !strings.Contains(e.runLog(first), "image local:iso/noble.iso kept: ISO second uses it too") || len(e.content("local", "iso")) != 1 {
 		t.Errorf("a shared image was not kept: %v", e.content("local", "iso"))
 	}
-	if r := e.api.Do("POST", "/v1/isos/"+second+"/retry", apitest.Req{}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/isos/"+second+"/retry", apitest.Req{}); r.Status != 202 {
 		t.Fatalf("rebuild: %d %s", r.Status, r.Body)
 	}
 	d = e.waitISO(second, "built")
@@ -523,7 +524,7 @@ func TestISOImageCache(t *testing.T) {
 func TestISODownloadRetried(t *testing.T) {
 	t.Parallel()
 	e := newISOEngine(t, engineOpts{})
-	e.sb.FailDownloads(2)
+	e.Sandbox.FailDownloads(2)
 	id := e.build(e.isoTemplate("debian", "iso", map[string]any{
 		"source": map[string]any{"url": e.imageURL, "checksum": e.checksum(), "file_name": "noble.iso"}, "storage": "local",
 	}), nil)
@@ -572,11 +573,11 @@ func TestISOOneCloneFails(t *testing.T) {
 func TestISOCancelDuringImage(t *testing.T) {
 	t.Parallel()
 	e := newISOEngine(t, engineOpts{})
-	e.sb.HangTasks("download")
-	t.Cleanup(func() { e.sb.ReleaseTasks("download") })
+	e.Sandbox.HangTasks("download")
+	t.Cleanup(func() { e.Sandbox.ReleaseTasks("download") })
 	id := e.build(e.isoTemplate("noble", "cloud-image", e.cloudImage(9700, 1)), nil)
 	downloading := func() bool {
-		for _, tk := range e.sb.Cluster("demo").Tasks() {
+		for _, tk := range e.Sandbox.Cluster("demo").Tasks() {
 			if tk.Type == "download" && tk.Status == "running" {
 				return true
 			}
@@ -590,7 +591,7 @@ func TestISOCancelDuringImage(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if r := e.api.Do("POST", "/v1/isos/"+id+"/cancel", apitest.Req{}); r.Status != 202 || r.Map()["state"] != "canceling" {
+	if r := e.API.Do("POST", "/v1/isos/"+id+"/cancel", apitest.Req{}); r.Status != 202 || r.Map()["state"] != "canceling" {
 		t.Fatalf("cancel: %d %s", r.Status, r.Body)
 	}
 	d := e.waitISO(id, "failed")
@@ -599,7 +600,7 @@ func TestISOCancelDuringImage(t *testing.T) {
 		t.Fatalf("after cancel: run %v, image %v, vm-create %v", d["last_run"].(map[string]any)["state"], st["image"], st["vm-create"])
 	}
 	var task pve.Task
-	for _, tk := range e.sb.Cluster("demo").Tasks() {
+	for _, tk := range e.Sandbox.Cluster("demo").Tasks() {
 		if tk.Type == "download" {
 			task = tk
 		}
@@ -626,15 +627,15 @@ func TestISOEditRebuildsOnTheNextRun(t *testing.T) {
 	id := e.build(tmpl, nil)
 	d := e.waitISO(id, "built")
 	spec["vm"].(map[string]any)["memory_mb"] = 4096
-	if r := e.api.Do("POST", "/v1/iso-templates/"+tmpl+"/versions", apitest.Req{Body: map[string]any{"spec": spec}}); r.Status != 201 {
+	if r := e.API.Do("POST", "/v1/iso-templates/"+tmpl+"/versions", apitest.Req{Body: map[string]any{"spec": spec}}); r.Status != 201 {
 		t.Fatalf("version 2: %d %s", r.Status, r.Body)
 	}
-	r := e.api.Do("PATCH", "/v1/isos/"+id, apitest.Req{Body: map[string]any{"version": 2},
+	r := e.API.Do("PATCH", "/v1/isos/"+id, apitest.Req{Body: map[string]any{"version": 2},
 		Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, d["version"])}})
 	if r.Status != 200 || r.Map()["outdated"] != true || r.Map()["state"] != "built" || r.Map()["current_run"] != nil {
 		t.Fatalf("edit: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{}); r.Status != 202 {
 		t.Fatalf("rebuild: %d %s", r.Status, r.Body)
 	}
 	d = e.waitISO(id, "built")
@@ -665,7 +666,7 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 		other.Name, other.Nodes = "other", []pve.NodeConfig{{Name: "pve1"}}
 		c.Clusters = append(c.Clusters, other)
 	}})}
-	r := e.api.Do("POST", "/v1/proxmox-servers", apitest.Req{Body: e.sb.Registration("other", "other")})
+	r := e.API.Do("POST", "/v1/proxmox-servers", apitest.Req{Body: e.Sandbox.Registration("other", "other")})
 	if r.Status != 201 {
 		t.Fatalf("register the other cluster: %d %s", r.Status, r.Body)
 	}
@@ -682,7 +683,7 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 	}
 
 	available := func(node string) []string {
-		l := e.api.Do("GET", "/v1/isos?proxmox_server_id="+e.server+"&available_on="+node, apitest.Req{Token: e.member}).Map()
+		l := e.API.Do("GET", "/v1/isos?proxmox_server_id="+e.Server+"&available_on="+node, apitest.Req{Token: e.Member}).Map()
 		var names []string
 		for _, it := range l["items"].([]any) {
 			names = append(names, it.(map[string]any)["name"].(string))
@@ -699,10 +700,10 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 
 	draft := func(name, node, iso string) map[string]any {
 		t.Helper()
-		r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: e.member, Body: map[string]any{"team_id": e.team, "name": name,
-			"environment_id": e.env, "template_id": e.tmpl, "template_version": 1,
-			"jobs": map[string]any{"db": map[string]any{"executions": []any{e.machine(0, map[string]any{"node": node, "iso_id": iso})}},
-				"app": map[string]any{"executions": []any{e.machine(1, nil)}}}}})
+		r := e.API.Do("POST", "/v1/stacks", apitest.Req{Token: e.Member, Body: map[string]any{"team_id": e.Team, "name": name,
+			"environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
+			"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(0, map[string]any{"node": node, "iso_id": iso})}},
+				"app": map[string]any{"executions": []any{e.Machine(1, nil)}}}}})
 		if r.Status != 201 {
 			t.Fatalf("draft %s: %d %s", name, r.Status, r.Body)
 		}
@@ -732,23 +733,23 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 	if msg := isoProblem(other); !strings.Contains(msg, "built on another Proxmox cluster") {
 		t.Errorf("an ISO of another cluster: %q", msg)
 	}
-	dep := e.api.Do("POST", "/v1/stacks/"+other["id"].(string)+"/deploy", apitest.Req{Token: e.member})
+	dep := e.API.Do("POST", "/v1/stacks/"+other["id"].(string)+"/deploy", apitest.Req{Token: e.Member})
 	if p := dep.Problem(); dep.Status != 422 || !contains(p.Fields(), "jobs.db.executions[0].iso_id") {
 		t.Fatalf("deploy with another cluster's ISO: %d %+v", dep.Status, p)
 	}
 
-	del := e.api.Do("DELETE", "/v1/isos/"+shared, apitest.Req{})
+	del := e.API.Do("DELETE", "/v1/isos/"+shared, apitest.Req{})
 	if p := del.Problem(); del.Status != 409 || !strings.Contains(p.Detail, "stack shared (db[0])") {
 		t.Fatalf("delete an ISO in use: %d %+v", del.Status, p)
 	}
-	if d := e.api.Do("GET", "/v1/isos/"+shared, apitest.Req{}).Map(); d["state"] != "built" {
+	if d := e.API.Do("GET", "/v1/isos/"+shared, apitest.Req{}).Map(); d["state"] != "built" {
 		t.Fatalf("a refused delete changed the ISO: %v", d["state"])
 	}
 	// Once no stack uses it, it goes; the image stays while another ISO of the node uses it.
-	if r := e.api.Do("DELETE", "/v1/stacks/"+usesShared["id"].(string), apitest.Req{Token: e.member}); r.Status >= 300 {
+	if r := e.API.Do("DELETE", "/v1/stacks/"+usesShared["id"].(string), apitest.Req{Token: e.Member}); r.Status >= 300 {
 		t.Fatalf("remove the draft: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("DELETE", "/v1/isos/"+shared, apitest.Req{}); r.Status != 202 {
+	if r := e.API.Do("DELETE", "/v1/isos/"+shared, apitest.Req{}); r.Status != 202 {
 		t.Fatalf("delete an ISO no longer used: %d %s", r.Status, r.Body)
 	}
 	e.waitISO(shared, "removed")
@@ -757,7 +758,7 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 	// image's checksum; its next build reuses the copy; the ISO says where it is; removing the
 	// ISO removes the copy.
 	farID := far["id"].(string)
-	if r := e.api.Do("POST", "/v1/stacks/"+farID+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+farID+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy far: %d %s", r.Status, r.Body)
 	}
 	e.waitState(farID, "deployed", 3*time.Minute)
@@ -771,7 +772,7 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 	if got := e.contentOn("pve2", "local", "iso"); !slices.Contains(got, "local:iso/installer.iso") {
 		t.Fatalf("pve2's local storage holds %v, want the copy", got)
 	}
-	copies := e.api.Do("GET", "/v1/isos/"+local, apitest.Req{}).Map()["copies"].([]any)
+	copies := e.API.Do("GET", "/v1/isos/"+local, apitest.Req{}).Map()["copies"].([]any)
 	if len(copies) != 1 || copies[0].(map[string]any)["node"] != "pve2" || copies[0].(map[string]any)["volid"] != "local:iso/installer.iso" {
 		t.Fatalf("the ISO's copies: %v", copies)
 	}
@@ -779,14 +780,14 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 	if log := e.logText(farID); !strings.Contains(log, "ISO on-pve1: using its copy local:iso/installer.iso on node pve2") {
 		t.Fatalf("the second build did not reuse the copy:\n%s", log)
 	}
-	if r := e.api.Do("DELETE", "/v1/stacks/"+farID, apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("DELETE", "/v1/stacks/"+farID, apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("remove far: %d %s", r.Status, r.Body)
 	}
 	e.waitState(farID, "removed", 3*time.Minute)
-	if r := e.api.Do("DELETE", "/v1/stacks/"+near["id"].(string), apitest.Req{Token: e.member}); r.Status >= 300 {
+	if r := e.API.Do("DELETE", "/v1/stacks/"+near["id"].(string), apitest.Req{Token: e.Member}); r.Status >= 300 {
 		t.Fatalf("remove the draft near: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("DELETE", "/v1/isos/"+local, apitest.Req{}); r.Status != 202 {
+	if r := e.API.Do("DELETE", "/v1/isos/"+local, apitest.Req{}); r.Status != 202 {
 		t.Fatalf("delete the copied ISO: %d %s", r.Status, r.Body)
 	}
 	e.waitISO(local, "removed")
@@ -807,14 +808,14 @@ func TestISORebuildWithLinkedClones(t *testing.T) {
 	id := e.build(tmpl, nil)
 	d := e.waitISO(id, "built")
 	spec["vm"].(map[string]any)["memory_mb"] = 4096
-	if r := e.api.Do("POST", "/v1/iso-templates/"+tmpl+"/versions", apitest.Req{Body: map[string]any{"spec": spec}}); r.Status != 201 {
+	if r := e.API.Do("POST", "/v1/iso-templates/"+tmpl+"/versions", apitest.Req{Body: map[string]any{"spec": spec}}); r.Status != 201 {
 		t.Fatalf("version 2: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("PATCH", "/v1/isos/"+id, apitest.Req{Body: map[string]any{"version": 2},
+	if r := e.API.Do("PATCH", "/v1/isos/"+id, apitest.Req{Body: map[string]any{"version": 2},
 		Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, d["version"])}}); r.Status != 200 {
 		t.Fatalf("edit: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/isos/"+id+"/retry", apitest.Req{}); r.Status != 202 {
 		t.Fatalf("rebuild: %d %s", r.Status, r.Body)
 	}
 	d = e.waitISO(id, "built")

@@ -27,13 +27,13 @@ func TestWorkerKilledMidApplyIsReplaced(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the workers: %v\n%s", err, out)
 	}
-	e.sb.HangTasks("qmcreate")
+	e.Sandbox.HangTasks("qmcreate")
 	proc := exec.Command(bin)
 	proc.Env = append(os.Environ(),
-		"HORIZON_DATABASE_URL="+e.api.DB.Config().ConnString(),
+		"HORIZON_DATABASE_URL="+e.API.DB.Config().ConnString(),
 		"HORIZON_REDIS_URL="+testkit.RedisURL(),
-		"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(e.api.SecretKey),
-		"HORIZON_NAMESPACE="+e.api.Deps.Namespace,
+		"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(e.API.SecretKey),
+		"HORIZON_NAMESPACE="+e.API.Deps.Namespace,
 		"HORIZON_GIT_CACHE_DIR="+t.TempDir(),
 		"HORIZON_WORK_DIR="+t.TempDir(),
 		"HORIZON_STEP_HEARTBEAT=1s",
@@ -46,30 +46,30 @@ func TestWorkerKilledMidApplyIsReplaced(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
 
-	stack := e.draft("phoenix", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft("phoenix", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	testkit.Eventually(t, 2*time.Minute, "the db apply did not get going in the worker process", func() bool {
-		return e.pipeline(stack)["db[0]"]["state"] == "running" && len(e.sb.Cluster("demo").VMs()) == 1
+		return e.pipeline(stack)["db[0]"]["state"] == "running" && len(e.Sandbox.Cluster("demo").VMs()) == 1
 	})
 	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = proc.Wait()
 	killed := time.Now()
-	e.sb.ReleaseTasks("qmcreate")
+	e.Sandbox.ReleaseTasks("qmcreate")
 
 	e.startWorker(engineOpts{})
 	testkit.Eventually(t, 3*time.Minute, "the killed step was not taken over", func() bool {
 		if err := e.worker.Reconcile.Pass(context.Background()); err != nil {
 			t.Logf("reconcile: %v", err)
 		}
-		return e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member}).Map()["state"] == "deployed"
+		return e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map()["state"] == "deployed"
 	})
 	t.Logf("kill to deployed: %s", time.Since(killed).Round(time.Second))
 	t.Logf("log:\n%s", e.logText(stack))
-	if n := len(e.sb.Cluster("demo").VMs()); n != 2 {
+	if n := len(e.Sandbox.Cluster("demo").VMs()); n != 2 {
 		t.Fatalf("%d VMs after the takeover, want 2 (no duplicate)", n)
 	}
 	if attempt := e.pipeline(stack)["db[0]"]["attempt"].(float64); attempt < 2 {

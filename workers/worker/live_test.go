@@ -30,21 +30,21 @@ import (
 func TestLiveTrackingOfADeploy(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
-	stack := e.draft("live", 1)
-	team := mustUUID(t, e.team)
-	_, viewer := e.api.NewUser(auth.RoleViewer, team)
-	others := e.api.NewTeam("others")
-	_, outsider := e.api.NewUser(auth.RoleViewer, others)
-	tok := e.api.Do("POST", "/v1/stream-tokens", apitest.Req{Token: viewer, Body: map[string]any{"purpose": "events"}}).Map()["token"].(string)
+	stack := e.Draft("live", 1)
+	team := mustUUID(t, e.Team)
+	_, viewer := e.API.NewUser(auth.RoleViewer, team)
+	others := e.API.NewTeam("others")
+	_, outsider := e.API.NewUser(auth.RoleViewer, others)
+	tok := e.API.Do("POST", "/v1/stream-tokens", apitest.Req{Token: viewer, Body: map[string]any{"purpose": "events"}}).Map()["token"].(string)
 
-	mine := e.api.Stream("/v1/events?stack="+stack, apitest.Req{Token: e.member})
-	browser := e.api.Stream("/v1/events?stream_token="+tok, apitest.Req{Token: apitest.NoToken})
-	outside := e.api.Stream("/v1/events", apitest.Req{Token: outsider})
-	logs := e.api.Stream("/v1/stacks/"+stack+"/logs/stream?follow=true&job=app&execution=0", apitest.Req{Token: e.member})
+	mine := e.API.Stream("/v1/events?stack="+stack, apitest.Req{Token: e.Member})
+	browser := e.API.Stream("/v1/events?stream_token="+tok, apitest.Req{Token: apitest.NoToken})
+	outside := e.API.Stream("/v1/events", apitest.Req{Token: outsider})
+	logs := e.API.Stream("/v1/stacks/"+stack+"/logs/stream?follow=true&job=app&execution=0", apitest.Req{Token: e.Member})
 	// Three event streams, and the log stream waiting for the stack's first run.
-	testkit.Eventually(t, 10*time.Second, "streams following", func() bool { return e.api.Deps.EventHub.Stats().Members == 4 })
+	testkit.Eventually(t, 10*time.Second, "streams following", func() bool { return e.API.Deps.EventHub.Stats().Members == 4 })
 
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	deployed := func(ev apitest.Event) bool {
@@ -57,7 +57,7 @@ func TestLiveTrackingOfADeploy(t *testing.T) {
 		t.Errorf("the team viewer's stream-token stream differs from the member's (-member +viewer):\n%s", d)
 	}
 	for _, k := range []int{0, len(got) / 3, len(got) / 2, len(got) - 2} {
-		again := e.api.Stream("/v1/events?stack="+stack, apitest.Req{Token: e.member, Headers: map[string]string{"Last-Event-ID": got[k].ID}})
+		again := e.API.Stream("/v1/events?stack="+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"Last-Event-ID": got[k].ID}})
 		if d := cmp.Diff(got[k+1:], again.Until(deployed)); d != "" {
 			t.Fatalf("resume after event %d of %d (-want +got):\n%s", k, len(got), d)
 		}
@@ -65,8 +65,8 @@ func TestLiveTrackingOfADeploy(t *testing.T) {
 	}
 
 	// curl -N sees the same events, resumed from the first.
-	curl := exec.Command("curl", "-sSN", "-H", "Authorization: Bearer "+e.member, "-H", "Last-Event-ID: "+got[0].ID,
-		e.api.URL+"/v1/events?stack="+stack)
+	curl := exec.Command("curl", "-sSN", "-H", "Authorization: Bearer "+e.Member, "-H", "Last-Event-ID: "+got[0].ID,
+		e.API.URL+"/v1/events?stack="+stack)
 	stdout, err := curl.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestLiveTrackingOfADeploy(t *testing.T) {
 	runID := strings.TrimSuffix(run1.ID, "/0-0")
 	first := logs.Until(func(ev apitest.Event) bool { return ev.Name == "end" })
 	lines := checkExecutionLog(t, first, runID)
-	download := e.api.Do("GET", "/v1/stacks/"+stack+"/logs?job=app&execution=0&run="+runID, apitest.Req{Token: viewer,
+	download := e.API.Do("GET", "/v1/stacks/"+stack+"/logs?job=app&execution=0&run="+runID, apitest.Req{Token: viewer,
 		Headers: map[string]string{"Accept": "application/x-ndjson"}})
 	var stored []logstream.Line
 	for l := range strings.Lines(string(download.Body)) {
@@ -105,8 +105,8 @@ func TestLiveTrackingOfADeploy(t *testing.T) {
 	}
 
 	// curl -N reads the same stream as a command-line client.
-	out, err := exec.Command("curl", "-sSN", "--max-time", "60", "-H", "Authorization: Bearer "+e.member,
-		e.api.URL+"/v1/stacks/"+stack+"/logs/stream?job=app&execution=0&run="+runID).Output()
+	out, err := exec.Command("curl", "-sSN", "--max-time", "60", "-H", "Authorization: Bearer "+e.Member,
+		e.API.URL+"/v1/stacks/"+stack+"/logs/stream?job=app&execution=0&run="+runID).Output()
 	if err != nil {
 		t.Fatalf("curl -N: %v", err)
 	}
@@ -119,7 +119,7 @@ func TestLiveTrackingOfADeploy(t *testing.T) {
 	}
 
 	// The follower goes on into the next run.
-	again := e.api.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/0/run-again", apitest.Req{Token: e.member})
+	again := e.API.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/0/run-again", apitest.Req{Token: e.Member})
 	if again.Status != 202 {
 		t.Fatalf("run again: %d %s", again.Status, again.Body)
 	}
@@ -133,7 +133,7 @@ func TestLiveTrackingOfADeploy(t *testing.T) {
 	e.waitState(stack, "deployed", 3*time.Minute)
 
 	// Nothing of this reached the other team's viewer: the first event it gets is its own.
-	sentinel, err := e.api.Deps.Events.Publish(context.Background(), events.Event{Type: events.Stack, ID: uuid.New(), StackID: uuid.New(), TeamID: others, State: "draft"})
+	sentinel, err := e.API.Deps.Events.Publish(context.Background(), events.Event{Type: events.Stack, ID: uuid.New(), StackID: uuid.New(), TeamID: others, State: "draft"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +141,13 @@ func TestLiveTrackingOfADeploy(t *testing.T) {
 		t.Fatalf("the other team's viewer got %+v before its own event", ev)
 	}
 
-	ttl, err := e.api.Redis.TTL(context.Background(), e.api.Deps.Namespace+":log:"+runID).Result()
+	ttl, err := e.API.Redis.TTL(context.Background(), e.API.Deps.Namespace+":log:"+runID).Result()
 	if err != nil || ttl < 6*24*time.Hour {
 		t.Errorf("the finished run's log stream expires in %v (%v), want the 7 d retention", ttl, err)
 	}
-	metrics := string(e.api.Do("GET", "/metrics", apitest.Req{Token: apitest.NoToken}).Body)
+	metrics := string(e.API.Do("GET", "/metrics", apitest.Req{Token: apitest.NoToken}).Body)
 	for _, re := range []string{
-		`horizon_gate_wait_seconds_count\{node="` + e.server + `/pve1"\} [1-9]`,
+		`horizon_gate_wait_seconds_count\{node="` + e.Server + `/pve1"\} [1-9]`,
 		`horizon_log_lines_total [1-9]`,
 		`horizon_steps\{state="running"\} 0`,
 		`horizon_queue_tasks\{queue="[^"]+-build",state="pending"\} \d`,
@@ -258,7 +258,7 @@ func (e *engine) followLog(stack, run, lastEventID string) (texts []string, resu
 		if lastEventID != "" {
 			headers["Last-Event-ID"] = lastEventID
 		}
-		events := e.api.Stream(path, apitest.Req{Token: e.member, Headers: headers}).Rest()
+		events := e.API.Stream(path, apitest.Req{Token: e.Member, Headers: headers}).Rest()
 		if len(events) == 0 {
 			t.Fatalf("the log stream of run %s ended without an event", run)
 		}
@@ -290,10 +290,10 @@ func (e *engine) followLog(stack, run, lastEventID string) (texts []string, resu
 func TestChattyScriptIsFollowedToItsLastLine(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{override: map[string]string{appScript: appScriptWith(t, "seq -f 'chatty line %g' 30000\n")}})
-	stack := e.draft("chatty", 1)
-	live := e.api.Stream("/v1/stacks/"+stack+"/logs/stream?follow=true", apitest.Req{Token: e.member})
-	testkit.Eventually(t, 10*time.Second, "the follower waits for the first run", func() bool { return e.api.Deps.EventHub.Stats().Members == 1 })
-	r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member})
+	stack := e.Draft("chatty", 1)
+	live := e.API.Stream("/v1/stacks/"+stack+"/logs/stream?follow=true", apitest.Req{Token: e.Member})
+	testkit.Eventually(t, 10*time.Second, "the follower waits for the first run", func() bool { return e.API.Deps.EventHub.Stats().Members == 1 })
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member})
 	if r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
@@ -319,7 +319,7 @@ func TestChattyScriptIsFollowedToItsLastLine(t *testing.T) {
 	e.waitState(stack, "deployed", 3*time.Minute)
 
 	var stored []string
-	download := e.api.Do("GET", "/v1/stacks/"+stack+"/logs?run="+run, apitest.Req{Token: e.member, Headers: map[string]string{"Accept": "application/x-ndjson"}})
+	download := e.API.Do("GET", "/v1/stacks/"+stack+"/logs?run="+run, apitest.Req{Token: e.Member, Headers: map[string]string{"Accept": "application/x-ndjson"}})
 	for l := range strings.Lines(string(download.Body)) {
 		var line logstream.Line
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
@@ -335,7 +335,7 @@ func TestChattyScriptIsFollowedToItsLastLine(t *testing.T) {
 	}
 	// Resumed from the middle of the log, a follower gets exactly the rest.
 	var middleID string
-	for i, ev := range e.api.Stream("/v1/stacks/"+stack+"/logs/stream?run="+run, apitest.Req{Token: e.member}).Rest() {
+	for i, ev := range e.API.Stream("/v1/stacks/"+stack+"/logs/stream?run="+run, apitest.Req{Token: e.Member}).Rest() {
 		if i == len(stored)/2 {
 			middleID = ev.ID
 			break

@@ -36,17 +36,17 @@ func TestDeployIsRefusedForAPrivilegeTheTokenLacks(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{sandbox: poolDevOnly})
 	inProd := func(name string, addr int) string {
-		r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: e.member, Body: map[string]any{"team_id": e.team, "name": name,
-			"environment_id": e.env, "template_id": e.tmpl, "template_version": 1,
-			"jobs": map[string]any{"db": map[string]any{"executions": []any{e.machine(addr, map[string]any{"pool": "prod"})}},
-				"app": map[string]any{"executions": []any{e.machine(addr+1, map[string]any{"pool": "prod"})}}}}})
+		r := e.API.Do("POST", "/v1/stacks", apitest.Req{Token: e.Member, Body: map[string]any{"team_id": e.Team, "name": name,
+			"environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
+			"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(addr, map[string]any{"pool": "prod"})}},
+				"app": map[string]any{"executions": []any{e.Machine(addr+1, map[string]any{"pool": "prod"})}}}}})
 		if r.Status != 201 {
 			t.Fatalf("draft: %d %s", r.Status, r.Body)
 		}
 		return r.Map()["id"].(string)
 	}
 	denied := inProd("denied", 0)
-	r := e.api.Do("POST", "/v1/stacks/"+denied+"/deploy", apitest.Req{Token: e.member})
+	r := e.API.Do("POST", "/v1/stacks/"+denied+"/deploy", apitest.Req{Token: e.Member})
 	if r.Status != 422 {
 		t.Fatalf("deploy into prod: %d %s, want 422", r.Status, r.Body)
 	}
@@ -59,12 +59,12 @@ func TestDeployIsRefusedForAPrivilegeTheTokenLacks(t *testing.T) {
 	if vms := e.vmsByName(); len(vms) != 0 {
 		t.Fatalf("a refused deploy left VMs: %v", vms)
 	}
-	allowed := e.draft("allowed", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+allowed+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	allowed := e.Draft("allowed", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+allowed+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy into dev: %d %s", r.Status, r.Body)
 	}
 	e.waitState(allowed, "deployed", 3*time.Minute)
-	if r := e.api.Do("DELETE", "/v1/stacks/"+allowed, apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("DELETE", "/v1/stacks/"+allowed, apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("remove: %d %s", r.Status, r.Body)
 	}
 	e.waitState(allowed, "removed", 3*time.Minute)
@@ -93,7 +93,7 @@ func TestISOBuildIsRefusedAtPreflightForMissingPrivileges(t *testing.T) {
 	if strings.Contains(msg, "VM.Allocate") {
 		t.Errorf("preflight names a privilege the token holds: %s", msg)
 	}
-	if len(e.sb.Cluster("demo").VMs()) != 0 || len(e.content("local", "import")) != 0 {
+	if len(e.Sandbox.Cluster("demo").VMs()) != 0 || len(e.content("local", "import")) != 0 {
 		t.Fatal("a refused build left a VM or a file")
 	}
 }
@@ -124,7 +124,7 @@ func TestTheDocumentedMinimalRoleIsEnough(t *testing.T) {
 		t.Parallel()
 		e := newEngine(t, engineOpts{sandbox: minimal})
 		stack := e.deployed("minimal", 1)
-		if r := e.api.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.member}); r.Status != 202 {
+		if r := e.API.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}); r.Status != 202 {
 			t.Fatalf("remove: %d %s", r.Status, r.Body)
 		}
 		e.waitState(stack, "removed", 3*time.Minute)
@@ -143,12 +143,12 @@ func TestTheDocumentedMinimalRoleIsEnough(t *testing.T) {
 func TestPrivilegeTakenAwayMidRunIsNamed(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{sandbox: poolDevOnly})
-	stack := e.draft("revoked", 1)
+	stack := e.Draft("revoked", 1)
 	resume := e.pauseControl()
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
-	c := e.sb.Cluster("demo")
+	c := e.Sandbox.Cluster("demo")
 	c.SetTokenACLs(c.TokenID(), []pve.ACLConfig{
 		{Path: "/", Role: "PVEAuditor"},
 		{Path: "/pool/dev", Role: "PVEVMUser"}, {Path: "/pool/dev", Role: "PVEPoolUser"},
@@ -176,8 +176,8 @@ func TestDeployIsRefusedForABridgeTheTokenMayNotUse(t *testing.T) {
 		tok := &c.Clusters[0].Tokens[0]
 		tok.ACLs = slices.DeleteFunc(tok.ACLs, func(a pve.ACLConfig) bool { return strings.HasPrefix(a.Path, "/sdn") })
 	}})
-	stack := e.draft("unplugged", 1)
-	r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member})
+	stack := e.Draft("unplugged", 1)
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member})
 	if r.Status != 422 || !strings.Contains(string(r.Body), "jobs.db.executions[0].address_id") ||
 		!strings.Contains(string(r.Body), "token horizon@pve!ci lacks SDN.Use on /sdn/zones/localnetwork/vmbr0") {
 		t.Fatalf("deploy without SDN.Use: %d %s", r.Status, r.Body)

@@ -13,24 +13,24 @@ import (
 func TestRunAgainAndStartupOrder(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
-	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: e.member, Body: map[string]any{"team_id": e.team, "name": "boot",
-		"environment_id": e.env, "template_id": e.tmpl, "template_version": 1,
-		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.machine(0, map[string]any{"startup_order": 1})}},
-			"app": map[string]any{"executions": []any{e.machine(1, nil), e.machine(2, map[string]any{"startup_order": 5, "node": "pve2"})}}}}})
+	r := e.API.Do("POST", "/v1/stacks", apitest.Req{Token: e.Member, Body: map[string]any{"team_id": e.Team, "name": "boot",
+		"environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
+		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(0, map[string]any{"startup_order": 1})}},
+			"app": map[string]any{"executions": []any{e.Machine(1, nil), e.Machine(2, map[string]any{"startup_order": 5, "node": "pve2"})}}}}})
 	stack := r.Map()["id"].(string)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "deployed", 3*time.Minute)
 
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/7/run-again", apitest.Req{Token: e.member}); r.Status != 404 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/7/run-again", apitest.Req{Token: e.Member}); r.Status != 404 {
 		t.Fatalf("run again of a missing execution: %d, want 404", r.Status)
 	}
-	again := e.api.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/1/run-again", apitest.Req{Token: e.member})
+	again := e.API.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/1/run-again", apitest.Req{Token: e.Member})
 	if again.Status != 202 || again.Map()["kind"] != "run_again" {
 		t.Fatalf("run again: %d %s", again.Status, again.Body)
 	}
-	if busy := e.api.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/0/run-again", apitest.Req{Token: e.member}); busy.Status != 409 {
+	if busy := e.API.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/0/run-again", apitest.Req{Token: e.Member}); busy.Status != 409 {
 		t.Fatalf("run again while a run is in progress: %d, want 409", busy.Status)
 	}
 	e.waitState(stack, "deployed", 3*time.Minute)
@@ -39,7 +39,7 @@ func TestRunAgainAndStartupOrder(t *testing.T) {
 		t.Fatalf("the run-again pipeline: %v", cards)
 	}
 
-	items := e.api.Do("GET", "/v1/startup", apitest.Req{Token: e.member}).Map()["items"].([]any)
+	items := e.API.Do("GET", "/v1/startup", apitest.Req{Token: e.Member}).Map()["items"].([]any)
 	var order []string
 	for _, it := range items {
 		m := it.(map[string]any)

@@ -28,14 +28,14 @@ type tenant struct {
 func (e *engine) newTenant(name string) *tenant {
 	t := e.t
 	t.Helper()
-	team := e.api.NewTeam(name)
-	_, token := e.api.NewUser(auth.RoleMember, team)
+	team := e.API.NewTeam(name)
+	_, token := e.API.NewUser(auth.RoleMember, team)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := e.api.Do("POST", "/v1/ssh-keys", apitest.Req{Token: token, Body: map[string]any{"name": name + " laptop",
+	k := e.API.Do("POST", "/v1/ssh-keys", apitest.Req{Token: token, Body: map[string]any{"name": name + " laptop",
 		"public_key": strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))}})
 	if k.Status != 201 {
 		t.Fatalf("ssh key: %d %s", k.Status, k.Body)
@@ -48,10 +48,10 @@ func (e *engine) draftFor(tn *tenant, name string, addr int, node string) string
 	t := e.t
 	t.Helper()
 	m := func(a int) map[string]any {
-		return e.machine(a, map[string]any{"node": node, "ssh_key_id": tn.key})
+		return e.Machine(a, map[string]any{"node": node, "ssh_key_id": tn.key})
 	}
-	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: tn.token, Body: map[string]any{"team_id": tn.team, "name": name,
-		"environment_id": e.env, "template_id": e.tmpl, "template_version": 1,
+	r := e.API.Do("POST", "/v1/stacks", apitest.Req{Token: tn.token, Body: map[string]any{"team_id": tn.team, "name": name,
+		"environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
 		"jobs": map[string]any{"db": map[string]any{"executions": []any{m(addr)}}, "app": map[string]any{"executions": []any{m(addr + 1)}}}}})
 	if r.Status != 201 {
 		t.Fatalf("draft: %d %s", r.Status, r.Body)
@@ -78,7 +78,7 @@ func TestTwoTeamsStacksOfOneMinuteShareNothing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if r := e.api.Do("POST", "/v1/stacks/"+tn.stack+"/deploy", apitest.Req{Token: tn.token}); r.Status != 202 {
+			if r := e.API.Do("POST", "/v1/stacks/"+tn.stack+"/deploy", apitest.Req{Token: tn.token}); r.Status != 202 {
 				t.Errorf("deploy %s: %d %s", tn.stack, r.Status, r.Body)
 			}
 		}()
@@ -88,7 +88,7 @@ func TestTwoTeamsStacksOfOneMinuteShareNothing(t *testing.T) {
 		e.waitStateAs(tn.token, tn.stack, "deployed", 3*time.Minute)
 	}
 
-	vms := e.sb.Cluster("demo").VMs()
+	vms := e.Sandbox.Cluster("demo").VMs()
 	if len(vms) != 4 {
 		t.Fatalf("sandbox has %d VMs, want 4", len(vms))
 	}
@@ -126,11 +126,11 @@ func TestTwoTeamsStacksOfOneMinuteShareNothing(t *testing.T) {
 			owner, other = b, a
 		}
 		var pinned string
-		if err := e.api.DB.QueryRow(t.Context(), `SELECT host_key_fingerprint FROM executions WHERE vmid = $1 AND stack_id = $2`,
+		if err := e.API.DB.QueryRow(t.Context(), `SELECT host_key_fingerprint FROM executions WHERE vmid = $1 AND stack_id = $2`,
 			vm.VMID, owner.stack).Scan(&pinned); err != nil {
 			t.Fatalf("VM %s: the execution of stack %s: %v", vm.Name, owner.stack, err)
 		}
-		addr := e.sb.Cluster("demo").VMSSHAddr(vm.VMID)
+		addr := e.Sandbox.Cluster("demo").VMSSHAddr(vm.VMID)
 		if err := sshLogin(addr, owner.signer, pinned); err != nil {
 			t.Errorf("VM %s refuses its owner's key after a restart: %v", vm.Name, err)
 		}
@@ -159,8 +159,8 @@ func sshLogin(addr string, key ssh.Signer, fingerprint string) error {
 // stackBody is a create body of the sandbox-vm template for the tenant, with key as every
 // machine's SSH key.
 func (e *engine) stackBody(tn *tenant, name, key string, addr int) map[string]any {
-	m := func(a int) map[string]any { return e.machine(a, map[string]any{"node": "pve1", "ssh_key_id": key}) }
-	return map[string]any{"team_id": tn.team, "name": name, "environment_id": e.env, "template_id": e.tmpl, "template_version": 1,
+	m := func(a int) map[string]any { return e.Machine(a, map[string]any{"node": "pve1", "ssh_key_id": key}) }
+	return map[string]any{"team_id": tn.team, "name": name, "environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
 		"jobs": map[string]any{"db": map[string]any{"executions": []any{m(addr)}}, "app": map[string]any{"executions": []any{m(addr + 1)}}}}
 }
 
@@ -188,10 +188,10 @@ func TestSSHKeysAreCheckedOnEveryReference(t *testing.T) {
 	a, b := e.newTenant("alpha"), e.newTenant("beta")
 
 	// Another team's key, and a key that never existed, are refused when a draft is saved.
-	wantKeyProblem(t, "create with another team's key", e.api.Do("POST", "/v1/stacks", apitest.Req{Token: b.token, Body: e.stackBody(b, "thief", a.key, 0)}))
-	wantKeyProblem(t, "create with an unknown key", e.api.Do("POST", "/v1/stacks", apitest.Req{Token: b.token,
+	wantKeyProblem(t, "create with another team's key", e.API.Do("POST", "/v1/stacks", apitest.Req{Token: b.token, Body: e.stackBody(b, "thief", a.key, 0)}))
+	wantKeyProblem(t, "create with an unknown key", e.API.Do("POST", "/v1/stacks", apitest.Req{Token: b.token,
 		Body: e.stackBody(b, "ghost", "0190f0c4-0000-7000-8000-000000000000", 0)}))
-	r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: b.token, Body: e.stackBody(b, "honest", b.key, 0)})
+	r := e.API.Do("POST", "/v1/stacks", apitest.Req{Token: b.token, Body: e.stackBody(b, "honest", b.key, 0)})
 	if r.Status != 201 {
 		t.Fatalf("create with the team's own key: %d %s", r.Status, r.Body)
 	}
@@ -199,69 +199,69 @@ func TestSSHKeysAreCheckedOnEveryReference(t *testing.T) {
 	patch := e.stackBody(b, "honest", a.key, 0)
 	delete(patch, "team_id")
 	delete(patch, "template_id")
-	wantKeyProblem(t, "edit a draft to another team's key", e.api.Do("PATCH", "/v1/stacks/"+honest, apitest.Req{Token: b.token,
+	wantKeyProblem(t, "edit a draft to another team's key", e.API.Do("PATCH", "/v1/stacks/"+honest, apitest.Req{Token: b.token,
 		Headers: map[string]string{"If-Match": r.Header.Get("ETag")}, Body: patch}))
 
 	// A teammate's key is the team's to use.
 	mate := e.newTenant("alpha-mate")
-	if err := e.api.DB.QueryRow(t.Context(), `INSERT INTO memberships (user_id, team_id) SELECT user_id, $2 FROM ssh_keys WHERE id = $1 RETURNING 1`,
+	if err := e.API.DB.QueryRow(t.Context(), `INSERT INTO memberships (user_id, team_id) SELECT user_id, $2 FROM ssh_keys WHERE id = $1 RETURNING 1`,
 		mate.key, a.team).Scan(new(int)); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.api.Do("POST", "/v1/stacks", apitest.Req{Token: a.token, Body: e.stackBody(a, "shared-key", mate.key, 2)}); r.Status != 201 {
+	if r := e.API.Do("POST", "/v1/stacks", apitest.Req{Token: a.token, Body: e.stackBody(a, "shared-key", mate.key, 2)}); r.Status != 201 {
 		t.Fatalf("create with a teammate's key: %d %s", r.Status, r.Body)
 	}
 
 	// The key is deleted under the draft: the draft lists the problem, and deploy refuses.
-	if r := e.api.Do("DELETE", "/v1/ssh-keys/"+b.key, apitest.Req{Token: b.token}); r.Status != 204 {
+	if r := e.API.Do("DELETE", "/v1/ssh-keys/"+b.key, apitest.Req{Token: b.token}); r.Status != 204 {
 		t.Fatalf("delete key: %d %s", r.Status, r.Body)
 	}
-	d := e.api.Do("GET", "/v1/stacks/"+honest, apitest.Req{Token: b.token}).Map()
+	d := e.API.Do("GET", "/v1/stacks/"+honest, apitest.Req{Token: b.token}).Map()
 	if !strings.Contains(fmt.Sprint(d["problems"]), "jobs.db.executions[0].ssh_key_id") {
 		t.Fatalf("draft problems %v, want the deleted key", d["problems"])
 	}
-	wantKeyProblem(t, "deploy with a deleted key", e.api.Do("POST", "/v1/stacks/"+honest+"/deploy", apitest.Req{Token: b.token}))
+	wantKeyProblem(t, "deploy with a deleted key", e.API.Do("POST", "/v1/stacks/"+honest+"/deploy", apitest.Req{Token: b.token}))
 
 	// Deleted between deploy and build: the build fails at once, naming the key.
 	a.stack = e.draftFor(a, "late", 4, "pve1")
-	if r := e.api.Do("POST", "/v1/stacks/"+a.stack+"/deploy", apitest.Req{Token: a.token}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+a.stack+"/deploy", apitest.Req{Token: a.token}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("DELETE", "/v1/ssh-keys/"+a.key, apitest.Req{Token: a.token}); r.Status != 204 {
+	if r := e.API.Do("DELETE", "/v1/ssh-keys/"+a.key, apitest.Req{Token: a.token}); r.Status != 204 {
 		t.Fatalf("delete key: %d %s", r.Status, r.Body)
 	}
 	e.startWorker(engineOpts{})
 	e.waitStateAs(a.token, a.stack, "failed", time.Minute)
 	var attempts int
 	var errLine string
-	if err := e.api.DB.QueryRow(t.Context(), `SELECT attempt, error FROM steps WHERE job = 'db' AND run_id = (SELECT id FROM runs WHERE stack_id = $1)`,
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT attempt, error FROM steps WHERE job = 'db' AND run_id = (SELECT id FROM runs WHERE stack_id = $1)`,
 		a.stack).Scan(&attempts, &errLine); err != nil {
 		t.Fatal(err)
 	}
 	if attempts != 1 || !strings.Contains(errLine, "SSH key "+a.key) {
 		t.Fatalf("db step: attempt %d, error %q; want one attempt failing on the SSH key", attempts, errLine)
 	}
-	if len(e.sb.Cluster("demo").VMs()) != 0 {
-		t.Fatalf("a VM was built without its key: %+v", e.sb.Cluster("demo").VMs())
+	if len(e.Sandbox.Cluster("demo").VMs()) != 0 {
+		t.Fatalf("a VM was built without its key: %+v", e.Sandbox.Cluster("demo").VMs())
 	}
 	e.gateLinesEmpty()
 }
 
-// moreAddresses adds n free addresses to the engine's network (after e.addrs).
+// moreAddresses adds n free addresses to the engine's network (after e.Addrs).
 func (e *engine) moreAddresses(n int) {
 	t := e.t
 	var network, ip string
-	if err := e.api.DB.QueryRow(t.Context(), `SELECT network_id, host(ip) FROM addresses WHERE id = $1`, e.addrs[0]).Scan(&network, &ip); err != nil {
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT network_id, host(ip) FROM addresses WHERE id = $1`, e.Addrs[0]).Scan(&network, &ip); err != nil {
 		t.Fatal(err)
 	}
 	prefix := ip[:strings.LastIndexByte(ip, '.')]
 	for i := range n {
-		r := e.api.Do("POST", "/v1/networks/"+network+"/addresses", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("more-%d", i),
+		r := e.API.Do("POST", "/v1/networks/"+network+"/addresses", apitest.Req{Body: map[string]any{"name": fmt.Sprintf("more-%d", i),
 			"ip": fmt.Sprintf("%s.%d", prefix, 100+i)}})
 		if r.Status != 201 {
 			t.Fatalf("address: %d %s", r.Status, r.Body)
 		}
-		e.addrs = append(e.addrs, r.Map()["id"].(string))
+		e.Addrs = append(e.Addrs, r.Map()["id"].(string))
 	}
 }
 
@@ -284,7 +284,7 @@ func TestSameNamedStacksOfTwoTeamsNeverShareAVMName(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = e.api.Do("POST", "/v1/stacks/"+tn.stack+"/deploy", apitest.Req{Token: tn.token})
+				results[i] = e.API.Do("POST", "/v1/stacks/"+tn.stack+"/deploy", apitest.Req{Token: tn.token})
 			}()
 		}
 		wg.Wait()
@@ -304,7 +304,7 @@ func TestSameNamedStacksOfTwoTeamsNeverShareAVMName(t *testing.T) {
 		}
 	}
 	var names, distinct int
-	if err := e.api.DB.QueryRow(t.Context(), `SELECT count(vm_name), count(DISTINCT (server_id, vm_name)) FILTER (WHERE vm_name IS NOT NULL) FROM executions`).Scan(&names, &distinct); err != nil {
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT count(vm_name), count(DISTINCT (server_id, vm_name)) FILTER (WHERE vm_name IS NOT NULL) FROM executions`).Scan(&names, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if names != 20 || distinct != 20 {
@@ -337,19 +337,19 @@ func TestRunLocationAnswersItsTeamOnly(t *testing.T) {
 	e := newEngine(t, engineOpts{noWorker: true})
 	a, b := e.newTenant("alpha"), e.newTenant("beta")
 	a.stack, b.stack = e.draftFor(a, "one", 0, "pve1"), e.draftFor(b, "two", 2, "pve2")
-	r := e.api.Do("POST", "/v1/stacks/"+a.stack+"/deploy", apitest.Req{Token: a.token})
+	r := e.API.Do("POST", "/v1/stacks/"+a.stack+"/deploy", apitest.Req{Token: a.token})
 	if r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	loc := r.Header.Get("Location")
-	run := e.api.Do("GET", loc, apitest.Req{Token: a.token}).Map()
+	run := e.API.Do("GET", loc, apitest.Req{Token: a.token}).Map()
 	if run["run"].(map[string]any)["id"] != r.Map()["id"] || len(run["columns"].([]any)) != 2 {
 		t.Fatalf("GET %s: %v, want the run with its two phases", loc, run)
 	}
-	if got := e.api.Do("GET", loc, apitest.Req{Token: b.token}); got.Status != 404 {
+	if got := e.API.Do("GET", loc, apitest.Req{Token: b.token}); got.Status != 404 {
 		t.Fatalf("another team reads %s: %d", loc, got.Status)
 	}
-	if got := e.api.Do("GET", "/v1/stacks/"+b.stack+"/runs/"+r.Map()["id"].(string), apitest.Req{Token: b.token}); got.Status != 404 {
+	if got := e.API.Do("GET", "/v1/stacks/"+b.stack+"/runs/"+r.Map()["id"].(string), apitest.Req{Token: b.token}); got.Status != 404 {
 		t.Fatalf("a run under another stack: %d", got.Status)
 	}
 }
@@ -387,14 +387,14 @@ func TestRemovalOfAVanishedOrStoppedMachineSkipsItsCleanup(t *testing.T) {
 		stack := e.deployed(tc.name, 1)
 		var vmid int
 		var node string
-		if err := e.api.DB.QueryRow(t.Context(), `SELECT vmid, node FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&vmid, &node); err != nil {
+		if err := e.API.DB.QueryRow(t.Context(), `SELECT vmid, node FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&vmid, &node); err != nil {
 			t.Fatal(err)
 		}
 		e.pve("POST", fmt.Sprintf("/nodes/%s/qemu/%d/status/stop", node, vmid))
 		if tc.do == "delete" {
 			e.pve("DELETE", fmt.Sprintf("/nodes/%s/qemu/%d", node, vmid))
 		}
-		r := e.api.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.member})
+		r := e.API.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.Member})
 		if r.Status != 202 {
 			t.Fatalf("%s: remove: %d %s", tc.name, r.Status, r.Body)
 		}
@@ -402,7 +402,7 @@ func TestRemovalOfAVanishedOrStoppedMachineSkipsItsCleanup(t *testing.T) {
 		lines, _ := e.followLog(stack, r.Map()["id"].(string), "")
 		e.waitState(stack, "removed", time.Minute)
 		var attempts int
-		if err := e.api.DB.QueryRow(t.Context(), `SELECT max(attempt) FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.stack_id = $1 AND r.kind = 'remove'`,
+		if err := e.API.DB.QueryRow(t.Context(), `SELECT max(attempt) FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.stack_id = $1 AND r.kind = 'remove'`,
 			stack).Scan(&attempts); err != nil || attempts != 1 {
 			t.Fatalf("%s: the removal took %d attempts (%v), want 1", tc.name, attempts, err)
 		}
@@ -425,8 +425,8 @@ func TestScriptOutputsAreDeclaredAndBounded(t *testing.T) {
 esac
 `)
 	e := newEngine(t, engineOpts{override: map[string]string{appScript: runaway}})
-	stack := e.draft("runaway", 3)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft("runaway", 3)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "failed", 3*time.Minute)
@@ -441,7 +441,7 @@ esac
 		}
 	}
 	var stored int
-	if err := e.api.DB.QueryRow(t.Context(), `SELECT coalesce(sum(length(outputs::text)), 0) FROM executions WHERE stack_id = $1`, stack).Scan(&stored); err != nil {
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT coalesce(sum(length(outputs::text)), 0) FROM executions WHERE stack_id = $1`, stack).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored > 10<<10 {

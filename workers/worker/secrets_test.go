@@ -36,30 +36,30 @@ printf %s "$key" | base64 >&2
 `
 	e := newEngine(t, engineOpts{override: map[string]string{appScript: leaky}})
 	given := "Sup3r-s3cret-" + fmt.Sprint(time.Now().UnixNano())
-	stack := e.draft("vault", 1)
-	etag := e.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.member}).Header.Get("ETag")
-	r := e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: map[string]any{
-		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.machine(0, nil)}},
-			"app": map[string]any{"executions": []any{e.machine(1, map[string]any{"parameters": map[string]any{"admin_password": given}})}}}}})
+	stack := e.Draft("vault", 1)
+	etag := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Header.Get("ETag")
+	r := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: map[string]any{
+		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(0, nil)}},
+			"app": map[string]any{"executions": []any{e.Machine(1, map[string]any{"parameters": map[string]any{"admin_password": given}})}}}}})
 	if r.Status != 200 {
 		t.Fatalf("patch: %d %s", r.Status, r.Body)
 	}
 	var answers []string
 	record := func(r *apitest.Response) *apitest.Response { answers = append(answers, string(r.Body)); return r }
 	record(r)
-	record(e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}))
+	record(e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}))
 	e.waitState(stack, "deployed", 3*time.Minute)
 	for _, path := range []string{"", "/outputs", "/pipeline", "/history", "/runs"} {
-		record(e.api.Do("GET", "/v1/stacks/"+stack+path, apitest.Req{Token: e.member}))
+		record(e.API.Do("GET", "/v1/stacks/"+stack+path, apitest.Req{Token: e.Member}))
 	}
-	apiKey := e.api.Do("POST", "/v1/stacks/"+stack+"/outputs/app/0/api_key/reveal", apitest.Req{Token: e.member}).Map()["value"].(string)
+	apiKey := e.API.Do("POST", "/v1/stacks/"+stack+"/outputs/app/0/api_key/reveal", apitest.Req{Token: e.Member}).Map()["value"].(string)
 	if apiKey == "" {
 		t.Fatal("no api_key to look for")
 	}
 	secretsToFind := []string{given, apiKey}
 
 	var logs []string
-	rows, err := e.api.DB.Query(context.Background(), `SELECT text FROM log_lines WHERE stack_id = $1`, stack)
+	rows, err := e.API.DB.Query(context.Background(), `SELECT text FROM log_lines WHERE stack_id = $1`, stack)
 	masked := false
 	if err != nil {
 		t.Fatal(err)
@@ -102,9 +102,9 @@ func encodings(s string) []string {
 func (e *engine) redisDump(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	rdb := e.api.Redis
+	rdb := e.API.Redis
 	var b strings.Builder
-	for _, pattern := range []string{e.api.Deps.Namespace + "*", "asynq:{" + e.api.Deps.Namespace + "*"} {
+	for _, pattern := range []string{e.API.Deps.Namespace + "*", "asynq:{" + e.API.Deps.Namespace + "*"} {
 		iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 		for iter.Next(ctx) {
 			key := iter.Val()
@@ -143,10 +143,10 @@ func TestSecretAcrossALongLineCutIsMasked(t *testing.T) {
 	stack := e.deployed("long", 1)
 
 	var sealed []byte
-	if err := e.api.DB.QueryRow(t.Context(), `SELECT secret_parameters FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&sealed); err != nil {
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT secret_parameters FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&sealed); err != nil {
 		t.Fatal(err)
 	}
-	plain, err := e.api.Deps.Box.Open(horizon.PurposeSecretParameters, sealed)
+	plain, err := e.API.Deps.Box.Open(horizon.PurposeSecretParameters, sealed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestSecretAcrossALongLineCutIsMasked(t *testing.T) {
 	secret := params["admin_password"]
 
 	var stored strings.Builder
-	rows, err := e.api.DB.Query(t.Context(), `SELECT text FROM log_lines WHERE stack_id = $1 AND job = 'app' AND fd = 'stdout' ORDER BY stream_ms, stream_seq`, stack)
+	rows, err := e.API.DB.Query(t.Context(), `SELECT text FROM log_lines WHERE stack_id = $1 AND job = 'app' AND fd = 'stdout' ORDER BY stream_ms, stream_seq`, stack)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestSecretAcrossALongLineCutIsMasked(t *testing.T) {
 		}
 		stored.WriteString(text)
 	}
-	download := e.api.Do("GET", "/v1/stacks/"+stack+"/logs", apitest.Req{Token: e.member})
+	download := e.API.Do("GET", "/v1/stacks/"+stack+"/logs", apitest.Req{Token: e.Member})
 	for name, text := range map[string]string{"log_lines": stored.String(), "download": strings.ReplaceAll(string(download.Body), "\n", "")} {
 		if strings.Contains(text, secret) || strings.Contains(text, secret[:len(secret)/2]) && strings.Contains(text, secret[len(secret)/2:]) {
 			t.Fatalf("%s holds the secret (or both its halves)", name)
@@ -196,16 +196,16 @@ echo "cannot register the key $out with the license server" >&2
 exit 4
 `
 	e := newEngine(t, engineOpts{override: map[string]string{appScript: failing}})
-	stack := e.draft("vault", 1)
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	stack := e.Draft("vault", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "failed", 3*time.Minute)
 	var vmid int
-	if err := e.api.DB.QueryRow(t.Context(), `SELECT vmid FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&vmid); err != nil {
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT vmid FROM executions WHERE stack_id = $1 AND job = 'app'`, stack).Scan(&vmid); err != nil {
 		t.Fatal(err)
 	}
-	leaked, err := os.ReadFile(filepath.Join(e.sb.Cluster("demo").VMDir(vmid), "leaked"))
+	leaked, err := os.ReadFile(filepath.Join(e.Sandbox.Cluster("demo").VMDir(vmid), "leaked"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ exit 4
 	if card != "cannot register the key [masked] with the license server (scripts configure exited with status 4)" {
 		t.Fatalf("failed card %q", card)
 	}
-	text := e.logText(stack) + string(e.api.Do("GET", "/v1/stacks/"+stack+"/logs", apitest.Req{Token: e.member}).Body)
+	text := e.logText(stack) + string(e.API.Do("GET", "/v1/stacks/"+stack+"/logs", apitest.Req{Token: e.Member}).Body)
 	for _, v := range values {
 		if strings.Contains(text, v) {
 			t.Fatalf("the log holds the secret %s:\n%s", v, text)
@@ -236,7 +236,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
 	first := "Sealed1st" + fmt.Sprint(time.Now().UnixNano())
-	stack := e.draft("sealed", 1)
+	stack := e.Draft("sealed", 1)
 	setPassword := func(password string, confirm bool) *apitest.Response {
 		cur, etag := e.get(stack)
 		body := editBody(cur, func(job string, ex map[string]any) {
@@ -247,17 +247,17 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 		if confirm {
 			body = withConfirm(body)
 		}
-		return e.api.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.member, Headers: map[string]string{"If-Match": etag}, Body: body})
+		return e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: body})
 	}
 	if r := setPassword(first, false); r.Status != 200 {
 		t.Fatalf("patch the draft: %d %s", r.Status, r.Body)
 	}
-	if r := e.api.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "deployed", 3*time.Minute)
 	reveal := func(name string) string {
-		return e.api.Do("POST", "/v1/stacks/"+stack+"/outputs/app/0/"+name+"/reveal", apitest.Req{Token: e.member}).Map()["value"].(string)
+		return e.API.Do("POST", "/v1/stacks/"+stack+"/outputs/app/0/"+name+"/reveal", apitest.Req{Token: e.Member}).Map()["value"].(string)
 	}
 	// The module's sensitive output is the parameter: it went through Terraform's state.
 	if got := reveal("admin_password"); got != first {
@@ -276,7 +276,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 	}
 	e.noSecretsAtRest("after the re-apply", first, second, apiKey)
 
-	if r := e.api.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.member}); r.Status != 202 {
+	if r := e.API.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("remove: %d %s", r.Status, r.Body)
 	}
 	e.waitState(stack, "removed", 3*time.Minute)
@@ -288,7 +288,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 func (e *engine) noSecretsAtRest(when string, secrets ...string) {
 	e.t.Helper()
 	for _, s := range secrets {
-		if found := testkit.TablesHolding(e.t, e.api.DB, s); len(found) > 0 {
+		if found := testkit.TablesHolding(e.t, e.API.DB, s); len(found) > 0 {
 			e.t.Errorf("%s: a secret is stored in clear in %v", when, found)
 		}
 		err := filepath.WalkDir(e.workRoot, func(path string, d fs.DirEntry, err error) error {
