@@ -57,6 +57,8 @@ type States interface {
 type Runner struct {
 	cfg     Config
 	baseEnv []string
+	// program is what the work dirs run: the binary behind its version shim (versionShim).
+	program string
 }
 
 // New returns a Runner for cfg, after filling in defaults. It creates WorkRoot and
@@ -98,5 +100,5 @@ func New(cfg Config) (*Runner, error) {
 	if base == nil {
 		base = os.Environ()
 	}
-	return &Runner{cfg: cfg, baseEnv: base}, nil
+	return &Runner{cfg: cfg, baseEnv: base, program: versionShim(cfg.WorkRoot, cfg.Binary)}, nil
 }

@@ -165,9 +165,10 @@ func (w *Workdir) quietly(op func(tf *tfexec.Terraform) error) error {
 }
 
 // handle returns a terraform-exec handle for dir with the whole environment set, the grace
-// period as WaitDelay, and the binary's version cached.
+// period as WaitDelay, and the binary's version cached (answered by the version shim, which
+// starts no Terraform).
 func (r *Runner) handle(ctx context.Context, dir string, env map[string]string) (*tfexec.Terraform, error) {
-	tf, err := tfexec.NewTerraform(dir, r.cfg.Binary.Path)
+	tf, err := tfexec.NewTerraform(dir, r.program)
 	if err != nil {
 		return nil, err
 	}
