@@ -22,7 +22,7 @@ type benchEnv struct {
 	NS    string
 	// DatabaseURL and RedisURL are where DB and Redis are, for the processes a benchmark starts.
 	DatabaseURL, RedisURL string
-	drop  func()
+	drop                  func()
 }
 
 func newBenchEnv(ctx context.Context) (*benchEnv, error) {

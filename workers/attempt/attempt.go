@@ -83,6 +83,17 @@ type Kind[W Work] interface {
 	Do(ctx context.Context, w W, log *Log, lease *gate.Lease) (Result, error)
 }
 
+// Preparer is a Kind with work that needs no node (for a build: checking the module out and
+// terraform init): the lifecycle runs Prepare while the step waits for its node's build gate,
+// so that the gate is held only for what needs the node. Prepare keeps what it made in w, for
+// Do, which releases it. When the attempt does not go on to Do (the gate stayed busy, another
+// attempt owns the step), the lifecycle calls the undo Prepare returned; a Prepare that fails
+// leaves nothing behind, and its error fails the step as Do's would. Its log lines are held
+// until the attempt owns the step, and dropped otherwise.
+type Preparer[W Work] interface {
+	Prepare(ctx context.Context, w W, log *Log) (undo func(), err error)
+}
+
 // Result is how work that did not fail ended.
 type Result struct {
 	// Skipped: the step had nothing to do; Reason says why. A success may give a Reason too
@@ -143,7 +154,12 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 		return l.finish(ctx, a, ending{state: horizon.StepSkipped, result: Result{Skipped: true, Reason: reason}})
 	}
 
+	out := &Log{step: a.Step}
+	prep := prepare(ctx, k, w, out)
 	lease, release, owned, err := claim(ctx, l.DB, l.Gate, l.Metrics, l.GateWait, a.Step, log)
+	if err != nil || !owned {
+		prep.abandon()
+	}
 	if err != nil {
 		return err
 	}
@@ -159,8 +175,8 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 		Run: a.Run.ID, Step: a.Step.ID, Attempt: a.Step.Attempt})
 	defer stopWatch()
 
-	out := &Log{w: l.Logs.NewWriter(a.Run.ID, a.owner(), a.Masker), step: a.Step}
-	end, err := run(ctx, watched, k, w, out, lease, log)
+	out.open(l.Logs.NewWriter(a.Run.ID, a.owner(), a.Masker))
+	end, err := run(ctx, watched, k, w, out, lease, prep, log)
 	// The log is closed — every line in Redis and Postgres — before the step is finished:
 	// finishing advances the run, which may end it and write its end of log, and a follower
 	// reading to that end must have found every line before it.
@@ -203,13 +219,20 @@ type ending struct {
 
 // run runs the work and says how the attempt ends; an error means it does not end the step
 // (the task is handed back to Asynq).
-func run[W Work](ctx, watched context.Context, k Kind[W], w W, out *Log, lease *gate.Lease, log *slog.Logger) (ending, error) {
+func run[W Work](ctx, watched context.Context, k Kind[W], w W, out *Log, lease *gate.Lease, prep *preparation, log *slog.Logger) (ending, error) {
 	a := w.loaded()
-	out.Say("%s started (attempt %d)", a.Label, a.Step.Attempt)
-	if wait := time.Since(deref(a.Step.ReadyAt)); lease != nil && wait > time.Second {
-		out.Say("waited %s for node %s to be free", wait.Round(time.Second), deref(a.Step.Node))
+	out.sayFirst("%s started (attempt %d)", a.Label, a.Step.Attempt)
+	if ready := a.Step.ReadyAt; lease != nil && ready != nil && time.Since(*ready) > time.Second {
+		wait := time.Since(*ready)
+		out.sayFirst("waited %s for node %s to be free", wait.Round(time.Second), deref(a.Step.Node))
 	}
-	res, err := do(watched, k, w, out, lease, log)
+	// What was prepared while waiting for the node comes next in the log.
+	err := prep.wait()
+	out.release()
+	var res Result
+	if err == nil {
+		res, err = do(watched, k, w, out, lease, log)
+	}
 	if err != nil {
 		switch cause := context.Cause(watched); {
 		case errors.Is(cause, ErrCanceled):

@@ -62,7 +62,10 @@ type env struct {
 
 // newEnv makes a stack with a run of one step (no node: it takes no gate) and the lifecycle
 // on the test's Postgres and Redis.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvOf(t, horizon.Step{}) }
+
+// newEnvOf is newEnv with the step's server and node from s: a step that builds on a node.
+func newEnvOf(t *testing.T, s horizon.Step) *env {
 	t.Helper()
 	ctx := t.Context()
 	db := testkit.DB(t)
@@ -86,7 +89,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	run, steps, err := store.RunInsertWithSteps(ctx, db, horizon.Run{StackID: &stack.ID, Kind: horizon.RunDeploy},
-		[]horizon.Step{{Phase: 0, PhaseName: "p", Job: "web", Kind: horizon.StepApply, State: horizon.StepQueued}})
+		[]horizon.Step{{Phase: 0, PhaseName: "p", Job: "web", Kind: horizon.StepApply, State: horizon.StepQueued, ServerID: s.ServerID, Node: s.Node}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +106,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // process delivers the step's current attempt (or another) to the kind.
-func (e *env) process(t *testing.T, k *toy, attemptNumber int) error {
+func (e *env) process(t *testing.T, k attempt.Kind[*toyWork], attemptNumber int) error {
 	t.Helper()
 	payload, err := json.Marshal(queue.StepRun{StepID: e.step.ID, Attempt: attemptNumber})
 	if err != nil {
@@ -243,5 +246,102 @@ func TestAStepOfACancelingRunEndsBeforeItsWork(t *testing.T) {
 	}
 	if s := e.stepNow(t); k.ran.Load() != 0 || s.State != horizon.StepCanceled {
 		t.Fatalf("ran %d times; step %s, want canceled without running", k.ran.Load(), s.State)
+	}
+}
+
+// preparing is a toy kind with a Prepare: it says when it prepares, and what it undoes.
+type preparing struct {
+	toy
+	started  chan struct{}
+	undone   atomic.Int32
+	prepared atomic.Bool
+}
+
+func (k *preparing) Prepare(ctx context.Context, w *toyWork, log *attempt.Log) (func(), error) {
+	close(k.started)
+	log.Say("prepared the module")
+	k.prepared.Store(true)
+	return func() { k.undone.Add(1) }, nil
+}
+
+// gatedEnv is an env whose step builds on a node, and the node's gate held by another build.
+func gatedEnv(t *testing.T) (*env, *gate.Lease) {
+	server, node := uuid.New(), "pve1"
+	e := newEnvOf(t, horizon.Step{ServerID: &server, Node: &node})
+	other, err := e.lifecycle.Gate.Acquire(t.Context(), queue.GateNode(server, node), "another-build", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, other
+}
+
+func (e *env) logLines(t *testing.T) []string {
+	t.Helper()
+	rows, err := e.db.Query(t.Context(), `SELECT text FROM log_lines WHERE run_id = $1 ORDER BY stream_ms, stream_seq`, e.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// TestPrepareRunsWhileTheStepWaitsForItsNode: a kind's Prepare runs while the node's gate is
+// still held by the build before, so that the gate is then held only for the build; its log
+// lines follow the attempt's first line.
+func TestPrepareRunsWhileTheStepWaitsForItsNode(t *testing.T) {
+	e, other := gatedEnv(t)
+	k := &preparing{started: make(chan struct{})}
+	k.do = func(ctx context.Context, w *toyWork, log *attempt.Log) (attempt.Result, error) {
+		if !k.prepared.Load() {
+			t.Error("Do ran before what was prepared")
+		}
+		return attempt.Result{}, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.process(t, k, e.step.Attempt) }()
+	select {
+	case <-k.started: // while the other build holds the gate
+	case err := <-done:
+		t.Fatalf("the attempt ended (%v) before preparing", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing was prepared while the step waited for its node")
+	}
+	if _, err := other.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the attempt after the gate was released: %v", err)
+	}
+	if s := e.stepNow(t); s.State != horizon.StepSucceeded || k.undone.Load() != 0 {
+		t.Fatalf("step %s, undone %d times; want succeeded with what was prepared kept", s.State, k.undone.Load())
+	}
+	lines := e.logLines(t)
+	if len(lines) < 2 || !strings.Contains(lines[0], "toy of web started") || lines[1] != "prepared the module" {
+		t.Fatalf("log %q: want the attempt's first line, then what was prepared", lines)
+	}
+}
+
+// TestAPreparationThatIsNotUsedIsUndone: when the node stays busy, the attempt is handed back
+// to Asynq; what was prepared for it is undone, and its log lines are not kept.
+func TestAPreparationThatIsNotUsedIsUndone(t *testing.T) {
+	e, _ := gatedEnv(t)
+	k := &preparing{started: make(chan struct{})}
+	k.do = func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }
+	err := e.process(t, k, e.step.Attempt)
+	if !gate.IsBusy(err) {
+		t.Fatalf("process with the node busy: %v, want the gate's busy error", err)
+	}
+	if k.ran.Load() != 0 || k.undone.Load() != 1 {
+		t.Fatalf("ran %d times, undone %d times; want not run and undone once", k.ran.Load(), k.undone.Load())
+	}
+	if s := e.stepNow(t); s.State != horizon.StepQueued {
+		t.Fatalf("step %s, want still queued", s.State)
+	}
+	time.Sleep(200 * time.Millisecond) // past a log batch's flush
+	if lines := e.logLines(t); len(lines) != 0 {
+		t.Fatalf("an attempt that did not run left log lines %q", lines)
 	}
 }

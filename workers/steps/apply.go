@@ -54,6 +54,11 @@ const (
 
 // apply builds or updates the execution.
 func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, lease *gate.Lease) (outcome, error) {
+	defer func() { // the work dir, prepared here or while the step waited for its node
+		if w.wdCleanup != nil {
+			w.wdCleanup()
+		}
+	}()
 	if w.inputsErr != nil {
 		return outcome{}, w.inputsErr
 	}
@@ -66,22 +71,20 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 	if err := h.isoOnNode(ctx, w, out); err != nil {
 		return outcome{}, err
 	}
-	wd, cleanup, err := h.workdir(ctx, w, out)
-	if err != nil {
-		return outcome{}, err
+	if w.wd == nil { // not prepared while waiting for the node: now, under its gate
+		if _, err := h.prepare(ctx, w, out); err != nil {
+			return outcome{}, err
+		}
 	}
-	defer cleanup()
+	wd := w.wd
 	// The upload and the build happen under the node's gate: if the lease is lost, they stop.
-	err = attempt.UnderLease(ctx, lease, func(guarded context.Context) error {
+	err := attempt.UnderLease(ctx, lease, func(guarded context.Context) error {
 		if w.machine() {
 			volid, err := h.uploadCloudInit(guarded, w, out)
 			if err != nil {
 				return err
 			}
 			out.Say("cloud-init uploaded to %s as %s", w.node.Name, volid)
-		}
-		if err := retryTransient(guarded, out, "terraform init", wd.Init); err != nil {
-			return err
 		}
 		return retryTransient(guarded, out, "terraform apply", wd.Apply)
 	})
@@ -138,6 +141,31 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 	out.Say("outputs: %s", strings.Join(sorted(names), ", "))
 	return outcome{hash: w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)), outputs: outputs,
 		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
+}
+
+// Prepare implements attempt.Preparer: an apply's module is checked out and initialised while
+// the step waits for its node's build gate, which is then held for the upload and the build
+// only. A step whose inputs or ISO are wrong prepares nothing: Do reports it.
+func (h *Handler) Prepare(ctx context.Context, w *stepWork, out *attempt.Log) (func(), error) {
+	if w.Step.Kind != horizon.StepApply || w.inputsErr != nil || w.isoErr != nil {
+		return nil, nil
+	}
+	return h.prepare(ctx, w, out)
+}
+
+// prepare makes the step's work dir and runs terraform init in it; Do releases it
+// (w.wdCleanup).
+func (h *Handler) prepare(ctx context.Context, w *stepWork, out *attempt.Log) (func(), error) {
+	wd, cleanup, err := h.workdir(ctx, w, out)
+	if err != nil {
+		return nil, err
+	}
+	if err := retryTransient(ctx, out, "terraform init", wd.Init); err != nil {
+		cleanup()
+		return nil, err
+	}
+	w.wd, w.wdCleanup = wd, cleanup
+	return cleanup, nil
 }
 
 // workdir prepares the execution's Terraform work dir from the pinned commit.

@@ -13,6 +13,7 @@ import (
 	"horizon/shared/horizon"
 	"horizon/shared/store"
 	"horizon/shared/template"
+	"horizon/shared/terraform"
 	"horizon/workers/attempt"
 )
 
@@ -43,6 +44,9 @@ type stepWork struct {
 	inputsErr error
 	// secretOutputs are the execution's current secret outputs (opened).
 	secretOutputs map[string]string
+	// wd is the apply's work dir, initialised (Prepare); wdCleanup removes it.
+	wd        *terraform.Workdir
+	wdCleanup func()
 }
 
 func (w *stepWork) machine() bool { return w.job.Machine }

@@ -75,7 +75,7 @@ func newISOEngine(t *testing.T, o engineOpts) *isoEnv {
 	e.prefix = fmt.Sprintf("127.%d.%d", 20+b.Int64(), 1+c.Int64())
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
 	sshPub, _ := ssh.NewPublicKey(pub)
-	e.Key = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+	e.key = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
 	return e
 }
 
@@ -98,7 +98,7 @@ func (e *isoEnv) cloudImage(vmid, clones int) map[string]any {
 			"tpm": true, "disk": map[string]any{"storage": "local-lvm", "size_gb": 32, "ssd": true},
 			"gpu":     []any{map[string]any{"device": "0000:01:00.0", "pcie": true, "primary_gpu": true}},
 			"network": map[string]any{"bridge": "vmbr0", "vlan": 20}, "agent": true},
-		"cloud_init": map[string]any{"user": "ubuntu", "ssh_authorized_keys": []string{e.Key},
+		"cloud_init": map[string]any{"user": "ubuntu", "ssh_authorized_keys": []string{e.key},
 			"vendor":  map[string]any{"packages": []string{"qemu-guest-agent"}},
 			"network": map[string]any{"mode": "static", "address": e.prefix + ".5/24", "gateway": e.prefix + ".1", "dns": []string{"127.0.0.53"}}},
 		"clones": cl,

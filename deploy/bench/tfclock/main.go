@@ -5,9 +5,10 @@
 // run to the file clock.log next to itself:
 //
 //	<working dir> TAB <subcommand, e.g. "apply" or "workspace new"> TAB <tfclock start> TAB
-//	<real binary started> TAB <real binary exited> TAB <exit code>
+//	<real binary started> TAB <real binary exited> TAB <exit code> TAB <CPU time>
 //
-// Times are Unix nanoseconds. The real binary's path is the content of the file "real" next to
+// Times are Unix nanoseconds; the CPU time (user + system, nanoseconds) is the real binary's
+// and that of the processes it waited for (its provider plugins). The real binary's path is the content of the file "real" next to
 // tfclock: Horizon gives Terraform a filtered environment, so configuration cannot come from it.
 // What tfclock itself costs (its own start, the fork of the real binary) is outside the
 // Terraform interval, so a benchmark counts it as Horizon's time.
@@ -63,8 +64,9 @@ func main() {
 		}
 	}
 	wd, _ := os.Getwd()
-	line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%d\n", wd, subcommand(os.Args[1:]), start.UnixNano(), childStart.UnixNano(),
-		childEnd.UnixNano(), code)
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%d\t%d\n", wd, subcommand(os.Args[1:]), start.UnixNano(), childStart.UnixNano(),
+		childEnd.UnixNano(), code, cpu.Nanoseconds())
 	if f, err := os.OpenFile(filepath.Join(dir, "clock.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
 		_, _ = f.WriteString(line) // one short write with O_APPEND: lines of concurrent runs do not interleave
 		_ = f.Close()
