@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -34,17 +35,56 @@ var (
 	ErrUnreachable = errors.New("proxmox: unreachable")
 	// ErrTaskFailed: a task (UPID) finished with an error exit status.
 	ErrTaskFailed = errors.New("proxmox: task failed")
+	// ErrFileExists: a download or upload refused to replace a file that is there already.
+	ErrFileExists = errors.New("proxmox: file exists")
 )
+
+// ChecksumMismatchError is a download (download-url) whose bytes did not have the checksum
+// asked for: Proxmox deleted them. Another attempt would fetch the same bytes.
+type ChecksumMismatchError struct {
+	Got, Expected string
+}
+
+func (e *ChecksumMismatchError) Error() string {
+	return fmt.Sprintf("checksum mismatch: expected %s, got %s", e.Expected, e.Got)
+}
+
+// mismatchRE is how a download-url task's exit status reports a checksum mismatch.
+var mismatchRE = regexp.MustCompile(`checksum mismatch: got '([0-9a-fA-F]*)' != expect '([0-9a-fA-F]*)'`)
+
+// TaskExit is the error of a task that ended with the error exit status exit: a
+// *ChecksumMismatchError when a download's checksum did not match, otherwise an *Error of kind
+// ErrFileExists, ErrBusy (a lock or a lock wait: the same task may succeed shortly) or
+// ErrTaskFailed, whose message is the exit status.
+func TaskExit(exit string) error {
+	if m := mismatchRE.FindStringSubmatch(exit); m != nil {
+		return &ChecksumMismatchError{Got: m[1], Expected: m[2]}
+	}
+	e := &Error{Message: exit, Kind: ErrTaskFailed}
+	switch {
+	case fileExists(exit):
+		e.Kind = ErrFileExists
+	case TransientMessage(exit):
+		e.Kind = ErrBusy
+	}
+	return e
+}
+
+// fileExists recognises Proxmox's refusal to replace an existing file.
+func fileExists(msg string) bool { return strings.Contains(msg, "refusing to override existing file") }
 
 // Error is a classified failure of one API call.
 type Error struct {
 	Kind    error  // one of the Err* kinds, or nil when unclassified
-	Op      string // e.g. "GET /nodes"
+	Op      string // e.g. "GET /nodes"; "" for a task's exit status (TaskExit)
 	Status  int    // HTTP status, 0 when no answer
 	Message string // PVE's message, or the transport error
 }
 
 func (e *Error) Error() string {
+	if e.Op == "" { // a task's exit status: a user reads it as Proxmox wrote it
+		return e.Message
+	}
 	if e.Status != 0 {
 		return fmt.Sprintf("%s: %d %s", e.Op, e.Status, e.Message)
 	}
@@ -92,6 +132,8 @@ func classify(op string, err error) error {
 			e.Kind = ErrNotFound
 		case api.StatusCode == pve.StatusNodeConnectFailed || api.StatusCode == pve.StatusNodeRequestFailed:
 			e.Kind = ErrOffline
+		case fileExists(api.Message):
+			e.Kind = ErrFileExists
 		case strings.Contains(api.Message, "already exists"):
 			e.Kind = ErrConflict
 		case TransientMessage(api.Message):

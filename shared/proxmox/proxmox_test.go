@@ -205,3 +205,32 @@ func TestWaitTaskReportsFailure(t *testing.T) {
 		t.Fatalf("a taken VM id on another node: %v, want ErrConflict", err)
 	}
 }
+
+// TestTaskExitIsTyped: the exit statuses of failed tasks that callers act on are typed errors
+// (errors.Is / errors.As), so no caller matches Proxmox's wording.
+func TestTaskExitIsTyped(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		exit     string
+		kind     error
+		mismatch *proxmox.ChecksumMismatchError
+	}{
+		{exit: "checksum mismatch: got 'ab12' != expect 'cd34'", mismatch: &proxmox.ChecksumMismatchError{Got: "ab12", Expected: "cd34"}},
+		{exit: "refusing to override existing file '/var/lib/vz/template/iso/noble.img'", kind: proxmox.ErrFileExists},
+		{exit: "can't lock file '/var/lock/qemu-server/lock-101.conf' - got timeout", kind: proxmox.ErrBusy},
+		{exit: "command 'qemu-img convert' failed: exit code 1", kind: proxmox.ErrTaskFailed},
+	} {
+		err := proxmox.TaskExit(tc.exit)
+		var mismatch *proxmox.ChecksumMismatchError
+		switch {
+		case tc.mismatch != nil:
+			if !errors.As(err, &mismatch) || *mismatch != *tc.mismatch {
+				t.Errorf("%q: %v, want %+v", tc.exit, err, tc.mismatch)
+			}
+		case !errors.Is(err, tc.kind) || errors.As(err, &mismatch):
+			t.Errorf("%q: %v, want kind %v", tc.exit, err, tc.kind)
+		case err.Error() != tc.exit:
+			t.Errorf("%q: %q is not the exit status as Proxmox wrote it", tc.exit, err)
+		}
+	}
+}

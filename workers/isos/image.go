@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -89,7 +88,7 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *at
 	}
 
 	err = h.download(ctx, c, w, base, content, volid, out)
-	if errors.Is(err, errFileExists) {
+	if errors.Is(err, proxmox.ErrFileExists) {
 		// Another attempt's download (a worker that died while Proxmox went on) put it there.
 		out.Say("%s appeared on storage %s meanwhile: verifying its %s checksum over SSH", volid, storage, src.ChecksumAlgorithm)
 		got, err := h.checksumOnNode(ctx, w, storage, content, src.FileName, src.ChecksumAlgorithm)
@@ -139,11 +138,6 @@ func (h *Handler) otherImageUser(ctx context.Context, w *work, volid string) (*h
 	return nil, nil
 }
 
-// errFileExists: Proxmox refused the download because the file is already there.
-var errFileExists = errors.New("the image file exists already")
-
-var mismatchRE = regexp.MustCompile(`checksum mismatch: got '([0-9a-fA-F]*)' != expect '([0-9a-fA-F]*)'`)
-
 // download runs download-url until it succeeds, fails for its checksum (at once: a new attempt
 // would fetch the same bytes), or has failed DownloadAttempts times.
 func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base, content, volid string, out *attempt.Log) error {
@@ -164,15 +158,15 @@ func (h *Handler) download(ctx context.Context, c *proxmox.Client, w *work, base
 		if ctx.Err() != nil {
 			return err
 		}
-		if m := mismatchRE.FindStringSubmatch(err.Error()); m != nil {
-			return fmt.Errorf("checksum mismatch for %s: expected %s %s, got %s", src.URL, src.ChecksumAlgorithm, m[2], m[1])
+		var mismatch *proxmox.ChecksumMismatchError
+		if errors.As(err, &mismatch) {
+			return fmt.Errorf("checksum mismatch for %s: expected %s %s, got %s", src.URL, src.ChecksumAlgorithm, mismatch.Expected, mismatch.Got)
 		}
-		if strings.Contains(err.Error(), "refusing to override existing file") {
-			return errFileExists
+		if errors.Is(err, proxmox.ErrFileExists) {
+			return err
 		}
-		var te *taskError
 		var pe *proxmox.Error
-		if !errors.As(err, &te) && errors.As(err, &pe) && pe.Status >= 400 && pe.Status < 500 {
+		if errors.As(err, &pe) && pe.Status >= 400 && pe.Status < 500 { // an answer, not a task
 			return fmt.Errorf("download of %s refused by Proxmox: %w", src.URL, err) // a request it will always refuse
 		}
 		if try >= attempts {

@@ -24,15 +24,11 @@ func (h *Handler) client(w *work) (*proxmox.Client, error) {
 	return proxmox.ForServer(h.Box, w.server, timeout)
 }
 
-// taskError is a Proxmox task that ended with an error exit status.
-type taskError struct{ exit string }
-
-func (e *taskError) Error() string { return e.exit }
-
 // stopTimeout bounds the request that stops a Proxmox task after a cancel.
 const stopTimeout = 10 * time.Second
 
-// wait waits for the task upid on node to end and returns a *taskError when it failed. When ctx
+// wait waits for the task upid on node to end and returns its error (proxmox.TaskExit) when it
+// failed. When ctx
 // ends first, the task is stopped (DELETE …/tasks/{upid}) so that a canceled stage does not
 // leave a download or a clone running behind its back.
 func (h *Handler) wait(ctx context.Context, c *proxmox.Client, node, upid string, out *attempt.Log) error {
@@ -56,7 +52,7 @@ func (h *Handler) wait(ctx context.Context, c *proxmox.Client, node, upid string
 		case st.Status == "stopped" && (st.ExitStatus == "OK" || strings.HasPrefix(st.ExitStatus, "WARNINGS")):
 			return nil
 		case st.Status == "stopped":
-			return &taskError{exit: st.ExitStatus}
+			return proxmox.TaskExit(st.ExitStatus)
 		}
 		select {
 		case <-ctx.Done():
@@ -230,16 +226,7 @@ func driveSize(drive string) int64 {
 }
 
 // transient reports whether a Proxmox error says "try again shortly" (a lock held, a timeout).
-func transient(err error) bool {
-	if errors.Is(err, proxmox.ErrBusy) {
-		return true
-	}
-	var te *taskError
-	if errors.As(err, &te) {
-		return proxmox.TransientMessage(te.exit)
-	}
-	return false
-}
+func transient(err error) bool { return errors.Is(err, proxmox.ErrBusy) }
 
 // retry runs op up to attempts times while it fails transiently, pausing backoff, then twice
 // as long, between attempts, and saying so in the log.
