@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -15,6 +16,27 @@ import (
 	"horizon/shared/store"
 )
 
+// Run is a run as the routes of every owner show it.
+type Run struct {
+	ID             uuid.UUID  `json:"id"`
+	StackID        *uuid.UUID `json:"stack_id"`
+	ISOID          *uuid.UUID `json:"iso_id,omitempty"`
+	Kind           string     `json:"kind"`
+	State          string     `json:"state"`
+	ActorID        *uuid.UUID `json:"actor_id"`
+	Error          *string    `json:"error"`
+	AllowedActions []string   `json:"allowed_actions"`
+	CreatedAt      time.Time  `json:"created_at"`
+	StartedAt      *time.Time `json:"started_at"`
+	FinishedAt     *time.Time `json:"finished_at"`
+}
+
+// NewRun is r as the API shows it, with the actions its reader may take on it.
+func NewRun(r horizon.Run, allowed []string) Run {
+	return Run{ID: r.ID, StackID: r.StackID, ISOID: r.ISOID, Kind: string(r.Kind), State: string(r.State), ActorID: r.ActorID,
+		Error: r.Error, AllowedActions: allowed, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+}
+
 // RunOwner is what the routes of a run's owner — a stack, an ISO — need to know of it; the
 // run's life is the same for every owner.
 type RunOwner struct {
@@ -26,8 +48,8 @@ type RunOwner struct {
 	Lock func(ctx context.Context, tx pgx.Tx, who auth.Principal, id uuid.UUID) (OwnerRef, error)
 	// Location is where the run is read after it changed.
 	Location func(owner, run uuid.UUID) string
-	// Render is the run as the owner's routes show it.
-	Render func(run horizon.Run, who auth.Principal) any
+	// Actions are the actions the principal may take on one of the owner's runs.
+	Actions func(run horizon.Run, who auth.Principal) []string
 }
 
 // OwnerRef is one locked owner: whose runs the store reads, and whose events they are
@@ -92,6 +114,6 @@ func CancelRun(d Deps, o RunOwner) fiber.Handler {
 		}
 		d.Announce().Canceling(ctx, run.ID, ref.Event(run))
 		c.Set(fiber.HeaderLocation, o.Location(id, run.ID))
-		return c.Status(fiber.StatusAccepted).JSON(o.Render(run, who))
+		return c.Status(fiber.StatusAccepted).JSON(NewRun(run, o.Actions(run, who)))
 	}
 }

@@ -26,7 +26,7 @@ var runOwner = api.RunOwner{
 		return api.OwnerRef{Runs: store.OfISO(iso.ID), ID: iso.ID, ISOID: iso.ID}, nil
 	},
 	Location: func(iso, _ uuid.UUID) string { return "/v1/isos/" + iso.String() },
-	Render:   func(r horizon.Run, who auth.Principal) any { return toRun(r, capabilities(who)) },
+	Actions:  func(r horizon.Run, who auth.Principal) []string { return runActions(r, capabilities(who)) },
 }
 
 // Cancel interrupts the ISO's run in progress (api.CancelRun): the worker running a stage

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"horizon/functions/api"
 	"horizon/shared/auth"
 	"horizon/shared/horizon"
 	"horizon/shared/isotemplate"
@@ -65,20 +66,8 @@ type Copy struct {
 	CopiedAt time.Time `json:"copied_at"`
 }
 
-// Run is a run of an ISO.
-type Run struct {
-	ID             uuid.UUID  `json:"id"`
-	StackID        *uuid.UUID `json:"stack_id"`
-	ISOID          *uuid.UUID `json:"iso_id"`
-	Kind           string     `json:"kind"`
-	State          string     `json:"state"`
-	ActorID        *uuid.UUID `json:"actor_id"`
-	Error          *string    `json:"error"`
-	AllowedActions []string   `json:"allowed_actions"`
-	CreatedAt      time.Time  `json:"created_at"`
-	StartedAt      *time.Time `json:"started_at"`
-	FinishedAt     *time.Time `json:"finished_at"`
-}
+// Run is an ISO's run (api.Run).
+type Run = api.Run
 
 // RunDetail is a run with its stages and its summary.
 type RunDetail struct {
@@ -117,13 +106,14 @@ func capabilities(p auth.Principal) horizon.Capabilities {
 	return horizon.Capabilities{Write: p.CanWrite(), Admin: p.IsAdmin()}
 }
 
-func toRun(r horizon.Run, can horizon.Capabilities) Run {
-	actions := []string{}
-	if can.Admin {
-		actions = horizon.RunActions(r.State, can)
+func toRun(r horizon.Run, can horizon.Capabilities) Run { return api.NewRun(r, runActions(r, can)) }
+
+// runActions are the actions on an ISO's run: only admins change ISOs.
+func runActions(r horizon.Run, can horizon.Capabilities) []string {
+	if !can.Admin {
+		return []string{}
 	}
-	return Run{ID: r.ID, StackID: r.StackID, ISOID: r.ISOID, Kind: string(r.Kind), State: string(r.State), ActorID: r.ActorID,
-		Error: r.Error, AllowedActions: actions, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+	return horizon.RunActions(r.State, can)
 }
 
 func toISO(i horizon.ISO, storages []horizon.ProxmoxStorage) ISO {

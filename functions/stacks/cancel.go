@@ -26,7 +26,9 @@ var runOwner = api.RunOwner{
 		return api.OwnerRef{Runs: store.OfStack(s.ID), ID: s.ID, StackID: s.ID, TeamID: s.TeamID}, nil
 	},
 	Location: func(stack, run uuid.UUID) string { return "/v1/stacks/" + stack.String() + "/runs/" + run.String() },
-	Render:   func(r horizon.Run, who auth.Principal) any { return toRun(r, capabilities(who)) },
+	Actions: func(r horizon.Run, who auth.Principal) []string {
+		return horizon.RunActions(r.State, capabilities(who))
+	},
 }
 
 // Cancel interrupts the stack's run in progress (api.CancelRun): the worker running a step

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"horizon/functions/api"
 	"horizon/shared/horizon"
 )
 
@@ -232,23 +233,11 @@ type Execution struct {
 	State           string         `json:"state"`
 }
 
-// Run is a run as the API shows it.
-type Run struct {
-	ID             uuid.UUID  `json:"id"`
-	StackID        *uuid.UUID `json:"stack_id"`
-	Kind           string     `json:"kind"`
-	State          string     `json:"state"`
-	ActorID        *uuid.UUID `json:"actor_id"`
-	Error          *string    `json:"error"`
-	AllowedActions []string   `json:"allowed_actions"`
-	CreatedAt      time.Time  `json:"created_at"`
-	StartedAt      *time.Time `json:"started_at"`
-	FinishedAt     *time.Time `json:"finished_at"`
-}
+// Run is a stack's run (api.Run).
+type Run = api.Run
 
 func toRun(r horizon.Run, can horizon.Capabilities) Run {
-	return Run{ID: r.ID, StackID: r.StackID, Kind: string(r.Kind), State: string(r.State), ActorID: r.ActorID, Error: r.Error,
-		AllowedActions: horizon.RunActions(r.State, can), CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+	return api.NewRun(r, horizon.RunActions(r.State, can))
 }
 
 func toExecution(e horizon.Execution) Execution {
