@@ -110,11 +110,11 @@ function JobBlock({ job, values, onChange, options, errors }: Omit<Props, "form"
 export function FieldErrorList({ msgs, id }: { msgs: string[]; id?: string }) {
   if (!msgs.length) return null;
   return (
-    <ul className="field-errors" id={id} role="alert">
+    <div className="field-errors" id={id} role="alert">
       {msgs.map((m, i) => (
-        <li key={i}>{m}</li>
+        <div key={i}>{m}</div>
       ))}
-    </ul>
+    </div>
   );
 }
 

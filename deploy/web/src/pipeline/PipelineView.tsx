@@ -44,7 +44,7 @@ function CardView({ c, now, onRunAgain }: { c: Card; now: number; onRunAgain?: (
       {c.error && <div className="small card-error" title={c.error}>{c.error.split("\n")[0]}</div>}
       {c.reason && <div className="small muted">{c.reason}</div>}
       {onRunAgain && c.allowed_actions.includes("run_again") && (
-        <button type="button" className="small" onClick={() => onRunAgain(c)} aria-label={`Run ${name} again`}>
+        <button type="button" className="small" onClick={() => onRunAgain(c)} aria-label={`Run again: ${name}`}>
           Run again
         </button>
       )}
