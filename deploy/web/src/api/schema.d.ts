@@ -844,6 +844,10 @@ export interface paths {
          *     `LogLine` per line) with `Accept: application/x-ndjson`. A line is in the download
          *     once its writer stored it (within about 250 ms). A download that fails half-way ends
          *     with the connection closed before the end of the body.
+         *
+         *     A browser cannot send `Authorization` through a plain link either: a `logs` token of
+         *     this stack from `POST /v1/stream-tokens`, as `?stream_token=`, opens the download too,
+         *     so that it goes straight to disk instead of into the page's memory.
          */
         get: operations["downloadLogs"];
         put?: never;
@@ -938,8 +942,9 @@ export interface paths {
          * @description A signed token, valid for at most five minutes (`HORIZON_STREAM_TOKEN_TTL`), that opens
          *     one kind of stream when passed as `?stream_token=`: `events` (GET /v1/events) or `logs`
          *     (GET /v1/stacks/{stack_id}/logs/stream of one stack). It acts as the API token that
-         *     minted it; revoking that token disables it. API tokens themselves are never accepted in
-         *     URLs. Nothing is stored; viewers may mint tokens.
+         *     minted it; revoking that token disables it. A `logs` token also opens the log download
+         *     (GET /v1/stacks/{stack_id}/logs). API tokens themselves are never accepted in URLs.
+         *     Nothing is stored; viewers may mint tokens.
          */
         post: operations["createStreamToken"];
         delete?: never;
@@ -4990,6 +4995,8 @@ export interface operations {
                 execution?: components["parameters"]["LogExecution"];
                 /** @description Only this run's lines (a run of the stack). */
                 run?: components["parameters"]["LogRun"];
+                /** @description A stream token for this stream (POST /v1/stream-tokens), instead of Authorization. */
+                stream_token?: components["parameters"]["StreamToken"];
             };
             header?: never;
             path: {
