@@ -75,13 +75,37 @@ func npm(t *testing.T, dir string, args ...string) {
 }
 
 func e2e(t *testing.T, web string) {
-	// The console is served on its own origin, as a CDN would serve it; the API allows it.
+	hang := filepath.Join(t.TempDir(), "hang")
+	// The app script prints a few lines and hangs while the file hang exists, so the browser
+	// can cancel a hung run.
+	l := newLab(t, web, "for i in $(seq 1 20); do echo \"warming up the app: step $i of 20\"; done\n"+
+		"while [ -e '"+hang+"' ]; do echo 'waiting for the license server'; sleep 1; done\n")
+	out := filepath.Join(web, "e2e", "out")
+	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 6*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out)
+}
+
+// lab is Horizon running for the console's tests, set up as an admin would: the sandbox, a
+// network with addresses, an environment, a team with a member and a viewer, the member's SSH
+// key, and the sandbox-vm template; and the console served on its own origin, as a CDN would
+// serve it, which the API allows.
+type lab struct {
+	web, consoleURL        string
+	api                    *apitest.Server
+	member, viewer         string
+	env, server, key, tmpl string
+	addrs                  []string
+}
+
+// newLab starts it; script is run first by the example's app script.
+func newLab(t *testing.T, web, script string) *lab {
+	l := &lab{web: web}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	consoleURL := "http://" + ln.Addr().String()
-	api := apitest.New(t, &apitest.Options{CORSOrigins: []string{consoleURL}})
+	l.consoleURL = "http://" + ln.Addr().String()
+	api := apitest.New(t, &apitest.Options{CORSOrigins: []string{l.consoleURL}})
+	l.api = api
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -95,44 +119,42 @@ func e2e(t *testing.T, web string) {
 	sb := pvetest.Start(t, func(c *pve.Config) { c.TaskDuration = 20 * time.Millisecond })
 	startWorkers(t, api)
 
-	// The lab, as an admin sets it up: the sandbox, a network with addresses, an environment,
-	// a team with a member and a viewer, the member's SSH key and the sandbox-vm template.
-	server := must(t, api, "POST", "/v1/proxmox-servers", "", sb.Registration("demo", "sandbox"))["id"].(string)
+	l.server = must(t, api, "POST", "/v1/proxmox-servers", "", sb.Registration("demo", "sandbox"))["id"].(string)
 	b := make([]byte, 2)
 	_, _ = rand.Read(b)
 	prefix := fmt.Sprintf("127.%d.%d", 20+int(b[0])%200, 1+int(b[1])%250)
 	network := must(t, api, "POST", "/v1/networks", "", map[string]any{"name": "loop", "cidr": prefix + ".0/24", "gateway": prefix + ".1",
 		"dns": []string{"127.0.0.53"}, "bridge": "vmbr0"})["id"].(string)
 	for i := 10; i < 16; i++ {
-		must(t, api, "POST", "/v1/networks/"+network+"/addresses", "", map[string]any{"name": fmt.Sprintf("vm-%d", i), "ip": fmt.Sprintf("%s.%d", prefix, i)})
+		a := must(t, api, "POST", "/v1/networks/"+network+"/addresses", "", map[string]any{"name": fmt.Sprintf("vm-%d", i), "ip": fmt.Sprintf("%s.%d", prefix, i)})
+		l.addrs = append(l.addrs, a["id"].(string))
 	}
-	must(t, api, "POST", "/v1/environments", "", map[string]any{"name": "lab", "network_ids": []string{network}, "proxmox_server_ids": []string{server}})
+	l.env = must(t, api, "POST", "/v1/environments", "", map[string]any{"name": "lab", "network_ids": []string{network}, "proxmox_server_ids": []string{l.server}})["id"].(string)
 	team := api.NewTeam("ops")
-	_, member := api.NewUser(auth.RoleMember, team)
-	_, viewer := api.NewUser(auth.RoleViewer, team)
+	_, l.member = api.NewUser(auth.RoleMember, team)
+	_, l.viewer = api.NewUser(auth.RoleViewer, team)
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
 	sshPub, _ := ssh.NewPublicKey(pub)
-	must(t, api, "POST", "/v1/ssh-keys", member, map[string]any{"name": "laptop", "public_key": strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))})
-	// The app script hangs while this file exists, so the browser can cancel a hung run.
-	hang := filepath.Join(t.TempDir(), "hang")
-	publish(t, api, hang)
+	l.key = must(t, api, "POST", "/v1/ssh-keys", l.member, map[string]any{"name": "laptop", "public_key": strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))})["id"].(string)
+	l.tmpl = publish(t, api, script)
+	return l
+}
 
-	out := filepath.Join(web, "e2e", "out")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+// node runs a script of the console's with the lab in its environment (CONSOLE_URL, API_URL,
+// MEMBER_TOKEN, VIEWER_TOKEN, CHROMIUM) and more.
+func (l *lab) node(t *testing.T, script string, within time.Duration, env ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(web, "e2e", "run.mjs"))
-	cmd.Dir = web
-	cmd.Env = append(os.Environ(), "CONSOLE_URL="+consoleURL, "API_URL="+api.URL, "MEMBER_TOKEN="+member, "VIEWER_TOKEN="+viewer,
-		"HANG_FILE="+hang, "OUT_DIR="+out, "CHROMIUM="+chromium)
+	cmd := exec.CommandContext(ctx, "node", script)
+	cmd.Dir = l.web
+	cmd.Env = append(append(os.Environ(), "CONSOLE_URL="+l.consoleURL, "API_URL="+l.api.URL, "MEMBER_TOKEN="+l.member, "VIEWER_TOKEN="+l.viewer,
+		"CHROMIUM="+chromium), env...)
 	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("the browser scenario failed after %s: %v (screenshots in %s)", time.Since(start).Round(time.Second), err, out)
+		t.Fatalf("%s failed after %s: %v", filepath.Base(script), time.Since(start).Round(time.Second), err)
 	}
-	t.Logf("browser scenario: %s; screenshots in %s", time.Since(start).Round(time.Second), out)
+	t.Logf("%s: %s", filepath.Base(script), time.Since(start).Round(time.Second))
 }
 
 func startWorkers(t *testing.T, api *apitest.Server) {
@@ -160,8 +182,8 @@ func startWorkers(t *testing.T, api *apitest.Server) {
 }
 
 // publish registers deploy/examples/sandbox-vm from a git repository of the test's own, its app
-// script made to print a few lines and to hang while the file hang exists.
-func publish(t *testing.T, api *apitest.Server, hang string) {
+// script made to run script first, and returns the template's id.
+func publish(t *testing.T, api *apitest.Server, script string) string {
 	dir := filepath.Join("..", "examples", "sandbox-vm")
 	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -176,14 +198,12 @@ func publish(t *testing.T, api *apitest.Server, hang string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const script = "jobs/app/scripts/configure.sh"
-	files[script] = strings.Replace(files[script], "set -euo pipefail\n", "set -euo pipefail\n"+
-		"for i in $(seq 1 20); do echo \"warming up the app: step $i of 20\"; done\n"+
-		"while [ -e '"+hang+"' ]; do echo 'waiting for the license server'; sleep 1; done\n", 1)
+	const app = "jobs/app/scripts/configure.sh"
+	files[app] = strings.Replace(files[app], "set -euo pipefail\n", "set -euo pipefail\n"+script, 1)
 	repo := testkit.NewGitRepo(t)
 	repo.Commit(files)
 	def := strings.ReplaceAll(files["template.yaml"], "https://git.example.org/horizon/sandbox-vm.git", repo.URL)
-	must(t, api, "POST", "/v1/templates", "", map[string]any{"definition": def})
+	return must(t, api, "POST", "/v1/templates", "", map[string]any{"definition": def})["id"].(string)
 }
 
 // must does an API request (as the admin when token is "") and fails the test unless it is 2xx.

@@ -148,6 +148,11 @@ try {
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("warming up");
   await page.getByText(/^\d+ found/).waitFor();
   await screen(page, "detail-deployed");
+  // Download the (filtered) log through a link: it lands on disk with the app's lines only.
+  const [dl] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download" }).click()]);
+  const text = readFileSync(await dl.path(), "utf8");
+  check(text.includes("warming up the app: step 20 of 20") && !text.includes("apply of db"), `the download holds app's log only:\n${text.slice(0, 400)}`);
+  log(`downloaded the log: ${text.split("\n").length} lines`);
 
   // Copy a secret: the clipboard holds it, the page never shows it.
   const row = page.locator('tr[data-output="app#1.api_key"]');
@@ -164,9 +169,11 @@ try {
   // A viewer sees no write button.
   const vctx = await browser.newContext({ viewport: { width: 1360, height: 900 } });
   const vpage = await vctx.newPage();
-  await vpage.goto(CONSOLE);
-  await vpage.getByLabel("API token").fill(VIEWER);
-  await vpage.getByRole("button", { name: "Sign in" }).click();
+  vpage.setDefaultTimeout(20_000);
+  // The viewer signs in by a link, as `go tool task up` prints one: the token is wiped from it.
+  await vpage.goto(`${CONSOLE}/#token=${VIEWER}`);
+  await vpage.getByRole("heading", { name: "Stacks" }).waitFor();
+  check(!vpage.url().includes(VIEWER), "the token is wiped from the address bar");
   await vpage.getByRole("link", { name: "web-e2e" }).click();
   await vpage.locator(".card").first().waitFor();
   await vpage.locator(".card").nth(2).waitFor();
@@ -175,7 +182,11 @@ try {
   check((await vpage.locator("summary", { hasText: "Retry" }).count()) === 0, "a viewer sees no retry menu");
   check((await vpage.getByRole("link", { name: "New stack" }).count()) === 0, "a viewer is not offered New stack");
   await screen(vpage, "viewer-detail");
-  await vctx.close();
+  // The viewer now watches the list: it must follow the member's runs live.
+  await vpage.getByRole("link", { name: "Stacks" }).first().click();
+  await vpage.locator('tr[data-stack="web-e2e"]').getByText("deployed").waitFor();
+  let viewerNavs = 0;
+  vpage.on("framenavigated", (f) => { if (f === vpage.mainFrame()) viewerNavs++; });
 
   // Run one card again: a run of that execution only.
   await page.getByRole("button", { name: "Run again: app #2" }).click();
@@ -194,6 +205,10 @@ try {
   await page.locator('.page-head .state-failed').waitFor({ timeout: 60_000 });
   rmSync(HANG);
   log("canceled the hung run");
+  await vpage.locator('tr[data-stack="web-e2e"]').getByText("failed").waitFor();
+  check(viewerNavs === 0, "the list turned failed without a reload");
+  log("the viewer's list turned failed live");
+  await vctx.close();
   await page.locator("summary", { hasText: "Retry" }).click();
   await screen(page, "detail-retry-menu");
   await page.getByRole("menuitem", { name: "Retry failed jobs" }).click();

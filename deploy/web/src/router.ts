@@ -13,18 +13,24 @@ function read(): Route {
   return { path: p.split("/").filter(Boolean), query: new URLSearchParams(q ?? "") };
 }
 
-let current = read();
-const subscribe = (fn: () => void) => {
-  const on = () => {
+// The snapshot is re-read whenever the hash differs from the one it was read from, so a
+// replaceState (which fires no event) is seen at the next render too.
+let currentHash: string | null = null;
+let current: Route;
+function snapshot(): Route {
+  if (location.hash !== currentHash) {
+    currentHash = location.hash;
     current = read();
-    fn();
-  };
-  window.addEventListener("hashchange", on);
-  return () => window.removeEventListener("hashchange", on);
+  }
+  return current;
+}
+const subscribe = (fn: () => void) => {
+  window.addEventListener("hashchange", fn);
+  return () => window.removeEventListener("hashchange", fn);
 };
 
 export function useRoute(): Route {
-  return useSyncExternalStore(subscribe, () => current);
+  return useSyncExternalStore(subscribe, snapshot);
 }
 
 export function href(path: string, query?: Record<string, string | undefined>): string {
@@ -38,7 +44,6 @@ export function navigate(path: string, query?: Record<string, string | undefined
   const h = href(path, query);
   if (replace) {
     history.replaceState(null, "", h);
-    current = read();
     window.dispatchEvent(new HashChangeEvent("hashchange"));
   } else location.hash = h;
 }

@@ -5,7 +5,7 @@
 // each line has a link (?line=<run>/<id>).
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { apiBase, getToken, type LogLine } from "../api/client";
+import { api, apiBase, call, type LogLine } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
 
@@ -80,19 +80,23 @@ export function LogView({ stackId, jobs, lineLink }: { stackId: string; jobs: { 
     if (i >= 0) jump(i);
   }, [lineLink, buf.length > 0]); // eslint-disable-line react-hooks/exhaustive-deps
 
+  // The download goes through a plain link, straight to disk: a logs stream token of this
+  // stack opens GET /v1/stacks/{id}/logs (a link cannot send Authorization).
   const download = async () => {
     setErr("");
-    const q = new URLSearchParams();
-    if (job) q.set("job", job);
-    if (job && execution !== "") q.set("execution", execution);
-    const res = await fetch(`${apiBase()}/v1/stacks/${stackId}/logs?${q}`, { headers: { Authorization: `Bearer ${getToken()}` } });
-    if (!res.ok) return setErr(`The download failed (${res.status}).`);
-    const url = URL.createObjectURL(await res.blob());
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = `stack-${stackId}.log`;
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    try {
+      const t = await call(api.POST("/v1/stream-tokens", { body: { purpose: "logs", stack_id: stackId } }));
+      const q = new URLSearchParams();
+      if (job) q.set("job", job);
+      if (job && execution !== "") q.set("execution", execution);
+      q.set("stream_token", t.token);
+      const a = document.createElement("a");
+      a.href = `${apiBase()}/v1/stacks/${stackId}/logs?${q}`;
+      a.download = `stack-${stackId}.log`;
+      a.click();
+    } catch (e) {
+      setErr(`The download failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
   };
 
   const execCount = jobs.find((j) => j.job === job)?.executions ?? 0;
