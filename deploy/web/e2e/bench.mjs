@@ -16,6 +16,31 @@ let gz = 0;
 for (const a of assets) gz += gzipSync(readFileSync(join(DIST, a)), { level: 9 }).length;
 console.log(`initial JS+CSS: ${assets.join(", ")}: ${(gz / 1024).toFixed(1)} KB gzip (goal ≤ 250 KB)`);
 
+// The server's floor: the same log read without a browser, as SSE and as the NDJSON download.
+async function token() {
+  const r = await fetch(`${API}/v1/stream-tokens`, { method: "POST", headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json" }, body: JSON.stringify({ purpose: "logs", stack_id: STACK }) });
+  return (await r.json()).token;
+}
+async function timed(url, headers, count) {
+  const t = Date.now();
+  const r = await fetch(url, { headers });
+  let n = 0, tail = "";
+  for await (const chunk of r.body) {
+    const s = tail + Buffer.from(chunk).toString("utf8");
+    const parts = s.split("\n");
+    tail = parts.pop();
+    for (const p of parts) if (count(p)) n++;
+    if (n >= 100000) break;
+  }
+  return [n, Date.now() - t];
+}
+{
+  const [n, ms] = await timed(`${API}/v1/stacks/${STACK}/logs/stream?stream_token=${await token()}`, {}, (l) => l === "event: line");
+  console.log(`server floor: ${n} lines as SSE in ${ms} ms`);
+  const [m, ms2] = await timed(`${API}/v1/stacks/${STACK}/logs`, { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" }, (l) => l.startsWith("{"));
+  console.log(`server floor: ${m} lines as the NDJSON download in ${ms2} ms`);
+}
+
 const browser = await chromium.launch({
   executablePath: env("CHROMIUM"),
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

@@ -11,13 +11,15 @@ export interface StreamOptions {
   params?: Record<string, string>;
   /** Event names to listen to besides `message`. */
   events: string[];
+  /** The id of the last event the caller already has: the stream resumes after it. */
+  since?: string;
   onEvent: (type: string, data: unknown, id: string) => void;
   onOnline?: (online: boolean) => void;
 }
 
 export function openStream(o: StreamOptions): () => void {
   let es: EventSource | null = null;
-  let last = "";
+  let last = o.since ?? "";
   let stopped = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
   let delay = 500;

@@ -3,30 +3,37 @@
 // held in a bounded LogBuffer and drawn virtualised (fixed row height), so 100 000 lines scroll
 // smoothly. Pause stops following and counts the new lines; search runs over the loaded lines;
 // each line has a link (?line=<run>/<id>).
-import { useVirtualizer } from "@tanstack/react-virtual";
-import { useEffect, useMemo, useRef, useState } from "react";
-import { api, apiBase, call, type LogLine } from "../api/client";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { api, apiBase, call, getToken, type LogLine } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
 
 const ROW = 18;
+const HEIGHT = 420;
+const OVERSCAN = 30;
 
-export function LogView({ stackId, jobs, lineLink }: { stackId: string; jobs: { job: string; executions: number }[]; lineLink?: string }) {
+export function LogView({ stackId, runId, jobs, lineLink }: {
+  stackId: string;
+  /** The run shown first (the latest when the view opened); the stream follows into the next. */
+  runId?: string;
+  jobs: { job: string; executions: number }[];
+  lineLink?: string;
+}) {
+  const [firstRun] = useState(runId);
   const [job, setJob] = useState("");
   const [execution, setExecution] = useState("");
   const [paused, setPaused] = useState(false);
   const [q, setQ] = useState("");
   const [, setTick] = useState(0);
-  const [newLines, setNewLines] = useState(0);
+  // New lines while paused: the buffer's version now less its version at the pause.
+  const [pausedAt, setPausedAt] = useState(0);
   const [err, setErr] = useState("");
   const buf = useMemo(() => new LogBuffer(), []);
-  const pausedRef = useRef(false);
-  pausedRef.current = paused;
   const scroller = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     buf.clear();
-    setNewLines(0);
+    setPausedAt(0);
     let frame = 0;
     const redraw = () => {
       if (frame) return;
@@ -35,42 +42,84 @@ export function LogView({ stackId, jobs, lineLink }: { stackId: string; jobs: { 
         setTick(buf.version);
       });
     };
-    const params: Record<string, string> = { follow: "true" };
-    if (job) params.job = job;
-    if (job && execution !== "") params.execution = execution;
-    const stop = openStream({
-      purpose: "logs",
-      stackId,
-      path: `/v1/stacks/${stackId}/logs/stream`,
-      params,
-      events: ["line", "run", "end", "lagging"],
-      onEvent: (type, data) => {
-        if (type !== "line") return;
-        if (buf.push(data as LogLine)) {
-          if (pausedRef.current) setNewLines((n) => n + 1);
-          redraw();
+    const filters: Record<string, string> = {};
+    if (job) filters.job = job;
+    if (job && execution !== "") filters.execution = execution;
+    // Backfill from the NDJSON download, a streamed fetch (far cheaper for a browser than one
+    // SSE event per line), then follow from its last line with the SSE stream.
+    const ctrl = new AbortController();
+    let stop = () => {};
+    void (async () => {
+      let since = "";
+      if (firstRun)
+        try {
+          const res = await fetch(`${apiBase()}/v1/stacks/${stackId}/logs?${new URLSearchParams({ ...filters, run: firstRun })}`, {
+            headers: { Authorization: `Bearer ${getToken()}`, Accept: "application/x-ndjson" },
+            signal: ctrl.signal,
+          });
+          if (res.ok && res.body) {
+            const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+            let tail = "";
+            for (;;) {
+              const { value, done } = await reader.read();
+              if (done) break;
+              const parts = (tail + value).split("\n");
+              tail = parts.pop() ?? "";
+              for (const p of parts) {
+                if (!p) continue;
+                const l = JSON.parse(p) as LogLine;
+                buf.push(l);
+                since = `${l.run}/${l.id}`;
+              }
+              redraw();
+            }
+          }
+        } catch {
+          if (ctrl.signal.aborted) return;
+          // Otherwise the stream backfills on its own, from where the download stopped.
         }
-      },
-    });
+      if (ctrl.signal.aborted) return;
+      stop = openStream({
+        purpose: "logs",
+        stackId,
+        path: `/v1/stacks/${stackId}/logs/stream`,
+        params: { ...filters, follow: "true", ...(since ? {} : firstRun ? { run: firstRun } : {}) },
+        since,
+        events: ["line", "run", "end", "lagging"],
+        onEvent: (type, data) => {
+          if (type === "line" && buf.push(data as LogLine)) redraw();
+        },
+      });
+    })();
     return () => {
+      ctrl.abort();
       stop();
       cancelAnimationFrame(frame);
     };
-  }, [stackId, job, execution, buf]);
+  }, [stackId, firstRun, job, execution, buf]);
 
-  const v = useVirtualizer({ count: buf.length, getScrollElement: () => scroller.current, estimateSize: () => ROW, overscan: 20 });
-
+  // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
+  const [scrollTop, setScrollTop] = useState(0);
+  const scrollTo = (top: number) => {
+    const el = scroller.current;
+    if (el) el.scrollTop = top;
+  };
   // Follow the end unless paused.
-  useEffect(() => {
-    if (!paused && buf.length) v.scrollToIndex(buf.length - 1, { align: "end" });
+  useLayoutEffect(() => {
+    if (!paused && buf.length) scrollTo(buf.length * ROW);
   });
 
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
   const matchSet = useMemo(() => new Set(matches), [matches]);
   const [matchAt, setMatchAt] = useState(0);
+  const pause = (on: boolean) => {
+    setPaused(on);
+    setPausedAt(buf.version);
+  };
+  const newLines = paused ? buf.version - pausedAt : 0;
   const jump = (i: number) => {
-    setPaused(true);
-    v.scrollToIndex(i, { align: "center" });
+    if (!paused) pause(true);
+    scrollTo(i * ROW - HEIGHT / 2);
   };
   // A linked line: scroll to it once it is loaded.
   useEffect(() => {
@@ -99,6 +148,8 @@ export function LogView({ stackId, jobs, lineLink }: { stackId: string; jobs: { 
     }
   };
 
+  const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
+  const last = Math.min(buf.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
   const execCount = jobs.find((j) => j.job === job)?.executions ?? 0;
   return (
     <div className="log">
@@ -133,11 +184,11 @@ export function LogView({ stackId, jobs, lineLink }: { stackId: string; jobs: { 
             )}
           </span>
         )}
-        <button type="button" aria-pressed={paused} onClick={() => { setPaused(!paused); setNewLines(0); }}>
+        <button type="button" aria-pressed={paused} onClick={() => pause(!paused)}>
           {paused ? "Resume" : "Pause"}
         </button>
         {paused && newLines > 0 && (
-          <button type="button" className="badge-button" onClick={() => { setPaused(false); setNewLines(0); }}>
+          <button type="button" className="badge-button" onClick={() => pause(false)}>
             {newLines} new lines
           </button>
         )}
@@ -145,20 +196,21 @@ export function LogView({ stackId, jobs, lineLink }: { stackId: string; jobs: { 
         <span className="small muted" aria-live="polite">{buf.length} lines{buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}</span>
       </div>
       {err && <p role="alert" className="problem">{err}</p>}
-      <div className="log-lines" ref={scroller} tabIndex={0} aria-label="Log lines" data-testid="log-lines" onWheel={(e) => { if (e.deltaY < 0 && !paused) setPaused(true); }}>
-        <div style={{ height: v.getTotalSize(), position: "relative" }}>
-          {v.getVirtualItems().map((it) => {
-            const l = buf.at(it.index);
+      <div className="log-lines" ref={scroller} tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
+        <div style={{ height: buf.length * ROW, position: "relative" }}>
+          {Array.from({ length: Math.max(0, last - first) }, (_, k) => {
+            const index = first + k;
+            const l = buf.at(index);
             if (!l) return null;
             return (
               <div
-                key={it.key}
-                className={`line fd-${l.fd}${matchSet.has(it.index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}`}
-                style={{ transform: `translateY(${it.start}px)`, height: ROW }}
+                key={index}
+                className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}`}
+                style={{ transform: `translateY(${index * ROW}px)`, height: ROW }}
                 data-job={l.job}
               >
-                <a className="ln" href={`#/stacks/${stackId}?line=${l.run}/${l.id}`} aria-label={`Link to line ${it.index + 1}`} tabIndex={-1}>
-                  {it.index + 1}
+                <a className="ln" href={`#/stacks/${stackId}?line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
+                  {index + 1}
                 </a>
                 {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution + 1}` : ""}</span>}
                 <span className="lt">{l.text}</span>
