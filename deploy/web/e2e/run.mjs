@@ -120,6 +120,22 @@ try {
   check((await app.locator(".exec").count()) === 2, "the draft comes back with its two apps");
   check((await app.locator(".exec").nth(1).getByLabel("cores").inputValue()) === "2", "and their answers");
   await screen(page, "create-form");
+  // Someone else saves the draft meanwhile: saving here answers 412, and the form reloads and
+  // says what changed.
+  const got = await fetch(`${API}/v1/stacks/${stackId}`, { headers: { Authorization: `Bearer ${MEMBER}` } });
+  const etag = got.headers.get("ETag");
+  await got.text();
+  const patched = await fetch(`${API}/v1/stacks/${stackId}`, {
+    method: "PATCH",
+    headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json", "If-Match": etag },
+    body: JSON.stringify({ description: "edited by a bot" }),
+  });
+  check(patched.ok, `the bot's edit: ${patched.status} ${await patched.text()}`);
+  await page.getByRole("button", { name: "Save draft" }).click();
+  await page.getByText("Someone saved this draft meanwhile").waitFor();
+  check((await page.getByRole("status").filter({ hasText: "meanwhile" }).textContent()).includes("description"), "the change is named");
+  check((await page.getByLabel("Description").inputValue()) === "edited by a bot", "the form shows their version");
+  log("a concurrent edit was reloaded and named");
 
   // Deploy, then watch the cards turn green without reloading.
   const before = navigations;

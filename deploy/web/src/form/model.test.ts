@@ -3,6 +3,7 @@ import type { FormJob, Stack, TemplateForm } from "../api/client";
 import {
   addExecution,
   canAdd,
+  changedFields,
   canRemove,
   executionBounds,
   fieldErrors,
@@ -162,5 +163,19 @@ describe("server errors", () => {
     expect(known.has("jobs.app.executions[1].startup_order")).toBe(true);
     expect(known.has("jobs.db.executions[0].startup_order")).toBe(false); // db is not asked one
     expect(unplaced(errs, known)).toEqual([{ field: "jobs.app.executions[7].node", message: "no such execution" }]);
+  });
+});
+
+describe("changed meanwhile", () => {
+  it("names what differs between my values and the server's", () => {
+    const mine = initialValues(form, opts, { name: "a", labels: "x" });
+    const theirs = structuredClone(mine);
+    expect(changedFields(mine, theirs)).toEqual([]);
+    theirs.name = "b";
+    theirs.jobs.app[1].parameters.motd = "changed";
+    theirs.jobs.db[0].node = "pve2";
+    expect(changedFields(mine, theirs)).toEqual(["name", "jobs.db.executions[0].node", "jobs.app.executions[1].parameters.motd"]);
+    theirs.jobs.app.pop();
+    expect(changedFields(mine, theirs)).toContain("jobs.app.executions");
   });
 });

@@ -310,3 +310,24 @@ export function knownFields(form: TemplateForm, v: FormValues, opts: Options): S
     }
   return s;
 }
+
+/**
+ * changedFields names what differs between two versions of a form's values, as field paths:
+ * after a 412 the form reloads the stack and says what changed meanwhile.
+ */
+export function changedFields(mine: FormValues, theirs: FormValues): string[] {
+  const out: string[] = [];
+  for (const k of ["name", "description", "labels", "environment_id"] as const) if (mine[k] !== theirs[k]) out.push(k);
+  const jobs = new Set([...Object.keys(mine.jobs), ...Object.keys(theirs.jobs)]);
+  for (const job of jobs) {
+    const a = mine.jobs[job] ?? [], b = theirs.jobs[job] ?? [];
+    if (a.length !== b.length) out.push(`jobs.${job}.executions`);
+    for (let i = 0; i < Math.min(a.length, b.length); i++) {
+      const names = new Set([...Object.keys(a[i].parameters), ...Object.keys(b[i].parameters)]);
+      for (const n of names) if (a[i].parameters[n] !== b[i].parameters[n]) out.push(paramPath(job, i, n));
+      for (const f of ["address_id", "ssh_key_id", "proxmox_server_id", "node", "pool", "iso_id", "nagios_hostgroup", "node_exporter", "startup_order"] as const)
+        if (a[i][f] !== b[i][f]) out.push(attachmentPath(job, i, f));
+    }
+  }
+  return out;
+}

@@ -7,6 +7,7 @@ import { useEffect, useMemo, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Stack, type TemplateForm } from "../api/client";
 import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import {
+  changedFields,
   emptyOptions,
   errorsFor,
   fieldErrors,
@@ -50,6 +51,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState<string>("");
   const [saved, setSaved] = useState("");
+  const [changed, setChanged] = useState<string[]>([]);
 
   const active = templates.data?.items.filter((t) => t.active) ?? [];
   const myTeams = teams.data?.items.filter((t) => me.data?.role === "admin" || me.data?.teams.includes(t.id)) ?? [];
@@ -108,6 +110,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     if (!form.data || !values) return null;
     setError(null);
     setSaved("");
+    setChanged([]);
     const jobs = toJobs(values, form.data);
     try {
       let s: Stack;
@@ -139,9 +142,16 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) setProblems(e.problem.errors ?? []);
       if (e instanceof ApiError && e.status === 412) {
-        // Changed meanwhile: reload it and say so.
+        // Changed meanwhile: reload it and say what changed (the edits made here are lost).
         const fresh = await existing.refetch();
-        if (fresh.data && form.data) setValues(fromStack(fresh.data.stack, form.data, options));
+        if (fresh.data && form.data) {
+          const theirs = fromStack(fresh.data.stack, form.data, options);
+          const mine = { ...values, ...header };
+          setChanged(changedFields(mine, theirs));
+          setHeader({ name: theirs.name, description: theirs.description, labels: theirs.labels, team_id: theirs.team_id, environment_id: theirs.environment_id });
+          setValues(theirs);
+          setProblems(fresh.data.stack.problems);
+        }
       }
       setError(e);
       return null;
@@ -253,6 +263,12 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           <p className="muted">Choose a template to see its form.</p>
         )}
         <ProblemBox error={error} />
+        {changed.length > 0 && (
+          <div className="problem" role="status">
+            Someone saved this draft meanwhile; the form now shows their version. What differed from yours:
+            <ul>{changed.map((f) => <li key={f}><code>{f}</code></li>)}</ul>
+          </div>
+        )}
         {saved && <p className="saved" role="status">{saved}</p>}
         <div className="actions sticky">
           <button type="submit" disabled={!values || !!busy}>{busy === "save" ? "Saving…" : "Save draft"}</button>
