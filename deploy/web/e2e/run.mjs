@@ -67,8 +67,11 @@ try {
   await page.getByLabel("API token").fill("hzn_not-a-token");
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByText("This token is not valid").waitFor();
-  await page.getByLabel("API token").fill(MEMBER);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  // From the keyboard: the field, the token, Enter.
+  await page.getByLabel("API token").focus();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(MEMBER);
+  await page.keyboard.press("Enter");
   await page.getByRole("heading", { name: "Stacks" }).waitFor();
   check(!page.url().includes(MEMBER), "the token is never in the URL");
   await screen(page, "stacks-empty");
@@ -148,7 +151,8 @@ try {
   await page.getByRole("button", { name: "Pause" }).click();
   await page.getByRole("button", { name: /^\d+ new lines$/ }).waitFor({ timeout: 60_000 });
   await screen(page, "detail-deploying");
-  await page.getByRole("button", { name: /^\d+ new lines$/ }).click();
+  await page.getByRole("button", { name: /^\d+ new lines$/ }).focus();
+  await page.keyboard.press("Enter"); // resumes, from the keyboard
   await page.locator('.page-head .state-deployed').waitFor({ timeout: 150_000 });
   const states = await page.locator(".card").evaluateAll((cs) => cs.map((c) => c.getAttribute("data-state")));
   check(states.length === 3 && states.every((s) => s === "succeeded"), `three green cards, got ${states}`);
