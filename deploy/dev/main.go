@@ -4,7 +4,9 @@
 // ports, else starting throwaway instances from local binaries under .data/, else `docker compose`
 // when a Docker engine answers, else saying exactly what is missing — then builds and starts the
 // API, the workers and the Proxmox VE sandbox (registered as the server "sandbox", with the
-// example template sandbox-vm published from deploy/examples) with readable, prefixed logs, and prints the URL and an admin token. Keys
+// example template sandbox-vm published from deploy/examples) with readable, prefixed logs, builds
+// the web console (deploy/web) and serves it on its own origin, and prints the URLs, an admin
+// token and a console link signed in with it. Keys
 // and the token are generated once into .data/ and reused, so restarts keep working. Ctrl-C stops
 // everything it started.
 package main
@@ -58,6 +60,10 @@ func run() error {
 		return err
 	}
 	listen := envOr("HORIZON_LISTEN", "127.0.0.1:8080")
+	// The console is served on its own origin, as a CDN would serve it, so that CORS and
+	// config.json work here exactly as in production.
+	consoleListen := envOr("HORIZON_CONSOLE_LISTEN", "127.0.0.1:8090")
+	consoleURL := "http://" + consoleListen
 	// The sandbox's VMs serve SSH on their own 127.x address; port 22 needs root, so an
 	// unprivileged `up` moves them, and tells the workers.
 	vmSSHPort := "22"
@@ -73,6 +79,7 @@ func run() error {
 		"HORIZON_LISTEN="+listen,
 		"HORIZON_VM_SSH_PORT="+vmSSHPort,
 		"HORIZON_LOG_FORMAT="+envOr("HORIZON_LOG_FORMAT", "text"),
+		"HORIZON_CORS_ORIGINS="+envOr("HORIZON_CORS_ORIGINS", consoleURL),
 	)
 
 	sandbox, nodeKey, err := startSandbox(ctx, root, data, vmSSHPort, &procs)
@@ -92,6 +99,13 @@ func run() error {
 	if err := procs.start(ctx, "workers", env, filepath.Join(bin, "workers")); err != nil {
 		return err
 	}
+	dist, consoleErr := buildConsole(ctx, root)
+	switch {
+	case errors.Is(consoleErr, errNoNode):
+		fmt.Println("horizon dev: npm is not installed, so the web console is not built; the API runs alone (install Node 20+ for the console)")
+	case consoleErr != nil:
+		return fmt.Errorf("build the web console: %w", consoleErr)
+	}
 	url := "http://" + listen
 	if err := waitReady(ctx, url+"/readyz", 60*time.Second); err != nil {
 		return err
@@ -106,9 +120,18 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("put the admin in a team: %w", err)
 	}
+	console := "  Console:      not built (npm is not installed)\n"
+	if consoleErr == nil {
+		if err := serveConsole(ctx, dist, consoleListen, url); err != nil {
+			return err
+		}
+		// The token rides in the fragment, which the browser never sends; the console moves
+		// it to sessionStorage and wipes it from the address bar at once.
+		console = fmt.Sprintf("  Console:      %s/#token=%s   (signed in as the admin)\n", consoleURL, adminToken)
+	}
 	fmt.Printf(`
 Horizon is running.
-  API:          %s   (contract: %s/openapi.yaml)
+%s  API:          %s   (contract: %s/openapi.yaml)
   Admin token:  %s
   Proxmox:      the sandbox at %s is registered as the server "sandbox", in environment "sandbox"
   Template:     "sandbox-vm" (deploy/examples/sandbox-vm, published to .data/examples/sandbox-vm)
@@ -116,7 +139,7 @@ Horizon is running.
   Try:          curl -H "Authorization: Bearer %s" %s/v1/me
 Ctrl-C stops everything started here; state is kept in .data/.
 
-`, url, url, adminToken, sandbox.Clusters[0].URL, team, adminToken, url)
+`, console, url, url, adminToken, sandbox.Clusters[0].URL, team, adminToken, url)
 	select {
 	case <-ctx.Done():
 		return nil

@@ -37,11 +37,15 @@ type streamRoute struct {
 	purpose auth.StreamPurpose
 }
 
-// streamRoutes lists the /v1 event streams. openapi.yaml describes them too.
+// streamRoutes lists the /v1 event streams, and the stack log download, which a logs stream
+// token opens too. openapi.yaml describes them too.
 func streamRoutes(d api.Deps) []streamRoute {
 	return []streamRoute{
 		{route{fiber.MethodGet, "/events", live.Events(d)}, auth.StreamEvents},
 		{route{fiber.MethodGet, "/stacks/:id/logs/stream", logs.Stream(d)}, auth.StreamLogs},
+		// The download too: a browser saves it through a plain link (it cannot send headers
+		// either), straight to disk, instead of holding the whole log in memory.
+		{route{fiber.MethodGet, "/stacks/:id/logs", logs.Download(d)}, auth.StreamLogs},
 		{route{fiber.MethodGet, "/isos/:id/logs/stream", isos.GetLogStream(d)}, auth.StreamISOLogs},
 	}
 }
@@ -113,7 +117,6 @@ func routes(d api.Deps) []route {
 		{fiber.MethodGet, "/stacks/:id/history", stacks.GetHistory(d)},
 		{fiber.MethodGet, "/stacks/:id/runs", stacks.GetRuns(d)},
 		{fiber.MethodGet, "/stacks/:id/runs/:run", stacks.GetRun(d)},
-		{fiber.MethodGet, "/stacks/:id/logs", logs.Download(d)},
 
 		{fiber.MethodPost, "/stream-tokens", live.CreateToken(d)},
 

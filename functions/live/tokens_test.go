@@ -55,6 +55,10 @@ func TestStreamTokensOpenOneStreamOfTheirUser(t *testing.T) {
 	if r := w.s.Stream("/v1/stacks/"+w.stackA.String()+"/logs/stream?run="+run.String()+"&stream_token="+logsA, apitest.Req{Token: apitest.NoToken}); r.Status != 200 {
 		t.Fatalf("the logs token on its stack: %d %s", r.Status, r.Body)
 	}
+	// The same token opens the stack's log download, which a browser saves through a link.
+	if r := w.s.Do("GET", "/v1/stacks/"+w.stackA.String()+"/logs?stream_token="+logsA, apitest.Req{Token: apitest.NoToken}); r.Status != 200 {
+		t.Fatalf("the logs token on its stack's download: %d %s", r.Status, r.Body)
+	}
 
 	// Minting what the caller may not have.
 	for name, body := range map[string]map[string]any{
@@ -90,6 +94,8 @@ func TestStreamTokensOpenOneStreamOfTheirUser(t *testing.T) {
 		{"a logs token on the events", "/v1/events?stream_token=" + logsA, nil, 401},
 		{"a logs token on another stack of the team", "/v1/stacks/" + stackA2.String() + "/logs/stream?stream_token=" + logsA, nil, 401},
 		{"another team's logs token on its own stack's path", "/v1/stacks/" + w.stackA.String() + "/logs/stream?stream_token=" + logsB, nil, 401},
+		{"a logs token on another stack's download", "/v1/stacks/" + stackA2.String() + "/logs?stream_token=" + logsA, nil, 401},
+		{"an events token on a download", "/v1/stacks/" + w.stackA.String() + "/logs?stream_token=" + ev, nil, 401},
 		{"the API token in the URL", "/v1/events?stream_token=" + w.viewerA, nil, 401},
 		{"the API token as access_token", "/v1/events?access_token=" + w.viewerA, nil, 401},
 		{"a stream token as the bearer token", "/v1/events", map[string]string{"Authorization": "Bearer " + ev}, 401},

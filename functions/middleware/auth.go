@@ -27,7 +27,7 @@ var tokenQueryParams = []string{"access_token", "token", "api_token", "api_key"}
 const StreamTokenParam = "stream_token"
 
 // Auth authenticates the bearer token and stores the principal for the handlers. A stream
-// token is refused here: it opens only the event streams (StreamAuth).
+// token is refused here: it opens only the event streams and the log download (StreamAuth).
 func Auth(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if err := refuseURLTokens(c); err != nil {
@@ -43,7 +43,8 @@ func Auth(d api.Deps) fiber.Handler {
 	}
 }
 
-// StreamAuth authenticates an event-stream route of purpose: with a bearer token like every
+// StreamAuth authenticates an event-stream route of purpose (or the log download, which a logs
+// token opens too): with a bearer token like every
 // route, or — because browsers' EventSource cannot send headers — with ?stream_token=, minted
 // by POST /v1/stream-tokens for this purpose (and, for a log stream, this stack: the route's
 // :id). The stream token acts as the API token that minted it, whose principal is read afresh:

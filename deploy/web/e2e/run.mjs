@@ -1,0 +1,249 @@
+// The console's end-to-end scenario in real Chromium (playwright-core driving Debian's
+// chromium) against a real Horizon that deploy/web/console_test.go starts: API, workers,
+// Terraform and the Proxmox sandbox. Nothing is mocked. Screenshots of each screen go to
+// OUT_DIR; axe-core checks each screen for serious or critical violations.
+//
+// Env: CONSOLE_URL, API_URL, MEMBER_TOKEN, VIEWER_TOKEN, HANG_FILE, OUT_DIR, CHROMIUM.
+import { chromium } from "playwright-core";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const CONSOLE = env("CONSOLE_URL"), API = env("API_URL"), MEMBER = env("MEMBER_TOKEN"), VIEWER = env("VIEWER_TOKEN");
+const HANG = env("HANG_FILE"), OUT = env("OUT_DIR");
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const t0 = Date.now();
+const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+function check(cond, msg) {
+  if (!cond) throw new Error(`check failed: ${msg}`);
+}
+
+async function apiAs(token, method, path, body) {
+  const r = await fetch(API + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+let shots = 0;
+async function screen(page, name) {
+  await page.screenshot({ path: join(OUT, `${String(++shots).padStart(2, "0")}-${name}.png`), fullPage: true });
+  await page.evaluate(axeSource);
+  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  check(bad.length === 0, `axe on ${name}: ${bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`).join("; ")}`);
+  log(`screen ${name}: screenshot saved, axe clean`);
+}
+
+const browser = await chromium.launch({
+  executablePath: env("CHROMIUM"),
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync"],
+});
+try {
+  const ctx = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: CONSOLE });
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(20_000);
+  const hosts = new Set();
+  page.on("request", (r) => hosts.add(new URL(r.url()).origin));
+  page.on("pageerror", (e) => log("page error:", e.message));
+  let navigations = 0;
+  page.on("framenavigated", (f) => { if (f === page.mainFrame()) navigations++; });
+
+  // Sign in by pasting the token.
+  await page.goto(CONSOLE);
+  await page.getByLabel("API token").waitFor();
+  await screen(page, "sign-in");
+  await page.getByLabel("API token").fill("hzn_not-a-token");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByText("This token is not valid").waitFor();
+  // From the keyboard: the field, the token, Enter.
+  await page.getByLabel("API token").focus();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type(MEMBER);
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Stacks" }).waitFor();
+  check(!page.url().includes(MEMBER), "the token is never in the URL");
+  await screen(page, "stacks-empty");
+
+  // Create: the form drawn from the template's form schema.
+  await page.getByRole("link", { name: "New stack" }).first().click();
+  const db = page.locator('fieldset[data-job="db"]'), app = page.locator('fieldset[data-job="app"]');
+  await db.waitFor();
+  check((await page.getByRole("region", { name: /^Phase \d: / }).count()) === 2, "one section per phase");
+  check((await page.getByLabel("Template *").inputValue()) !== "", "the single template is preselected");
+  check((await page.getByLabel("Team *").inputValue()) !== "", "the single team is preselected");
+  check((await page.getByLabel("Environment *").inputValue()) !== "", "the single environment is preselected");
+  check((await db.getByLabel("SSH key *").inputValue()) !== "", "the single SSH key is preselected");
+  check((await db.getByLabel("Proxmox server *").inputValue()) !== "", "the single server is preselected");
+  check((await app.locator(".exec").count()) === 1, "a multiple job starts with one execution");
+  await page.getByLabel("Name *").fill("web-e2e");
+  await page.getByLabel("Labels").fill("e2e, web");
+  // Save with what is missing: the server's problems appear on their fields.
+  await page.getByRole("button", { name: "Save draft" }).click();
+  await page.getByRole("status").filter({ hasText: "Draft saved" }).waitFor();
+  await db.locator(".field.has-error").first().waitFor();
+  const dbAddrErr = await db.getByLabel("Address *").getAttribute("aria-invalid");
+  check(dbAddrErr === "true", "the missing address of db is shown on its field");
+  await screen(page, "create-problems");
+  await page.waitForURL(/#\/stacks\/[0-9a-f-]+\/edit/);
+  const stackId = /stacks\/([0-9a-f-]+)\/edit/.exec(page.url())[1];
+  // Fill what is asked: 1 db + 2 apps, each on its own address and node.
+  await app.getByRole("button", { name: "Add machine to app" }).click();
+  const fill = async (scope, i) => {
+    await scope.getByLabel("Address *").selectOption({ index: i + 1 });
+    await scope.getByLabel("Node *").selectOption(`pve${(i % 3) + 1}`);
+    const pool = scope.getByLabel(/^Resource pool/);
+    if (await pool.count()) await pool.selectOption("dev");
+  };
+  await fill(db.locator(".exec").nth(0), 0);
+  await fill(app.locator(".exec").nth(0), 1);
+  await fill(app.locator(".exec").nth(1), 2);
+  await app.locator(".exec").nth(1).getByLabel("cores").fill("2");
+  await page.getByRole("button", { name: "Save draft" }).click();
+  await page.getByText("Draft saved; it is ready to deploy.").waitFor();
+  check((await page.locator(".field.has-error").count()) === 0, "no field error left");
+
+  // Come back to the draft from the list.
+  await page.getByRole("link", { name: "Stacks" }).first().click();
+  await page.locator('tr[data-stack="web-e2e"]').getByText("draft").waitFor();
+  await page.getByRole("link", { name: "web-e2e" }).click();
+  await page.getByRole("link", { name: "Edit draft" }).click();
+  await app.locator(".exec").nth(1).waitFor();
+  check((await app.locator(".exec").count()) === 2, "the draft comes back with its two apps");
+  check((await app.locator(".exec").nth(1).getByLabel("cores").inputValue()) === "2", "and their answers");
+  await screen(page, "create-form");
+  // Someone else saves the draft meanwhile: saving here answers 412, and the form reloads and
+  // says what changed.
+  const got = await fetch(`${API}/v1/stacks/${stackId}`, { headers: { Authorization: `Bearer ${MEMBER}` } });
+  const etag = got.headers.get("ETag");
+  await got.text();
+  const patched = await fetch(`${API}/v1/stacks/${stackId}`, {
+    method: "PATCH",
+    headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json", "If-Match": etag },
+    body: JSON.stringify({ description: "edited by a bot" }),
+  });
+  check(patched.ok, `the bot's edit: ${patched.status} ${await patched.text()}`);
+  await page.getByRole("button", { name: "Save draft" }).click();
+  await page.getByText("Someone saved this draft meanwhile").waitFor();
+  check((await page.getByRole("status").filter({ hasText: "meanwhile" }).textContent()).includes("description"), "the change is named");
+  check((await page.getByLabel("Description").inputValue()) === "edited by a bot", "the form shows their version");
+  log("a concurrent edit was reloaded and named");
+
+  // Deploy, then watch the cards turn green without reloading.
+  const before = navigations;
+  await page.getByRole("button", { name: "Deploy" }).click();
+  await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
+  await page.locator(".card").first().waitFor();
+  check((await page.getByRole("listitem", { name: /^Phase \d/ }).count()) === 2, "a column per phase");
+  // Pause while the deploy writes its log: new lines are counted, not shown.
+  await page.locator(".log-lines .line").first().waitFor({ timeout: 60_000 });
+  await page.getByRole("button", { name: "Pause" }).click();
+  await page.getByRole("button", { name: /^\d+ new lines$/ }).waitFor({ timeout: 60_000 });
+  await screen(page, "detail-deploying");
+  await page.getByRole("button", { name: /^\d+ new lines$/ }).focus();
+  await page.keyboard.press("Enter"); // resumes, from the keyboard
+  await page.locator('.page-head .state-deployed').waitFor({ timeout: 150_000 });
+  const states = await page.locator(".card").evaluateAll((cs) => cs.map((c) => c.getAttribute("data-state")));
+  check(states.length === 3 && states.every((s) => s === "succeeded"), `three green cards, got ${states}`);
+  check(navigations - before <= 2, `no reload while deploying (${navigations - before} navigations)`);
+  log("deployed; cards:", states.join(","));
+
+  // Filter the log by job (on the server) and search in it.
+  await page.getByRole("toolbar", { name: "Log" }).getByLabel("Job").selectOption("app");
+  await page.waitForFunction(() => {
+    const ls = [...document.querySelectorAll(".log-lines .line")];
+    return ls.length > 0 && ls.every((l) => l.getAttribute("data-job") === "app");
+  });
+  await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("warming up");
+  await page.getByText(/^\d+ found/).waitFor();
+  await screen(page, "detail-deployed");
+  // Download the (filtered) log through a link: it lands on disk with the app's lines only.
+  const [dl] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download" }).click()]);
+  const text = readFileSync(await dl.path(), "utf8");
+  check(text.includes("warming up the app: step 20 of 20") && !text.includes("apply of db"), `the download holds app's log only:\n${text.slice(0, 400)}`);
+  log(`downloaded the log: ${text.split("\n").length} lines`);
+
+  // Copy a secret: the clipboard holds it, the page never shows it.
+  const row = page.locator('tr[data-output="app#1.api_key"]');
+  await row.getByRole("button", { name: "Copy api_key" }).click();
+  await row.getByText("Copied").waitFor();
+  const clip = await page.evaluate(() => navigator.clipboard.readText());
+  const outputs = await apiAs(MEMBER, "POST", `/v1/stacks/${stackId}/outputs/app/0/api_key/reveal`);
+  check(clip === outputs.value && clip.length > 8, "the clipboard holds the secret");
+  check(!(await page.content()).includes(clip), "the page never showed the secret");
+  await row.getByRole("button", { name: "Reveal api_key" }).click();
+  await row.getByText(clip).waitFor();
+  log("secret copied without showing it, then revealed");
+
+  // A viewer sees no write button.
+  const vctx = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  const vpage = await vctx.newPage();
+  vpage.setDefaultTimeout(20_000);
+  // The viewer signs in by a link, as `go tool task up` prints one: the token is wiped from it.
+  await vpage.goto(`${CONSOLE}/#token=${VIEWER}`);
+  await vpage.getByRole("heading", { name: "Stacks" }).waitFor();
+  check(!vpage.url().includes(VIEWER), "the token is wiped from the address bar");
+  await vpage.getByRole("link", { name: "web-e2e" }).click();
+  await vpage.locator(".card").first().waitFor();
+  await vpage.locator(".card").nth(2).waitFor();
+  const writes = await vpage.getByRole("button", { name: /^(Deploy|Cancel run|Remove|Duplicate|Run again: .*|Edit draft)$/ }).count();
+  check(writes === 0, `a viewer sees no write button (saw ${writes})`);
+  check((await vpage.locator("summary", { hasText: "Retry" }).count()) === 0, "a viewer sees no retry menu");
+  check((await vpage.getByRole("link", { name: "New stack" }).count()) === 0, "a viewer is not offered New stack");
+  await screen(vpage, "viewer-detail");
+  // The viewer now watches the list: it must follow the member's runs live.
+  await vpage.getByRole("link", { name: "Stacks" }).first().click();
+  await vpage.locator('tr[data-stack="web-e2e"]').getByText("deployed").waitFor();
+  let viewerNavs = 0;
+  vpage.on("framenavigated", (f) => { if (f === vpage.mainFrame()) viewerNavs++; });
+
+  // Run one card again: a run of that execution only.
+  await page.getByRole("button", { name: "Run again: app #2" }).click();
+  await page.getByText(/run run_again/).waitFor({ timeout: 30_000 });
+  await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
+  await page.waitForFunction(() => document.querySelector('.card[data-card="app #2"]')?.getAttribute("data-state") === "succeeded");
+  log("ran app #2 again");
+
+  // Cancel a hung run, then retry the failed jobs.
+  writeFileSync(HANG, "hang");
+  await page.getByRole("button", { name: "Run again: app #2" }).click();
+  await page.getByText("waiting for the license server").first().waitFor({ timeout: 60_000 });
+  await page.getByRole("button", { name: "Cancel run" }).click();
+  await screen(page, "detail-cancel-confirm");
+  await page.getByRole("button", { name: "Yes, cancel the run" }).click();
+  await page.locator('.page-head .state-failed').waitFor({ timeout: 60_000 });
+  rmSync(HANG);
+  log("canceled the hung run");
+  await vpage.locator('tr[data-stack="web-e2e"]').getByText("failed").waitFor();
+  check(viewerNavs === 0, "the list turned failed without a reload");
+  log("the viewer's list turned failed live");
+  await vctx.close();
+  await page.locator("summary", { hasText: "Retry" }).click();
+  await screen(page, "detail-retry-menu");
+  await page.getByRole("menuitem", { name: "Retry failed jobs" }).click();
+  await page.getByText(/run retry/).waitFor({ timeout: 30_000 });
+  await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
+  log("retried the failed jobs: deployed again");
+
+  // The list shows it, live.
+  await page.getByRole("link", { name: "Stacks" }).first().click();
+  await page.locator('tr[data-stack="web-e2e"]').getByText("deployed").waitFor();
+  await screen(page, "stacks-list");
+
+  const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
+  check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);
+  log(`done: ${shots} screens`);
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,109 @@
+import { QueryCache, QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useState, useSyncExternalStore } from "react";
+import { api, ApiError, call, getToken, setToken, type HorizonEvent } from "./api/client";
+import { href, useRoute } from "./router";
+import { SignIn } from "./pages/SignIn";
+import { StacksList } from "./pages/StacksList";
+import { CreateStack } from "./pages/CreateStack";
+import { StackDetail } from "./pages/StackDetail";
+import { openStream } from "./sse";
+import { Online } from "./live";
+
+const client = new QueryClient({
+  defaultOptions: {
+    queries: { retry: (n, e) => !(e instanceof ApiError && e.status >= 400 && e.status < 500) && n < 2, staleTime: 5_000 },
+  },
+  queryCache: new QueryCache(),
+});
+
+const subscribeAuth = (fn: () => void) => {
+  window.addEventListener("horizon-auth", fn);
+  return () => window.removeEventListener("horizon-auth", fn);
+};
+
+export function App() {
+  const token = useSyncExternalStore(subscribeAuth, getToken);
+  return <QueryClientProvider client={client}>{token ? <Shell /> : <SignIn />}</QueryClientProvider>;
+}
+
+export function useMe() {
+  return useQuery({ queryKey: ["me"], queryFn: () => call(api.GET("/v1/me")) });
+}
+
+/** useEvents follows GET /v1/events and invalidates what an event changes: no polling. */
+function useEvents() {
+  const qc = useQueryClient();
+  useEffect(
+    () =>
+      openStream({
+        purpose: "events",
+        path: "/v1/events",
+        events: ["event", "reset", "lagging"],
+        onOnline: (on) => Online.set(on),
+        onEvent: (type, data) => {
+          if (type === "reset") {
+            void qc.invalidateQueries();
+            return;
+          }
+          if (type !== "event") return;
+          const e = data as HorizonEvent;
+          const stack = e.stack_id ?? (e.type === "stack" ? e.id : undefined);
+          void qc.invalidateQueries({ queryKey: ["stacks"] });
+          if (stack) void qc.invalidateQueries({ queryKey: ["stack", stack] });
+        },
+      }),
+    [qc],
+  );
+}
+
+function Shell() {
+  const route = useRoute();
+  const me = useMe();
+  useEvents();
+  const online = useSyncExternalStore(Online.subscribe, Online.get);
+  const [, section, id, sub] = ["", ...route.path];
+  let page: React.ReactNode;
+  if (section !== "stacks") page = <p>Not found. <a href="#/stacks">Go to stacks</a></p>;
+  else if (!id) page = <StacksList />;
+  else if (id === "new") page = <CreateStack />;
+  else if (sub === "edit") page = <CreateStack stackId={id} />;
+  else page = <StackDetail id={id} />;
+  return (
+    <>
+      <a className="skip" href="#main" onClick={(e) => { e.preventDefault(); document.getElementById("main")?.focus(); }}>
+        Skip to content
+      </a>
+      <header className="top">
+        <a className="brand" href={href("/stacks")}>Horizon</a>
+        <nav aria-label="Main">
+          <a href={href("/stacks")}>Stacks</a>
+          {me.data?.role !== "viewer" && me.data && <a href={href("/stacks/new")}>New stack</a>}
+        </nav>
+        <span className="spacer" />
+        {me.data && (
+          <span className="who">
+            {me.data.name} <span className="badge">{me.data.role}</span>
+          </span>
+        )}
+        <button type="button" onClick={() => { client.clear(); setToken(null); }}>
+          Sign out
+        </button>
+      </header>
+      {!online && (
+        <div className="banner" role="status">
+          Connection to Horizon lost — live updates resume when it is back.
+        </div>
+      )}
+      <main id="main" tabIndex={-1}>{page}</main>
+    </>
+  );
+}
+
+export function useNow(everyMs = 1000) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(t);
+  }, [everyMs]);
+  return now;
+}

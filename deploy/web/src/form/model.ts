@@ -1,0 +1,333 @@
+// The create/edit form's model, kept free of React so that unit tests can drive it: the values
+// a form starts with (defaults, and the answers that have a single possible option), adding and
+// removing executions within a job's bounds, the request body the values make, and where the
+// server's problems land. The server stays the validator: nothing here checks more than types
+// and bounds.
+import type { ExecutionRequest, FormJob, FormParameter, Stack, TemplateForm } from "../api/client";
+
+export type Scalar = string | number | boolean;
+
+export interface ExecValues {
+  id?: string;
+  parameters: Record<string, Scalar | "">;
+  address_id: string;
+  ssh_key_id: string;
+  proxmox_server_id: string;
+  node: string;
+  pool: string;
+  iso_id: string;
+  nagios_hostgroup: string;
+  node_exporter: boolean;
+  startup_order: string;
+}
+
+export interface FormValues {
+  name: string;
+  description: string;
+  labels: string;
+  team_id: string;
+  environment_id: string;
+  jobs: Record<string, ExecValues[]>;
+}
+
+export interface Option {
+  value: string;
+  label: string;
+}
+
+export interface ServerOption extends Option {
+  nodes: string[];
+  pools: string[];
+}
+
+/** What the attachments may be set to, from the environment and the caller's resources. */
+export interface Options {
+  addresses: Option[];
+  sshKeys: Option[];
+  servers: ServerOption[];
+  isos: Option[];
+  /** Whether the environment has a Nagios server: only then is a host group asked. */
+  nagios: boolean;
+}
+
+export const emptyOptions: Options = { addresses: [], sshKeys: [], servers: [], isos: [], nagios: false };
+
+export function attachmentKinds(job: FormJob): Set<string> {
+  return new Set(job.attachments.map((a) => a.kind));
+}
+
+export function orderedParameters(job: FormJob): [string, FormParameter][] {
+  const props = job.parameters.properties ?? {};
+  const order = job.parameters["x-horizon-order"] ?? Object.keys(props);
+  const names = [...order, ...Object.keys(props).filter((n) => !order.includes(n))];
+  return names.filter((n) => props[n]).map((n) => [n, props[n]]);
+}
+
+export function isSecret(p: FormParameter): boolean {
+  return !!(p["x-horizon-secret"] || p.writeOnly);
+}
+
+/** single is the value of a choice that has exactly one option, else "". */
+function single(opts: { value: string }[]): string {
+  return opts.length === 1 ? opts[0].value : "";
+}
+
+export function parameterDefault(p: FormParameter): Scalar | "" {
+  if (p.default !== undefined) return p.default;
+  if (p.enum && p.enum.length === 1) return p.enum[0];
+  if (p.type === "boolean") return false;
+  return "";
+}
+
+/** newExecution is a new execution's values: defaults, and every single option preselected. */
+export function newExecution(job: FormJob, opts: Options): ExecValues {
+  const kinds = attachmentKinds(job);
+  const parameters: ExecValues["parameters"] = {};
+  for (const [name, p] of orderedParameters(job)) parameters[name] = parameterDefault(p);
+  const e: ExecValues = {
+    parameters,
+    address_id: "",
+    ssh_key_id: "",
+    proxmox_server_id: "",
+    node: "",
+    pool: "",
+    iso_id: "",
+    nagios_hostgroup: "",
+    node_exporter: false,
+    startup_order: "",
+  };
+  if (kinds.has("address")) e.address_id = single(opts.addresses);
+  if (kinds.has("ssh_key")) e.ssh_key_id = single(opts.sshKeys);
+  if (kinds.has("node")) {
+    e.proxmox_server_id = single(opts.servers);
+    preselectOnServer(e, opts);
+  }
+  if (kinds.has("iso")) e.iso_id = single(opts.isos);
+  return e;
+}
+
+/** preselectOnServer fills node and pool when the chosen server has a single one of each. */
+export function preselectOnServer(e: ExecValues, opts: Options) {
+  const srv = opts.servers.find((s) => s.value === e.proxmox_server_id);
+  if (!srv) return;
+  if (!e.node || !srv.nodes.includes(e.node)) e.node = srv.nodes.length === 1 ? srv.nodes[0] : "";
+  if (!e.pool || !srv.pools.includes(e.pool)) e.pool = srv.pools.length === 1 ? srv.pools[0] : "";
+}
+
+/** Bounds of a job's executions: how many a form starts with, at least and at most. */
+export function executionBounds(job: FormJob): { start: number; min: number; max: number } {
+  if (!job.executions.multiple) return { start: 1, min: 1, max: 1 };
+  const min = Math.max(job.executions.min, 1);
+  return { start: min, min, max: Math.max(job.executions.max, min) };
+}
+
+export function initialValues(form: TemplateForm, opts: Options, base?: Partial<FormValues>): FormValues {
+  const jobs: FormValues["jobs"] = {};
+  for (const phase of form.phases)
+    for (const job of phase.jobs) {
+      const n = executionBounds(job).start;
+      jobs[job.name] = Array.from({ length: n }, () => newExecution(job, opts));
+    }
+  return { name: "", description: "", labels: "", team_id: "", environment_id: "", ...base, jobs };
+}
+
+export function canAdd(job: FormJob, count: number) {
+  return count < executionBounds(job).max;
+}
+
+export function canRemove(job: FormJob, count: number) {
+  return count > executionBounds(job).min;
+}
+
+export function addExecution(v: FormValues, job: FormJob, opts: Options): FormValues {
+  const list = v.jobs[job.name] ?? [];
+  if (!canAdd(job, list.length)) return v;
+  return { ...v, jobs: { ...v.jobs, [job.name]: [...list, newExecution(job, opts)] } };
+}
+
+export function removeExecution(v: FormValues, job: FormJob, index: number): FormValues {
+  const list = v.jobs[job.name] ?? [];
+  if (!canRemove(job, list.length)) return v;
+  return { ...v, jobs: { ...v.jobs, [job.name]: list.filter((_, i) => i !== index) } };
+}
+
+/** fromStack is the form's values for an existing stack (a draft being edited). */
+export function fromStack(stack: Stack, form: TemplateForm, opts: Options): FormValues {
+  const v = initialValues(form, opts, {
+    name: stack.name,
+    description: stack.description,
+    labels: stack.labels.join(", "),
+    team_id: stack.team_id,
+    environment_id: stack.environment_id,
+  });
+  for (const phase of form.phases)
+    for (const job of phase.jobs) {
+      const execs = stack.jobs[job.name]?.executions;
+      if (!execs) continue;
+      v.jobs[job.name] = execs
+        .filter((x) => x.state !== "removed")
+        .map((x) => {
+          const e = newExecution(job, emptyOptions);
+          e.id = x.id;
+          for (const [name, p] of orderedParameters(job)) {
+            const got = (x.parameters as Record<string, unknown>)[name];
+            if (got !== undefined && got !== null && !(isSecret(p) && typeof got === "object"))
+              e.parameters[name] = got as Scalar;
+            else if (isSecret(p)) e.parameters[name] = "";
+          }
+          e.address_id = x.address_id ?? "";
+          e.ssh_key_id = x.ssh_key_id ?? "";
+          e.proxmox_server_id = x.proxmox_server_id ?? "";
+          e.node = x.node;
+          e.pool = x.pool;
+          e.iso_id = x.iso_id ?? "";
+          e.nagios_hostgroup = x.nagios?.hostgroup ?? "";
+          e.node_exporter = x.node_exporter;
+          e.startup_order = x.startup_order == null ? "" : String(x.startup_order);
+          return e;
+        });
+    }
+  return v;
+}
+
+function convert(p: FormParameter, raw: Scalar | ""): Scalar | undefined {
+  if (raw === "") return undefined;
+  if (p.type === "integer" || p.type === "number") {
+    const n = typeof raw === "number" ? raw : Number(raw);
+    // A value that is not a number goes as typed: the server names the field.
+    return Number.isNaN(n) ? raw : n;
+  }
+  if (p.type === "boolean") return raw === true || raw === "true";
+  return String(raw);
+}
+
+/** toJobs is the `jobs` of a create or update request. */
+export function toJobs(v: FormValues, form: TemplateForm): Record<string, { executions: ExecutionRequest[] }> {
+  const out: Record<string, { executions: ExecutionRequest[] }> = {};
+  for (const phase of form.phases)
+    for (const job of phase.jobs) {
+      const kinds = attachmentKinds(job);
+      out[job.name] = {
+        executions: (v.jobs[job.name] ?? []).map((e) => {
+          const r: ExecutionRequest = { parameters: {} };
+          if (e.id) r.id = e.id;
+          const params: Record<string, Scalar> = {};
+          for (const [name, p] of orderedParameters(job)) {
+            const val = convert(p, e.parameters[name] ?? "");
+            if (val !== undefined) params[name] = val;
+          }
+          r.parameters = params as unknown as ExecutionRequest["parameters"];
+          if (kinds.has("address")) r.address_id = e.address_id || null;
+          if (kinds.has("ssh_key")) r.ssh_key_id = e.ssh_key_id || null;
+          if (kinds.has("node")) {
+            r.proxmox_server_id = e.proxmox_server_id || null;
+            r.node = e.node;
+          }
+          if (kinds.has("pool")) r.pool = e.pool;
+          if (kinds.has("iso")) r.iso_id = e.iso_id || null;
+          if (kinds.has("nagios_host_group")) r.nagios = e.nagios_hostgroup ? { hostgroup: e.nagios_hostgroup } : null;
+          if (kinds.has("node_exporter")) r.node_exporter = e.node_exporter;
+          if (kinds.has("startup_order")) {
+            const n = e.startup_order === "" ? null : Number(e.startup_order);
+            r.startup_order = n === null || Number.isNaN(n) ? null : n;
+          }
+          return r;
+        }),
+      };
+    }
+  return out;
+}
+
+export function labelsOf(v: FormValues): string[] {
+  return v.labels
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+// Field paths as the server names them in `problems` and 422 `errors[].field`.
+export const execPath = (job: string, i: number) => `jobs.${job}.executions[${i}]`;
+export const paramPath = (job: string, i: number, name: string) => `${execPath(job, i)}.parameters.${name}`;
+export const attachmentPath = (job: string, i: number, field: string) => `${execPath(job, i)}.${field}`;
+
+export type FieldErrors = Map<string, string[]>;
+
+/** fieldErrors groups the server's field errors by field path. */
+export function fieldErrors(errs: { field: string; message: string }[] | undefined): FieldErrors {
+  const m: FieldErrors = new Map();
+  for (const e of errs ?? []) {
+    const f = e.field.replace(/^\//, "");
+    m.set(f, [...(m.get(f) ?? []), e.message]);
+  }
+  return m;
+}
+
+/** errorsFor is the messages of one field. */
+export function errorsFor(m: FieldErrors, field: string): string[] {
+  return m.get(field) ?? [];
+}
+
+/** unplaced is the errors no field of the form shows (see knownFields): listed above the form. */
+export function unplaced(m: FieldErrors, shown: Set<string>): { field: string; message: string }[] {
+  const out: { field: string; message: string }[] = [];
+  for (const [field, msgs] of m) if (!shown.has(field)) for (const message of msgs) out.push({ field, message });
+  return out;
+}
+
+/** generateSecret makes a random value for a secret the user asks to generate. */
+export function generateSecret(): string {
+  const b = new Uint8Array(18);
+  crypto.getRandomValues(b);
+  return btoa(String.fromCharCode(...b)).replace(/[+/=]/g, (c) => ({ "+": "-", "/": "_", "=": "" })[c]!);
+}
+
+/** knownFields is every field path the form shows errors on, for the values it has. */
+export function knownFields(form: TemplateForm, v: FormValues, opts: Options): Set<string> {
+  const s = new Set<string>(["name", "description", "labels", "team_id", "environment_id", "template_id", "template_version"]);
+  for (const phase of form.phases)
+    for (const job of phase.jobs) {
+      s.add(`jobs.${job.name}`);
+      s.add(`jobs.${job.name}.executions`);
+      const kinds = attachmentKinds(job);
+      (v.jobs[job.name] ?? []).forEach((_, i) => {
+        s.add(execPath(job.name, i));
+        for (const [name] of orderedParameters(job)) s.add(paramPath(job.name, i, name));
+        if (kinds.has("address")) s.add(attachmentPath(job.name, i, "address_id"));
+        if (kinds.has("ssh_key")) s.add(attachmentPath(job.name, i, "ssh_key_id"));
+        if (kinds.has("node")) {
+          s.add(attachmentPath(job.name, i, "proxmox_server_id"));
+          s.add(attachmentPath(job.name, i, "node"));
+        }
+        if (kinds.has("pool")) s.add(attachmentPath(job.name, i, "pool"));
+        if (kinds.has("iso")) s.add(attachmentPath(job.name, i, "iso_id"));
+        if (kinds.has("nagios_host_group") && opts.nagios) {
+          s.add(attachmentPath(job.name, i, "nagios"));
+          s.add(attachmentPath(job.name, i, "nagios.hostgroup"));
+        }
+        if (kinds.has("node_exporter")) s.add(attachmentPath(job.name, i, "node_exporter"));
+        if (kinds.has("startup_order")) s.add(attachmentPath(job.name, i, "startup_order"));
+      });
+    }
+  return s;
+}
+
+/**
+ * changedFields names what differs between two versions of a form's values, as field paths:
+ * after a 412 the form reloads the stack and says what changed meanwhile.
+ */
+export function changedFields(mine: FormValues, theirs: FormValues): string[] {
+  const out: string[] = [];
+  for (const k of ["name", "description", "labels", "environment_id"] as const) if (mine[k] !== theirs[k]) out.push(k);
+  const jobs = new Set([...Object.keys(mine.jobs), ...Object.keys(theirs.jobs)]);
+  for (const job of jobs) {
+    const a = mine.jobs[job] ?? [], b = theirs.jobs[job] ?? [];
+    if (a.length !== b.length) out.push(`jobs.${job}.executions`);
+    for (let i = 0; i < Math.min(a.length, b.length); i++) {
+      const names = new Set([...Object.keys(a[i].parameters), ...Object.keys(b[i].parameters)]);
+      for (const n of names) if (a[i].parameters[n] !== b[i].parameters[n]) out.push(paramPath(job, i, n));
+      for (const f of ["address_id", "ssh_key_id", "proxmox_server_id", "node", "pool", "iso_id", "nagios_hostgroup", "node_exporter", "startup_order"] as const)
+        if (a[i][f] !== b[i][f]) out.push(attachmentPath(job, i, f));
+    }
+  }
+  return out;
+}

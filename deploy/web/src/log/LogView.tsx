@@ -1,0 +1,224 @@
+// The live log of a stack: backfilled and followed into the next runs by one SSE stream
+// (?follow=true), filtered by job and execution on the server (a new filter reopens the stream),
+// held in a bounded LogBuffer and drawn virtualised (fixed row height), so 100 000 lines scroll
+// smoothly. Pause stops following and counts the new lines; search runs over the loaded lines;
+// each line has a link (?line=<run>/<id>).
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { api, apiBase, call, getToken, type LogLine } from "../api/client";
+import { openStream } from "../sse";
+import { LogBuffer } from "./buffer";
+
+const ROW = 18;
+const HEIGHT = 420;
+const OVERSCAN = 30;
+
+export function LogView({ stackId, runId, jobs, lineLink }: {
+  stackId: string;
+  /** The run shown first (the latest when the view opened); the stream follows into the next. */
+  runId?: string;
+  jobs: { job: string; executions: number }[];
+  lineLink?: string;
+}) {
+  const [firstRun] = useState(runId);
+  const [job, setJob] = useState("");
+  const [execution, setExecution] = useState("");
+  const [paused, setPaused] = useState(false);
+  const [q, setQ] = useState("");
+  const [, setTick] = useState(0);
+  // New lines while paused: the buffer's version now less its version at the pause.
+  const [pausedAt, setPausedAt] = useState(0);
+  const [err, setErr] = useState("");
+  const buf = useMemo(() => new LogBuffer(), []);
+  const scroller = useRef<HTMLDivElement>(null);
+
+  useEffect(() => {
+    buf.clear();
+    setPausedAt(0);
+    let frame = 0;
+    const redraw = () => {
+      if (frame) return;
+      frame = requestAnimationFrame(() => {
+        frame = 0;
+        setTick(buf.version);
+      });
+    };
+    const filters: Record<string, string> = {};
+    if (job) filters.job = job;
+    if (job && execution !== "") filters.execution = execution;
+    // Backfill from the NDJSON download, a streamed fetch (far cheaper for a browser than one
+    // SSE event per line), then follow from its last line with the SSE stream.
+    const ctrl = new AbortController();
+    let stop = () => {};
+    void (async () => {
+      let since = "";
+      if (firstRun)
+        try {
+          const res = await fetch(`${apiBase()}/v1/stacks/${stackId}/logs?${new URLSearchParams({ ...filters, run: firstRun })}`, {
+            headers: { Authorization: `Bearer ${getToken()}`, Accept: "application/x-ndjson" },
+            signal: ctrl.signal,
+          });
+          if (res.ok && res.body) {
+            const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+            let tail = "";
+            for (;;) {
+              const { value, done } = await reader.read();
+              if (done) break;
+              const parts = (tail + value).split("\n");
+              tail = parts.pop() ?? "";
+              for (const p of parts) {
+                if (!p) continue;
+                const l = JSON.parse(p) as LogLine;
+                buf.push(l);
+                since = `${l.run}/${l.id}`;
+              }
+              redraw();
+            }
+          }
+        } catch {
+          if (ctrl.signal.aborted) return;
+          // Otherwise the stream backfills on its own, from where the download stopped.
+        }
+      if (ctrl.signal.aborted) return;
+      stop = openStream({
+        purpose: "logs",
+        stackId,
+        path: `/v1/stacks/${stackId}/logs/stream`,
+        params: { ...filters, follow: "true", ...(since ? {} : firstRun ? { run: firstRun } : {}) },
+        since,
+        events: ["line", "run", "end", "lagging"],
+        onEvent: (type, data) => {
+          if (type === "line" && buf.push(data as LogLine)) redraw();
+        },
+      });
+    })();
+    return () => {
+      ctrl.abort();
+      stop();
+      cancelAnimationFrame(frame);
+    };
+  }, [stackId, firstRun, job, execution, buf]);
+
+  // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
+  const [scrollTop, setScrollTop] = useState(0);
+  const scrollTo = (top: number) => {
+    const el = scroller.current;
+    if (el) el.scrollTop = top;
+  };
+  // Follow the end unless paused.
+  useLayoutEffect(() => {
+    if (!paused && buf.length) scrollTo(buf.length * ROW);
+  });
+
+  const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
+  const matchSet = useMemo(() => new Set(matches), [matches]);
+  const [matchAt, setMatchAt] = useState(0);
+  const pause = (on: boolean) => {
+    setPaused(on);
+    setPausedAt(buf.version);
+  };
+  const newLines = paused ? buf.version - pausedAt : 0;
+  const jump = (i: number) => {
+    if (!paused) pause(true);
+    scrollTo(i * ROW - HEIGHT / 2);
+  };
+  // A linked line: scroll to it once it is loaded.
+  useEffect(() => {
+    if (!lineLink) return;
+    const [run, id] = lineLink.split("/");
+    const i = buf.indexOf(run, id);
+    if (i >= 0) jump(i);
+  }, [lineLink, buf.length > 0]); // eslint-disable-line react-hooks/exhaustive-deps
+
+  // The download goes through a plain link, straight to disk: a logs stream token of this
+  // stack opens GET /v1/stacks/{id}/logs (a link cannot send Authorization).
+  const download = async () => {
+    setErr("");
+    try {
+      const t = await call(api.POST("/v1/stream-tokens", { body: { purpose: "logs", stack_id: stackId } }));
+      const q = new URLSearchParams();
+      if (job) q.set("job", job);
+      if (job && execution !== "") q.set("execution", execution);
+      q.set("stream_token", t.token);
+      const a = document.createElement("a");
+      a.href = `${apiBase()}/v1/stacks/${stackId}/logs?${q}`;
+      a.download = `stack-${stackId}.log`;
+      a.click();
+    } catch (e) {
+      setErr(`The download failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  };
+
+  const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
+  const last = Math.min(buf.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
+  const execCount = jobs.find((j) => j.job === job)?.executions ?? 0;
+  return (
+    <div className="log">
+      <div className="log-tools" role="toolbar" aria-label="Log">
+        <label>
+          Job
+          <select value={job} onChange={(e) => { setJob(e.target.value); setExecution(""); }}>
+            <option value="">all</option>
+            {jobs.map((j) => <option key={j.job}>{j.job}</option>)}
+          </select>
+        </label>
+        {job && execCount > 1 && (
+          <label>
+            Execution
+            <select value={execution} onChange={(e) => setExecution(e.target.value)}>
+              <option value="">all</option>
+              {Array.from({ length: execCount }, (_, i) => <option key={i} value={i}>#{i + 1}</option>)}
+            </select>
+          </label>
+        )}
+        <label>
+          Search
+          <input type="search" value={q} onChange={(e) => { setQ(e.target.value); setMatchAt(0); }} />
+        </label>
+        {q && (
+          <span className="small">
+            {matches.length} found{" "}
+            {matches.length > 0 && (
+              <button type="button" onClick={() => { const n = (matchAt + 1) % matches.length; setMatchAt(n); jump(matches[n]); }}>
+                Next match
+              </button>
+            )}
+          </span>
+        )}
+        <button type="button" aria-pressed={paused} onClick={() => pause(!paused)}>
+          {paused ? "Resume" : "Pause"}
+        </button>
+        {paused && newLines > 0 && (
+          <button type="button" className="badge-button" onClick={() => pause(false)}>
+            {newLines} new lines
+          </button>
+        )}
+        <button type="button" onClick={() => void download()}>Download</button>
+        <span className="small muted" aria-live="polite">{buf.length} lines{buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}</span>
+      </div>
+      {err && <p role="alert" className="problem">{err}</p>}
+      <div className="log-lines" ref={scroller} tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
+        <div style={{ height: buf.length * ROW, position: "relative" }}>
+          {Array.from({ length: Math.max(0, last - first) }, (_, k) => {
+            const index = first + k;
+            const l = buf.at(index);
+            if (!l) return null;
+            return (
+              <div
+                key={index}
+                className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}`}
+                style={{ transform: `translateY(${index * ROW}px)`, height: ROW }}
+                data-job={l.job}
+              >
+                <a className="ln" href={`#/stacks/${stackId}?line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
+                  {index + 1}
+                </a>
+                {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution + 1}` : ""}</span>}
+                <span className="lt">{l.text}</span>
+              </div>
+            );
+          })}
+        </div>
+      </div>
+    </div>
+  );
+}

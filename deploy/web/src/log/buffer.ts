@@ -1,0 +1,67 @@
+// LogBuffer holds a stack's log lines outside React state: appending is O(1), memory is bounded
+// by `cap` (the oldest lines go first, and `dropped` says how many), and the view re-renders
+// from `version` only. Search runs over what is loaded.
+import type { LogLine } from "../api/client";
+
+export class LogBuffer {
+  private lines: LogLine[] = [];
+  private start = 0;
+  dropped = 0;
+  version = 0;
+  private ids = new Set<string>();
+
+  constructor(public cap = 200_000) {}
+
+  get length() {
+    return this.lines.length - this.start;
+  }
+
+  at(i: number): LogLine {
+    return this.lines[this.start + i];
+  }
+
+  push(l: LogLine): boolean {
+    const key = l.run + "/" + l.id;
+    if (this.ids.has(key)) return false; // a resumed stream may repeat the last line
+    this.ids.add(key);
+    this.lines.push(l);
+    if (this.length > this.cap) {
+      const old = this.lines[this.start];
+      this.ids.delete(old.run + "/" + old.id);
+      this.start++;
+      this.dropped++;
+      // Compact now and then so the array does not keep the dropped lines alive.
+      if (this.start > this.cap / 2) {
+        this.lines = this.lines.slice(this.start);
+        this.start = 0;
+      }
+    }
+    this.version++;
+    return true;
+  }
+
+  clear() {
+    this.lines = [];
+    this.start = 0;
+    this.dropped = 0;
+    this.ids.clear();
+    this.version++;
+  }
+
+  /** search is the indices of the lines whose text contains q (case-insensitive). */
+  search(q: string): number[] {
+    const needle = q.toLowerCase();
+    const out: number[] = [];
+    if (!needle) return out;
+    for (let i = 0; i < this.length; i++) if (this.at(i).text.toLowerCase().includes(needle)) out.push(i);
+    return out;
+  }
+
+  indexOf(run: string, id: string): number {
+    for (let i = 0; i < this.length; i++) {
+      const l = this.at(i);
+      if (l.run === run && l.id === id) return i;
+    }
+    return -1;
+  }
+}

@@ -1,0 +1,282 @@
+// Create (and edit a draft): pick an active template and version, team, environment and name;
+// then the version's form, drawn by FormRenderer. "Save draft" creates (POST) or saves (PATCH
+// with If-Match) the draft, and the server's problems appear on their fields; "Deploy" saves,
+// then starts the deploy run and opens the stack.
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useMemo, useState } from "react";
+import { api, ApiError, call, idempotencyKey, type Stack, type TemplateForm } from "../api/client";
+import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
+import {
+  changedFields,
+  emptyOptions,
+  errorsFor,
+  fieldErrors,
+  fromStack,
+  initialValues,
+  knownFields,
+  labelsOf,
+  toJobs,
+  unplaced,
+  type FormValues,
+} from "../form/model";
+import { useMe } from "../App";
+import { navigate } from "../router";
+import { ProblemBox } from "./common";
+import { useEnvironments, useTeams, useTemplates } from "./lookups";
+import { useFormOptions } from "./options";
+
+export function CreateStack({ stackId }: { stackId?: string }) {
+  const qc = useQueryClient();
+  const me = useMe();
+  const templates = useTemplates();
+  const envs = useEnvironments();
+  const teams = useTeams();
+  // An existing draft, with its ETag for If-Match.
+  const existing = useQuery({
+    queryKey: ["stack-edit", stackId],
+    enabled: !!stackId,
+    gcTime: 0,
+    queryFn: async () => {
+      const r = await api.GET("/v1/stacks/{id}", { params: { path: { id: stackId! } } });
+      const data = await call(Promise.resolve(r));
+      return { stack: data, etag: r.response.headers.get("ETag") ?? "" };
+    },
+  });
+  const stack = existing.data?.stack;
+  const [templateId, setTemplateId] = useState("");
+  const [version, setVersion] = useState(0);
+  const [values, setValues] = useState<FormValues | null>(null);
+  const [header, setHeader] = useState({ name: "", description: "", labels: "", team_id: "", environment_id: "" });
+  const [problems, setProblems] = useState<{ field: string; message: string }[]>([]);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState<string>("");
+  const [saved, setSaved] = useState("");
+  const [changed, setChanged] = useState<string[]>([]);
+
+  const active = templates.data?.items.filter((t) => t.active) ?? [];
+  const myTeams = teams.data?.items.filter((t) => me.data?.role === "admin" || me.data?.teams.includes(t.id)) ?? [];
+
+  // Preselect what has a single option; an existing draft sets everything.
+  useEffect(() => {
+    if (stack) {
+      setTemplateId(stack.template_id);
+      setVersion(stack.template_version);
+      setHeader({ name: stack.name, description: stack.description, labels: stack.labels.join(", "), team_id: stack.team_id, environment_id: stack.environment_id });
+      setProblems(stack.problems);
+      return;
+    }
+    if (!templateId && active.length === 1) setTemplateId(active[0].id);
+  }, [stack, active.length]); // eslint-disable-line react-hooks/exhaustive-deps
+  useEffect(() => {
+    if (stack) return;
+    setHeader((h) => ({
+      ...h,
+      team_id: h.team_id || (myTeams.length === 1 ? myTeams[0].id : ""),
+      environment_id: h.environment_id || (envs.data?.items.length === 1 ? envs.data.items[0].id : ""),
+    }));
+  }, [myTeams.length, envs.data, stack]);
+  const template = templates.data?.items.find((t) => t.id === templateId);
+  useEffect(() => {
+    if (template && !stack) setVersion(template.latest_version);
+  }, [template, stack]);
+
+  const form = useQuery({
+    queryKey: ["form", templateId, version],
+    enabled: !!templateId && version > 0,
+    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}/form", { params: { path: { id: templateId, v: String(version) } } })),
+  });
+  const opts = useFormOptions(header.environment_id, stack);
+  const options = opts.data ?? emptyOptions;
+
+  // (Re)build the values when the form or the options arrive.
+  useEffect(() => {
+    if (!form.data || (header.environment_id && !opts.data)) return;
+    setValues((v) => {
+      if (stack && (!v || v === null)) return fromStack(stack, form.data as TemplateForm, options);
+      if (!v) return initialValues(form.data as TemplateForm, options);
+      return v;
+    });
+  }, [form.data, opts.data, stack]); // eslint-disable-line react-hooks/exhaustive-deps
+  // A new template or version starts a new form.
+  useEffect(() => {
+    if (!stack) setValues(null);
+  }, [templateId, version, stack]);
+
+  const errs = useMemo(() => fieldErrors(problems), [problems]);
+  const known = form.data && values ? knownFields(form.data, values, options) : new Set<string>();
+  const others = unplaced(errs, known);
+
+  const save = async (): Promise<Stack | null> => {
+    if (!form.data || !values) return null;
+    setError(null);
+    setSaved("");
+    setChanged([]);
+    const jobs = toJobs(values, form.data);
+    try {
+      let s: Stack;
+      if (!stackId) {
+        s = await call(
+          api.POST("/v1/stacks", {
+            params: { header: { "Idempotency-Key": idempotencyKey() } },
+            body: { team_id: header.team_id, name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), environment_id: header.environment_id, template_id: templateId, template_version: version, jobs },
+          }),
+        );
+        setProblems(s.problems);
+        // The executions now have ids: the next save must name them, or it would add more.
+        setValues(fromStack(s, form.data, options));
+        navigate(`/stacks/${s.id}/edit`, undefined, true);
+      } else {
+        const r = await api.PATCH("/v1/stacks/{id}", {
+          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } },
+          body: { name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), environment_id: header.environment_id, template_version: version, jobs },
+        });
+        s = (await call(Promise.resolve(r))) as Stack;
+        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
+        setProblems(s.problems);
+        // Executions new in this save now have ids: take them back.
+        setValues(fromStack(s, form.data, options));
+      }
+      setSaved(s.problems.length ? `Draft saved; ${s.problems.length} thing(s) to fix before it can deploy.` : "Draft saved; it is ready to deploy.");
+      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      return s;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 422) setProblems(e.problem.errors ?? []);
+      if (e instanceof ApiError && e.status === 412) {
+        // Changed meanwhile: reload it and say what changed (the edits made here are lost).
+        const fresh = await existing.refetch();
+        if (fresh.data && form.data) {
+          const theirs = fromStack(fresh.data.stack, form.data, options);
+          const mine = { ...values, ...header };
+          setChanged(changedFields(mine, theirs));
+          setHeader({ name: theirs.name, description: theirs.description, labels: theirs.labels, team_id: theirs.team_id, environment_id: theirs.environment_id });
+          setValues(theirs);
+          setProblems(fresh.data.stack.problems);
+        }
+      }
+      setError(e);
+      return null;
+    }
+  };
+
+  const deploy = async () => {
+    setBusy("deploy");
+    try {
+      const s = await save();
+      if (!s) return;
+      await call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id: s.id }, header: { "Idempotency-Key": idempotencyKey() } } }));
+      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      navigate(`/stacks/${s.id}`);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 422) setProblems(e.problem.errors ?? []);
+      setError(e);
+    } finally {
+      setBusy("");
+    }
+  };
+
+  if (stackId && existing.isLoading) return <p>Loading…</p>;
+  if (stack && stack.state !== "draft")
+    return (
+      <p>
+        This stack is {stack.state}; only drafts are edited here. <a href={`#/stacks/${stack.id}`}>Open it</a>.
+      </p>
+    );
+  const versions = template ? Array.from({ length: template.latest_version }, (_, i) => template.latest_version - i) : [];
+  return (
+    <>
+      <div className="page-head">
+        <h1>{stackId ? `Draft ${stack?.name ?? ""}` : "New stack"}</h1>
+      </div>
+      <ProblemBox error={existing.error ?? templates.error ?? form.error ?? opts.error} />
+      <form
+        className="stack-form"
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          setBusy("save");
+          void save().finally(() => setBusy(""));
+        }}
+      >
+        <fieldset className="basics">
+          <legend>Stack</legend>
+          <div className="grid">
+            <div className="field">
+              <label htmlFor="f-template">Template *</label>
+              <select id="f-template" value={templateId} disabled={!!stackId} onChange={(e) => setTemplateId(e.target.value)}>
+                {active.length !== 1 && <option value="">Choose…</option>}
+                {active.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+              </select>
+              {template?.description && <span className="hint">{template.description}</span>}
+            </div>
+            <div className="field">
+              <label htmlFor="f-version">Version *</label>
+              <select id="f-version" value={version || ""} onChange={(e) => setVersion(Number(e.target.value))}>
+                {versions.map((v) => <option key={v} value={v}>v{v}{v === template?.latest_version ? " (latest)" : ""}</option>)}
+              </select>
+              <FieldErrorList msgs={errorsFor(errs, "template_version")} />
+            </div>
+            <div className="field">
+              <label htmlFor="f-name">Name *</label>
+              <input id="f-name" value={header.name} maxLength={100} onChange={(e) => setHeader({ ...header, name: e.target.value })} />
+              <FieldErrorList msgs={errorsFor(errs, "name")} />
+            </div>
+            <div className="field">
+              <label htmlFor="f-team">Team *</label>
+              <select id="f-team" value={header.team_id} disabled={!!stackId} onChange={(e) => setHeader({ ...header, team_id: e.target.value })}>
+                {myTeams.length !== 1 && <option value="">Choose…</option>}
+                {myTeams.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+              </select>
+              <FieldErrorList msgs={errorsFor(errs, "team_id")} />
+            </div>
+            <div className="field">
+              <label htmlFor="f-env">Environment *</label>
+              <select id="f-env" value={header.environment_id} onChange={(e) => setHeader({ ...header, environment_id: e.target.value })}>
+                {envs.data?.items.length !== 1 && <option value="">Choose…</option>}
+                {envs.data?.items.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+              </select>
+              <FieldErrorList msgs={errorsFor(errs, "environment_id")} />
+            </div>
+            <div className="field">
+              <label htmlFor="f-labels">Labels</label>
+              <input id="f-labels" value={header.labels} onChange={(e) => setHeader({ ...header, labels: e.target.value })} />
+              <span className="hint">Comma-separated</span>
+              <FieldErrorList msgs={errorsFor(errs, "labels")} />
+            </div>
+            <div className="field wide">
+              <label htmlFor="f-desc">Description</label>
+              <textarea id="f-desc" rows={2} value={header.description} onChange={(e) => setHeader({ ...header, description: e.target.value })} />
+              <FieldErrorList msgs={errorsFor(errs, "description")} />
+            </div>
+          </div>
+        </fieldset>
+        {others.length > 0 && (
+          <div className="problem" role="alert">
+            <strong>To fix before deploying:</strong>
+            <ul>{others.map((o, i) => <li key={i}><code>{o.field}</code>: {o.message}</li>)}</ul>
+          </div>
+        )}
+        {form.data && values ? (
+          <FormRenderer form={form.data} values={values} onChange={setValues} options={options} errors={errs} />
+        ) : templateId ? (
+          <p>Loading the form…</p>
+        ) : (
+          <p className="muted">Choose a template to see its form.</p>
+        )}
+        <ProblemBox error={error} />
+        {changed.length > 0 && (
+          <div className="problem" role="status">
+            Someone saved this draft meanwhile; the form now shows their version. What differed from yours:
+            <ul>{changed.map((f) => <li key={f}><code>{f}</code></li>)}</ul>
+          </div>
+        )}
+        {saved && <p className="saved" role="status">{saved}</p>}
+        <div className="actions sticky">
+          <button type="submit" disabled={!values || !!busy}>{busy === "save" ? "Saving…" : "Save draft"}</button>
+          <button type="button" className="primary" disabled={!values || !!busy} onClick={() => void deploy()}>
+            {busy === "deploy" ? "Deploying…" : "Deploy"}
+          </button>
+        </div>
+      </form>
+    </>
+  );
+}

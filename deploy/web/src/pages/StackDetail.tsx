@@ -1,0 +1,314 @@
+// A stack: header, the buttons its allowed_actions permit, the pipeline of its latest run (or a
+// chosen one), the live log, the outputs (secret ones behind Copy and Reveal) and its history.
+// Everything refreshes from GET /v1/events (the shell invalidates ["stack", id]); no polling.
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useRef, useState } from "react";
+import { api, ApiError, call, idempotencyKey, type Card } from "../api/client";
+import { useNow } from "../App";
+import { LogView } from "../log/LogView";
+import { PipelineView } from "../pipeline/PipelineView";
+import { href, navigate, useRoute } from "../router";
+import { ProblemBox, StateBadge, when } from "./common";
+import { nameOf, useEnvironments, useTemplates } from "./lookups";
+
+export function StackDetail({ id }: { id: string }) {
+  const qc = useQueryClient();
+  const { query } = useRoute();
+  const runParam = query.get("run") ?? "";
+  const now = useNow();
+  const stack = useQuery({ queryKey: ["stack", id], queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id } } })) });
+  const s = stack.data;
+  const pipeline = useQuery({
+    queryKey: ["stack", id, "pipeline", runParam],
+    enabled: !!s && s.state !== "draft",
+    retry: false,
+    queryFn: () => call(api.GET("/v1/stacks/{id}/pipeline", { params: { path: { id }, query: runParam ? { run: runParam } : {} } })),
+  });
+  const version = useQuery({
+    queryKey: ["version", s?.template_id, s?.template_version],
+    enabled: !!s,
+    staleTime: Infinity,
+    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: s!.template_id, v: String(s!.template_version) } } })),
+  });
+  const templates = useTemplates();
+  const envs = useEnvironments();
+  const [actionErr, setActionErr] = useState<unknown>(null);
+  const [confirm, setConfirm] = useState<"" | "cancel" | "remove">("");
+
+  const act = async (what: string, fn: () => Promise<unknown>) => {
+    setActionErr(null);
+    try {
+      await fn();
+      setConfirm("");
+      void qc.invalidateQueries({ queryKey: ["stack", id] });
+      void qc.invalidateQueries({ queryKey: ["stacks"] });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 412) void qc.invalidateQueries({ queryKey: ["stack", id] });
+      setActionErr(e);
+    }
+    return what;
+  };
+  const key = () => ({ "Idempotency-Key": idempotencyKey() });
+  const retry = (mode: "failed" | "force" | "all") =>
+    act("retry", () => call(api.POST("/v1/stacks/{id}/retry", { params: { path: { id }, header: key() }, body: { mode } })));
+  const runAgain = (c: Card) =>
+    act("run-again", () =>
+      call(api.POST("/v1/stacks/{id}/jobs/{job}/executions/{n}/run-again", { params: { path: { id, job: c.job, n: String(c.execution ?? 0) }, header: key() } })),
+    );
+
+  if (stack.isLoading) return <p>Loading…</p>;
+  if (!s) return <ProblemBox error={stack.error} />;
+  const allowed = new Set(s.allowed_actions);
+  const jobs = Object.entries(s.jobs).map(([job, j]) => ({ job, executions: j.executions.length }));
+  return (
+    <>
+      <div className="page-head">
+        <h1>
+          {s.name} <StateBadge state={s.state} />
+        </h1>
+        <div className="actions" role="group" aria-label="Stack actions">
+          {allowed.has("edit") && s.state === "draft" && <a className="button" href={href(`/stacks/${id}/edit`)}>Edit draft</a>}
+          {allowed.has("deploy") && (
+            <button type="button" className="primary" onClick={() => void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id }, header: key() } })))}>
+              Deploy
+            </button>
+          )}
+          {allowed.has("cancel") && <button type="button" onClick={() => setConfirm("cancel")}>Cancel run</button>}
+          {(allowed.has("retry_failed") || allowed.has("force_retry") || allowed.has("retry_all")) && (
+            <details className="menu">
+              <summary>Retry</summary>
+              <div role="menu">
+                {allowed.has("retry_failed") && <button type="button" role="menuitem" onClick={() => void retry("failed")}>Retry failed jobs</button>}
+                {allowed.has("force_retry") && <button type="button" role="menuitem" onClick={() => void retry("force")}>Force retry (failed jobs at their branch head)</button>}
+                {allowed.has("retry_all") && <button type="button" role="menuitem" onClick={() => void retry("all")}>Retry everything</button>}
+              </div>
+            </details>
+          )}
+          {allowed.has("duplicate") && (
+            <button
+              type="button"
+              onClick={() =>
+                void act("duplicate", async () => {
+                  const d = await call(api.POST("/v1/stacks/{id}/duplicate", { params: { path: { id }, header: key() }, body: {} }));
+                  navigate(`/stacks/${d.id}/edit`);
+                })
+              }
+            >
+              Duplicate
+            </button>
+          )}
+          {allowed.has("remove") && <button type="button" className="danger" onClick={() => setConfirm("remove")}>Remove</button>}
+        </div>
+      </div>
+      {confirm && (
+        <div className="confirm" role="alertdialog" aria-labelledby="confirm-text">
+          <p id="confirm-text">
+            {confirm === "cancel"
+              ? "Cancel the run in progress? Terraform is interrupted; nothing is rolled back."
+              : s.state === "draft"
+                ? "Remove this draft?"
+                : "Remove this stack? Its machines are destroyed and its addresses freed."}
+          </p>
+          <button
+            type="button"
+            className="danger"
+            autoFocus
+            onClick={() =>
+              void act(confirm, async () => {
+                if (confirm === "cancel") await call(api.POST("/v1/stacks/{id}/cancel", { params: { path: { id }, header: key() } }));
+                else {
+                  await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id }, header: key() } }));
+                  if (s.state === "draft") navigate("/stacks");
+                }
+              })
+            }
+          >
+            Yes, {confirm === "cancel" ? "cancel the run" : "remove"}
+          </button>
+          <button type="button" onClick={() => setConfirm("")}>No</button>
+        </div>
+      )}
+      <ProblemBox error={actionErr} />
+      <dl className="facts">
+        <dt>Template</dt>
+        <dd>{nameOf(templates.data, s.template_id)} v{s.template_version}</dd>
+        <dt>Commits</dt>
+        <dd>
+          {version.data
+            ? Object.entries(version.data.commits.jobs).map(([j, c]) => <code key={j} title={c}>{j} {c.slice(0, 8)} </code>)
+            : "…"}
+        </dd>
+        <dt>Environment</dt>
+        <dd>{nameOf(envs.data, s.environment_id)}</dd>
+        <dt>Labels</dt>
+        <dd>{s.labels.length ? s.labels.map((l) => <span key={l} className="label">{l}</span>) : "none"}</dd>
+        <dt>Created</dt>
+        <dd>{when(s.created_at)}</dd>
+        <dt>Last change</dt>
+        <dd>{when(s.updated_at)}{s.deployed_at ? ` · deployed ${when(s.deployed_at)}` : ""}</dd>
+      </dl>
+      {s.description && <p>{s.description}</p>}
+      {s.problems.length > 0 && (
+        <div className="problem" role="status">
+          <strong>Before it can deploy:</strong>
+          <ul>{s.problems.map((p, i) => <li key={i}><code>{p.field}</code>: {p.message}</li>)}</ul>
+          {allowed.has("edit") && s.state === "draft" && <a href={href(`/stacks/${id}/edit`)}>Fix them in the draft</a>}
+        </div>
+      )}
+      {s.state !== "draft" && (
+        <>
+          <h2>
+            Pipeline{" "}
+            {pipeline.data && (
+              <span className="small muted">
+                run {pipeline.data.run.kind} · <StateBadge state={pipeline.data.run.state} /> · started {when(pipeline.data.run.started_at ?? pipeline.data.run.created_at)}
+                {runParam && <> · <a href={href(`/stacks/${id}`)}>latest run</a></>}
+              </span>
+            )}
+          </h2>
+          {pipeline.data?.run.error && <p className="problem">{pipeline.data.run.error}</p>}
+          {pipeline.data ? <PipelineView pipeline={pipeline.data} now={now} onRunAgain={(c) => void runAgain(c)} /> : pipeline.isLoading ? <p>Loading…</p> : <ProblemBox error={pipeline.error} />}
+          <h2>Log</h2>
+          {pipeline.isLoading ? <p>Loading…</p> : <LogView stackId={id} runId={pipeline.data?.run.id} jobs={jobs} lineLink={query.get("line") ?? undefined} />}
+          <h2>Outputs</h2>
+          <OutputsView id={id} />
+        </>
+      )}
+      <h2>History</h2>
+      <HistoryView id={id} />
+    </>
+  );
+}
+
+function OutputsView({ id }: { id: string }) {
+  const outputs = useQuery({ queryKey: ["stack", id, "outputs"], queryFn: () => call(api.GET("/v1/stacks/{id}/outputs", { params: { path: { id } } })) });
+  if (outputs.error) return <ProblemBox error={outputs.error} />;
+  const jobs = Object.entries(outputs.data?.jobs ?? {});
+  if (!jobs.length) return <p className="muted">No outputs yet.</p>;
+  return (
+    <div className="outputs">
+      {jobs.map(([job, execs]) => (
+        <section key={job} aria-label={`Outputs of ${job}`}>
+          <h3>{job}</h3>
+          <table>
+            <tbody>
+              {execs.flatMap((e) =>
+                Object.entries(e.outputs as Record<string, unknown>).map(([name, val]) => (
+                  <tr key={`${e.execution}/${name}`} data-output={`${job}#${e.execution + 1}.${name}`}>
+                    <th scope="row">
+                      {job} #{e.execution + 1} · {name}
+                    </th>
+                    <td>
+                      {val && typeof val === "object" && (val as { secret?: boolean }).secret ? (
+                        <Secret id={id} job={job} n={e.execution} name={name} />
+                      ) : (
+                        <code>{typeof val === "string" ? val : JSON.stringify(val)}</code>
+                      )}
+                    </td>
+                  </tr>
+                )),
+              )}
+            </tbody>
+          </table>
+        </section>
+      ))}
+    </div>
+  );
+}
+
+/** Secret: Copy reveals into the clipboard without rendering; Reveal shows it for 30 s. */
+function Secret({ id, job, n, name }: { id: string; job: string; n: number; name: string }) {
+  const [shown, setShown] = useState<string | null>(null);
+  const [note, setNote] = useState("");
+  const [err, setErr] = useState<unknown>(null);
+  const timer = useRef<ReturnType<typeof setTimeout>>(undefined);
+  useEffect(() => () => clearTimeout(timer.current), []);
+  const reveal = () =>
+    call(api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", { params: { path: { id, job, n: String(n), name }, header: { "Idempotency-Key": idempotencyKey() } } }));
+  return (
+    <span className="secret">
+      <code aria-label={shown === null ? "hidden secret" : undefined}>{shown ?? "••••••••"}</code>{" "}
+      <button
+        type="button"
+        onClick={async () => {
+          setErr(null);
+          try {
+            const r = await reveal();
+            await navigator.clipboard.writeText(r.value);
+            setNote("Copied");
+            setTimeout(() => setNote(""), 3000);
+          } catch (e) {
+            setErr(e);
+          }
+        }}
+        aria-label={`Copy ${name}`}
+      >
+        Copy
+      </button>{" "}
+      {shown === null ? (
+        <button
+          type="button"
+          aria-label={`Reveal ${name}`}
+          onClick={async () => {
+            setErr(null);
+            try {
+              setShown((await reveal()).value);
+              clearTimeout(timer.current);
+              timer.current = setTimeout(() => setShown(null), 30_000);
+            } catch (e) {
+              setErr(e);
+            }
+          }}
+        >
+          Reveal
+        </button>
+      ) : (
+        <button type="button" onClick={() => setShown(null)} aria-label={`Hide ${name}`}>Hide</button>
+      )}
+      <span role="status" className="small">{note}</span>
+      <ProblemBox error={err} />
+    </span>
+  );
+}
+
+function HistoryView({ id }: { id: string }) {
+  const history = useQuery({ queryKey: ["stack", id, "history"], queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })) });
+  const runs = useQuery({ queryKey: ["stack", id, "runs"], queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { limit: "20" } } })) });
+  return (
+    <div className="history">
+      <ProblemBox error={history.error ?? runs.error} />
+      <table>
+        <caption>State changes</caption>
+        <thead>
+          <tr><th scope="col">When</th><th scope="col">Change</th><th scope="col">By</th><th scope="col">Error</th></tr>
+        </thead>
+        <tbody>
+          {history.data?.items.map((h, i) => (
+            <tr key={i}>
+              <td>{when(h.at)}</td>
+              <td>{h.from ?? "—"} → {h.to}</td>
+              <td>{h.actor_id ? h.actor_id.slice(0, 8) : "Horizon"}</td>
+              <td>{h.error ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <table>
+        <caption>Runs</caption>
+        <thead>
+          <tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Started</th><th scope="col">Error</th></tr>
+        </thead>
+        <tbody>
+          {runs.data?.items.map((r) => (
+            <tr key={r.id}>
+              <td><a href={href(`/stacks/${id}`, { run: r.id })}>{r.kind}</a></td>
+              <td><StateBadge state={r.state} /></td>
+              <td>{when(r.started_at ?? r.created_at)}</td>
+              <td>{r.error ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

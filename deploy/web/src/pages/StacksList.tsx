@@ -1,0 +1,122 @@
+// The stacks list: updated live by GET /v1/events (the events stream invalidates ["stacks"]);
+// filters live in the URL. State, team and label filter on the server; environment and text
+// filter the page loaded. Failed and running stacks come first.
+import { useQuery } from "@tanstack/react-query";
+import { api, call, type StackSummary } from "../api/client";
+import { href, navigate, useRoute } from "../router";
+import { nameOf, useEnvironments, useTeams, useTemplates } from "./lookups";
+import { ProblemBox, StateBadge, when } from "./common";
+
+const STATES = ["draft", "deploying", "deployed", "updating", "failed", "removing", "removed"];
+const rank: Record<string, number> = { failed: 0, deploying: 1, updating: 1, removing: 1 };
+
+export function sortStacks(items: StackSummary[]): StackSummary[] {
+  return [...items].sort((a, b) => (rank[a.state] ?? 2) - (rank[b.state] ?? 2) || b.updated_at.localeCompare(a.updated_at));
+}
+
+export function StacksList() {
+  const { query } = useRoute();
+  const f = {
+    state: query.get("state") ?? "",
+    team: query.get("team") ?? "",
+    env: query.get("env") ?? "",
+    label: query.get("label") ?? "",
+    q: query.get("q") ?? "",
+    cursor: query.get("cursor") ?? "",
+  };
+  const set = (k: keyof typeof f, v: string) => navigate("/stacks", { ...f, cursor: undefined, [k]: v }, true);
+  const stacks = useQuery({
+    queryKey: ["stacks", f.state, f.team, f.label, f.cursor],
+    queryFn: () =>
+      call(
+        api.GET("/v1/stacks", {
+          params: { query: { limit: "50", state: f.state || undefined, team_id: f.team || undefined, label: f.label || undefined, cursor: f.cursor || undefined } },
+        }),
+      ),
+  });
+  const templates = useTemplates();
+  const envs = useEnvironments();
+  const teams = useTeams();
+  const text = f.q.toLowerCase();
+  const rows = sortStacks(stacks.data?.items ?? []).filter(
+    (s) =>
+      (!f.env || s.environment_id === f.env) &&
+      (!text || s.name.toLowerCase().includes(text) || s.description.toLowerCase().includes(text) || s.labels.some((l) => l.includes(text))),
+  );
+  return (
+    <>
+      <div className="page-head">
+        <h1>Stacks</h1>
+        <a className="button primary" href={href("/stacks/new")}>New stack</a>
+      </div>
+      <form className="filters" role="search" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Search <input type="search" value={f.q} onChange={(e) => set("q", e.target.value)} />
+        </label>
+        <label>
+          State
+          <select value={f.state} onChange={(e) => set("state", e.target.value)}>
+            <option value="">any</option>
+            {STATES.map((s) => <option key={s}>{s}</option>)}
+          </select>
+        </label>
+        <label>
+          Team
+          <select value={f.team} onChange={(e) => set("team", e.target.value)}>
+            <option value="">any</option>
+            {teams.data?.items.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+          </select>
+        </label>
+        <label>
+          Environment
+          <select value={f.env} onChange={(e) => set("env", e.target.value)}>
+            <option value="">any</option>
+            {envs.data?.items.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+          </select>
+        </label>
+        <label>
+          Label <input value={f.label} onChange={(e) => set("label", e.target.value)} />
+        </label>
+      </form>
+      <ProblemBox error={stacks.error} />
+      {stacks.isLoading ? (
+        <p>Loading…</p>
+      ) : rows.length === 0 ? (
+        <p className="empty">No stack matches. <a href={href("/stacks/new")}>Create one</a>.</p>
+      ) : (
+        <table className="stacks">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">State</th>
+              <th scope="col">Template</th>
+              <th scope="col">Environment</th>
+              <th scope="col">Team</th>
+              <th scope="col">Labels</th>
+              <th scope="col">Last change</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((s) => (
+              <tr key={s.id} data-stack={s.name}>
+                <td><a href={href(`/stacks/${s.id}`)}>{s.name}</a></td>
+                <td><StateBadge state={s.state} /></td>
+                <td>{nameOf(templates.data, s.template_id)} v{s.template_version}</td>
+                <td>{nameOf(envs.data, s.environment_id)}</td>
+                <td>{nameOf(teams.data, s.team_id)}</td>
+                <td>{s.labels.map((l) => <span key={l} className="label">{l}</span>)}</td>
+                <td>{when(s.updated_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <nav className="paging" aria-label="Pages">
+        {f.cursor && <button type="button" onClick={() => history.back()}>Previous page</button>}
+        {stacks.data?.next_cursor && (
+          <button type="button" onClick={() => navigate("/stacks", { ...f, cursor: stacks.data!.next_cursor! })}>Next page</button>
+        )}
+      </nav>
+    </>
+  );
+}

@@ -1,0 +1,77 @@
+// Server-Sent Events through stream tokens: browsers' EventSource cannot send Authorization, so
+// each connection opens with a short-lived token minted by POST /v1/stream-tokens. When the
+// stream drops (network, token expiry, a `lagging` end), it is reopened with a fresh token and
+// resumes after the last event seen (?last_event_id=); `online` reports the connection state.
+import { api, apiBase, call } from "./api/client";
+
+export interface StreamOptions {
+  purpose: "events" | "logs";
+  stackId?: string;
+  path: string;
+  params?: Record<string, string>;
+  /** Event names to listen to besides `message`. */
+  events: string[];
+  /** The id of the last event the caller already has: the stream resumes after it. */
+  since?: string;
+  onEvent: (type: string, data: unknown, id: string) => void;
+  onOnline?: (online: boolean) => void;
+}
+
+export function openStream(o: StreamOptions): () => void {
+  let es: EventSource | null = null;
+  let last = o.since ?? "";
+  let stopped = false;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let delay = 500;
+
+  const connect = async () => {
+    if (stopped) return;
+    let token: string;
+    try {
+      const t = await call(
+        api.POST("/v1/stream-tokens", { body: { purpose: o.purpose, ...(o.stackId ? { stack_id: o.stackId } : {}) } }),
+      );
+      token = t.token;
+    } catch {
+      o.onOnline?.(false);
+      retry = setTimeout(connect, (delay = Math.min(delay * 2, 10000)));
+      return;
+    }
+    if (stopped) return;
+    const q = new URLSearchParams({ ...o.params, stream_token: token });
+    if (last) q.set("last_event_id", last);
+    es = new EventSource(`${apiBase()}${o.path}?${q}`);
+    es.onopen = () => {
+      delay = 500;
+      o.onOnline?.(true);
+    };
+    for (const name of o.events)
+      es.addEventListener(name, (ev) => {
+        const m = ev as MessageEvent;
+        if (m.lastEventId) last = m.lastEventId;
+        let data: unknown = m.data;
+        try {
+          data = JSON.parse(m.data);
+        } catch {
+          /* not JSON: passed as is */
+        }
+        if (name === "lagging" && data && typeof data === "object" && "id" in data) last = String((data as { id: string }).id);
+        o.onEvent(name, data, m.lastEventId);
+      });
+    es.onerror = () => {
+      // EventSource retries a dropped connection itself (with Last-Event-ID), but not one
+      // refused (an expired token): that needs a new token.
+      if (es && es.readyState === EventSource.CLOSED) {
+        es = null;
+        o.onOnline?.(false);
+        retry = setTimeout(connect, (delay = Math.min(delay * 2, 10000)));
+      } else o.onOnline?.(false);
+    };
+  };
+  void connect();
+  return () => {
+    stopped = true;
+    clearTimeout(retry);
+    es?.close();
+  };
+}
