@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -25,7 +26,14 @@ type Output struct {
 // Init runs terraform init. When Config.PluginCacheDir is set, init holds the cache's flock:
 // Terraform's plugin cache is not safe for concurrent init (terraform#31964). There is no
 // workspace to select or create: the state backend's address is the work dir's own.
+//
+// In a warm work dir (initialised for the same commit, module, backend and binary: warm.go)
+// it runs nothing. After an init that succeeded, a kept work dir records what it is warm for.
 func (w *Workdir) Init(ctx context.Context) error {
+	if w.warm {
+		w.note("terraform init skipped: this work dir was initialised for the same commit and module")
+		return nil
+	}
 	err := func() error {
 		if w.r.cfg.PluginCacheDir == "" {
 			return w.tf.Init(ctx)
@@ -38,6 +46,12 @@ func (w *Workdir) Init(ctx context.Context) error {
 		return w.tf.Init(ctx)
 	}()
 	w.flush()
+	if err == nil && w.keep {
+		if err := os.WriteFile(filepath.Join(w.root, initKeyFile), []byte(w.key), 0o600); err != nil {
+			return fmt.Errorf("record the work dir's init: %w", err)
+		}
+		w.warm = true
+	}
 	return failed("terraform init", err)
 }
 
@@ -130,9 +144,15 @@ func (w *Workdir) Outputs(ctx context.Context) (map[string]Output, error) {
 
 // DeleteWorkspace removes the work dir's state from the backend once it is empty (after
 // Destroy); like Terraform, the backend refuses while the state still tracks resources.
+//
+// The work dir is then removed by Close even when it was kept: the workspace has no next step.
 func (w *Workdir) DeleteWorkspace(ctx context.Context) error {
 	if err := w.r.cfg.States.Delete(ctx, w.workspace); err != nil {
 		return fmt.Errorf("delete workspace %s: %w", w.workspace, err)
+	}
+	if w.keep {
+		w.keep = false
+		_ = os.Remove(w.root + ".lock") // held by this work dir; the workspace is gone
 	}
 	return nil
 }

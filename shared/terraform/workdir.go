@@ -53,6 +53,9 @@ type PrepareOpts struct {
 	Env map[string]string
 	// Sink receives the output of Init, Plan, Apply, Destroy and DeleteWorkspace; nil discards.
 	Sink Sink
+	// Commit is the commit Source was checked out at. With it, and a plugin cache, the work
+	// dir is kept for the workspace's next step on this host, which then skips init (warm.go).
+	Commit string
 }
 
 // Workdir is one job execution's copy of its module, bound to its workspace. Its methods must
@@ -60,9 +63,14 @@ type PrepareOpts struct {
 // done.
 type Workdir struct {
 	r         *Runner
-	root      string // created by Prepare; removed by Close
+	root      string // created by Prepare; removed by Close unless kept
 	dir       string // the module inside root, where Terraform runs
 	workspace string
+	// keep: root is the workspace's kept dir (warm.go), locked until Close (unlock); warm: it
+	// was initialised for key already.
+	keep, warm bool
+	key        string
+	unlock     func()
 
 	// tf streams to the sink, except inside quietly.
 	tf             *tfexec.Terraform
@@ -100,23 +108,41 @@ func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err
 		return nil, fmt.Errorf("prepare %s: module %q not found in %s", opts.Workspace, opts.Module, opts.Source)
 	}
 
-	root, err := os.MkdirTemp(r.cfg.WorkRoot, opts.Workspace+"-")
-	if err != nil {
-		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+	var root, key string
+	keep, warm, unlock := false, false, func() {}
+	if r.cfg.PluginCacheDir != "" && opts.Commit != "" {
+		key = initKey(r.cfg.Binary, opts.Commit, module)
+		var kept func()
+		if root, warm, kept, keep, err = r.keptRoot(opts.Workspace, module, key); err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+		}
+		if keep {
+			unlock = kept
+		}
+	}
+	if !keep {
+		if root, err = os.MkdirTemp(r.cfg.WorkRoot, opts.Workspace+"-"); err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
+		}
 	}
 	defer func() {
 		if err != nil {
-			_ = os.RemoveAll(root) // nothing ran in it yet: there is no state to keep
+			if !warm {
+				_ = os.RemoveAll(root) // nothing ran in it yet: there is no state to keep
+			}
+			unlock()
 		}
 	}()
 	src := filepath.Join(root, "src")
-	if err := copyTree(ctx, opts.Source, src); err != nil {
-		return nil, fmt.Errorf("prepare %s: copy source: %w", opts.Workspace, err)
-	}
 	dir := filepath.Join(src, module)
-	for _, name := range []string{BackendFile, VarsFile} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return nil, fmt.Errorf("prepare %s: the module has its own %s, which Horizon writes", opts.Workspace, name)
+	if !warm {
+		if err := copyTree(ctx, opts.Source, src); err != nil {
+			return nil, fmt.Errorf("prepare %s: copy source: %w", opts.Workspace, err)
+		}
+		for _, name := range []string{BackendFile, VarsFile} {
+			if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+				return nil, fmt.Errorf("prepare %s: the module has its own %s, which Horizon writes", opts.Workspace, name)
+			}
 		}
 	}
 	mod, err := inspectModule(dir)
@@ -134,7 +160,8 @@ func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err
 		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
 	}
 
-	w := &Workdir{r: r, root: root, dir: dir, workspace: opts.Workspace, sink: opts.Sink, revoke: revoke}
+	w := &Workdir{r: r, root: root, dir: dir, workspace: opts.Workspace, sink: opts.Sink, revoke: revoke,
+		keep: keep, warm: warm, key: key, unlock: unlock}
 	if w.sink == nil {
 		w.sink = func(Stream, string) {}
 	}
@@ -193,11 +220,25 @@ func (w *Workdir) Workspace() string { return w.workspace }
 // directory and its credentials are kept, so that PushErroredState can still be called, and
 // Close returns an *ErroredStateError: that file may be the only record of infrastructure
 // that exists.
+//
+// A kept work dir (warm.go) stays for the workspace's next step, without its variables file
+// (secrets in clear) and plan, and is unlocked.
 func (w *Workdir) Close() error {
 	if _, err := os.Stat(w.erroredPath()); err == nil {
+		w.unlock() // the next step of the workspace leaves this dir alone (keptRoot)
 		return &ErroredStateError{Path: w.erroredPath(), Err: errors.New("not pushed to the backend; work dir kept")}
 	}
 	w.revoke()
+	defer w.unlock()
+	if w.keep {
+		for _, name := range []string{VarsFile, PlanFile} {
+			if err := os.Remove(filepath.Join(w.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				_ = os.RemoveAll(w.root) // a secret must not stay behind: give up the warm dir
+				return fmt.Errorf("remove %s from the kept work dir: %w", name, err)
+			}
+		}
+		return nil
+	}
 	if err := os.RemoveAll(w.root); err != nil {
 		return fmt.Errorf("remove work dir: %w", err)
 	}

@@ -194,7 +194,7 @@ func (h *Handler) workdir(ctx context.Context, w *stepWork, out *attempt.Log) (*
 		_ = os.RemoveAll(tmp)
 		return nil, nil, err
 	}
-	wd, err := h.Terraform.Prepare(ctx, terraform.PrepareOpts{Source: tree, Module: w.job.Source.Path, Workspace: workspace(w),
+	wd, err := h.Terraform.Prepare(ctx, terraform.PrepareOpts{Source: tree, Commit: w.exec.Commit, Module: w.job.Source.Path, Workspace: workspace(w),
 		Vars: vars, Env: env, Sink: func(stream terraform.Stream, line string) { out.Line(logstream.FD(stream), line) }})
 	if err != nil {
 		_ = os.RemoveAll(tmp)

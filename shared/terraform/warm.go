@@ -1,0 +1,84 @@
+package terraform
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// A work dir is kept between the steps of its workspace (warm) when the runner has a plugin
+// cache and the step names the commit of its source: the next step of the workspace on this
+// host finds it initialised for the same commit, module, backend and binary and skips
+// terraform init. Without a plugin cache .terraform holds full copies of the providers
+// (hundreds of MB per work dir), so work dirs stay temporary.
+//
+// Safety:
+//   - the key (initKey) is written only after an init succeeded, so a dir whose init was
+//     interrupted, or whose worker was killed before or during init, is rebuilt;
+//   - a dir of another key (another commit, module, binary) is removed and built afresh;
+//   - one step at a time uses a warm dir: Prepare takes an exclusive flock on it for the work
+//     dir's life (released by Close, or by the kernel when the worker dies); a Prepare that
+//     finds it held (an attempt still running elsewhere on the host) uses a temporary dir;
+//   - Close removes the variables file (it holds secrets in clear) and the plan; what stays
+//     is the module's copy and .terraform (backend settings without credentials, links into
+//     the plugin cache). The state is never in the work dir: it is in the backend.
+//   - after a destroy, DeleteWorkspace makes Close remove the dir.
+
+// initKeyFile holds a warm dir's key.
+const initKeyFile = ".horizon-init"
+
+// initKey is what a warm dir must have been initialised for.
+func initKey(b Binary, commit, module string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s", b.Path, b.Kind, b.Version, commit, module, backendConfig)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// tryLock takes an exclusive flock on path without waiting: ok is false when another holds it.
+func tryLock(path string) (unlock func(), ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { _ = f.Close() }, true, nil // closing releases the lock; nothing to flush
+}
+
+// keptRoot returns the kept work dir of workspace, locked, when the runner keeps work dirs and
+// no other step holds it, and whether it is initialised for key. A dir holding an
+// errored.tfstate (a Terraform that could not save its state, and a worker that could not push
+// it) is left alone for the operator: ok is then false too, and the step uses a temporary dir.
+func (r *Runner) keptRoot(workspace, module, key string) (root string, warm bool, unlock func(), ok bool, err error) {
+	root = filepath.Join(r.cfg.WorkRoot, workspace)
+	unlock, ok, err = tryLock(root + ".lock")
+	if err != nil || !ok {
+		return "", false, nil, false, err
+	}
+	if _, err := os.Stat(filepath.Join(root, "src", module, erroredStateFile)); err == nil {
+		unlock()
+		return "", false, nil, false, nil
+	}
+	got, _ := os.ReadFile(filepath.Join(root, initKeyFile)) // absent: not initialised
+	if string(got) == key {
+		return root, true, unlock, true, nil
+	}
+	if err := os.RemoveAll(root); err != nil {
+		unlock()
+		return "", false, nil, false, fmt.Errorf("remove the work dir of another commit: %w", err)
+	}
+	if err := os.Mkdir(root, 0o700); err != nil {
+		unlock()
+		return "", false, nil, false, err
+	}
+	return root, false, unlock, true, nil
+}
