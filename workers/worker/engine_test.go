@@ -88,7 +88,9 @@ func (e *engine) startWorker(o engineOpts) {
 		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
 		ShutdownTimeout: 10 * time.Second, VMSSHPort: o.vmSSHPort, LogClient: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
 		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
-		Terraform: terraform.Config{Binary: bin, WorkRoot: e.workRoot, GracePeriod: 5 * time.Second}})
+		Terraform: terraform.Config{Binary: bin, WorkRoot: e.workRoot, GracePeriod: 5 * time.Second,
+			// As production runs (deploy/README): a plugin cache, so work dirs are kept between steps.
+			PluginCacheDir: filepath.Join(e.workRoot, "plugins")}})
 	if err != nil {
 		t.Fatal(err)
 	}
