@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -9,15 +8,12 @@ import (
 	"horizon/functions/apitest"
 )
 
-// TestConsoleBench is the console's performance benchmark, not a timed test: it asserts
-// nothing about speed and runs only with HORIZON_WEB_BENCH=1 (`go tool task bench-web`). It
+// BenchmarkConsole is the console's performance benchmark (`go tool task bench-web`). It
 // deploys a stack whose log has 100 000 lines, then e2e/bench.mjs measures in Chromium the
 // initial JS and CSS gzip size, the time to an interactive stack detail with that log, the
 // long tasks while the log receives 1 000 lines/s for 20 s, and the heap afterwards.
-func TestConsoleBench(t *testing.T) {
-	if os.Getenv("HORIZON_WEB_BENCH") != "1" {
-		t.Skip("a benchmark: HORIZON_WEB_BENCH=1 runs it (go tool task bench-web)")
-	}
+func BenchmarkConsole(b *testing.B) {
+	t := b
 	web, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
@@ -29,17 +25,16 @@ func TestConsoleBench(t *testing.T) {
 	l := newLab(t, web, "if [ ! -e app/big-done ]; then mkdir -p app; seq -f 'bench line %g of 100000: the quick brown fox jumps over the lazy dog' 1 100000; touch app/big-done; fi\n"+
 		"if [ -e '"+stream+"' ]; then for s in $(seq 1 20); do seq -f \"live line %g of second $s\" 1 1000; sleep 1; done; fi\n")
 	machine := func(i int, node string) map[string]any {
-		return map[string]any{"address_id": l.addrs[i], "ssh_key_id": l.key, "proxmox_server_id": l.server, "node": node, "pool": "dev"}
+		return map[string]any{"address_id": l.Addrs[i], "ssh_key_id": l.Key, "proxmox_server_id": l.Server, "node": node, "pool": "dev"}
 	}
-	team := l.api.Do("GET", "/v1/me", apitest.Req{Token: l.member}).Map()["teams"].([]any)[0].(string)
-	stack := must(t, l.api, "POST", "/v1/stacks", l.member, map[string]any{"team_id": team, "name": "bench", "environment_id": l.env,
-		"template_id": l.tmpl, "template_version": 1, "jobs": map[string]any{
+	stack := must(t, l.API, "POST", "/v1/stacks", l.Member, map[string]any{"team_id": l.Team, "name": "bench", "environment_id": l.Env,
+		"template_id": l.Tmpl, "template_version": 1, "jobs": map[string]any{
 			"db":  map[string]any{"executions": []any{machine(0, "pve1")}},
 			"app": map[string]any{"executions": []any{machine(1, "pve2")}}}})["id"].(string)
-	must(t, l.api, "POST", "/v1/stacks/"+stack+"/deploy", l.member, nil)
+	must(t, l.API, "POST", "/v1/stacks/"+stack+"/deploy", l.Member, nil)
 	start := time.Now()
 	for {
-		st := l.api.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: l.member}).Map()["state"]
+		st := l.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: l.Member}).Map()["state"]
 		if st == "deployed" {
 			break
 		}

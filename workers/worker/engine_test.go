@@ -3,25 +3,19 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/hibiken/asynq"
 
 	"horizon/deploy/sandbox/pve"
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
-	"horizon/shared/logstream"
 	"horizon/shared/proxmox"
 	"horizon/shared/secrets"
-	"horizon/shared/terraform"
-	"horizon/shared/testkit"
 	"horizon/workers/worker"
+	"horizon/workers/worker/workertest"
 )
 
 // engine is Horizon running for one test: the lab (labtest: the API, the Proxmox sandbox
@@ -59,65 +53,13 @@ func newEngine(t testing.TB, o engineOpts) *engine {
 }
 
 func (e *engine) startWorker(o engineOpts) {
-	t := e.t
-	tfBin := o.terraformBin
-	if tfBin == "" {
-		tfBin = os.Getenv("HORIZON_TERRAFORM_BIN")
-	}
-	bin, err := terraform.FindBinary(context.Background(), tfBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	redisOpt, err := asynq.ParseRedisURI(testkit.RedisURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb := o.heartbeat
-	if hb == 0 {
-		hb = time.Second
-	}
-	concurrency := o.concurrency
-	if concurrency == 0 {
-		concurrency = 8
+	if e.workRoot == "" {
+		e.workRoot = e.t.TempDir()
 	}
 	d := e.API.Deps
-	if e.workRoot == "" {
-		e.workRoot = t.TempDir()
-	}
-	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace, Concurrency: concurrency,
-		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t), Heartbeat: hb, ScriptSSHTimeout: 30 * time.Second,
-		ShutdownTimeout: 10 * time.Second, VMSSHPort: o.vmSSHPort, LogClient: logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
-		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
-		Terraform: terraform.Config{Binary: bin, WorkRoot: e.workRoot, GracePeriod: 5 * time.Second,
-			// As production runs (deploy/README): a plugin cache, so work dirs are kept between steps.
-			PluginCacheDir: filepath.Join(e.workRoot, "plugins")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Shutdown)
-	e.worker = w
-}
-
-// appScript is the sandbox-vm example's app script, in its repository.
-const appScript = "jobs/app/scripts/configure.sh"
-
-// exampleFile reads a file of the sandbox-vm example.
-func exampleFile(t testing.TB, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(labtest.ExampleDir("sandbox-vm"), rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// appScriptWith is the example's app script with lines run first (right after its
-// "set -euo pipefail"): an override that makes it misbehave.
-func appScriptWith(t testing.TB, lines string) string {
-	return strings.Replace(exampleFile(t, appScript), "set -euo pipefail\n", "set -euo pipefail\n"+lines, 1)
+	e.worker = workertest.Start(e.t, workertest.Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace},
+		workertest.Options{TerraformBin: o.terraformBin, Concurrency: o.concurrency, Heartbeat: o.heartbeat, VMSSHPort: o.vmSSHPort,
+			WorkRoot: e.workRoot})
 }
 
 // waitState waits until the stack reaches state and returns its detail. When it does not,

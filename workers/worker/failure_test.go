@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
 	"horizon/shared/queue"
 	"horizon/shared/testkit"
 )
@@ -116,8 +117,8 @@ func TestReconcilerRecoversARunRedisLost(t *testing.T) {
 // job to its branch's newest commit and the stack ends deployed with no duplicate VM.
 func TestFailedScriptAndRetries(t *testing.T) {
 	t.Parallel()
-	broken := appScriptWith(t, "if [ \"$HORIZON_EXECUTION\" = 1 ]; then echo 'progress: 50%' >&2; echo \"configure: the license server refused key $admin_password\" >&2; exit 3; fi\n")
-	e := newEngine(t, engineOpts{override: map[string]string{appScript: broken}})
+	broken := labtest.AppScriptWith(t, "if [ \"$HORIZON_EXECUTION\" = 1 ]; then echo 'progress: 50%' >&2; echo \"configure: the license server refused key $admin_password\" >&2; exit 3; fi\n")
+	e := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: broken}})
 	stack := e.Draft("flaky", 2)
 	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)
@@ -144,7 +145,7 @@ func TestFailedScriptAndRetries(t *testing.T) {
 		t.Fatalf("retry cards: %v %v %v", cards["db[0]"]["state"], cards["app[0]"]["state"], cards["app[1]"]["state"])
 	}
 
-	fixed := e.Repo.Commit(map[string]string{appScript: exampleFile(t, appScript)})
+	fixed := e.Repo.Commit(map[string]string{labtest.AppScript: labtest.ExampleFile(t, labtest.AppScript)})
 	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.Member, Body: map[string]any{"mode": "force"}}); r.Status != 202 {
 		t.Fatalf("force retry: %d %s", r.Status, r.Body)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
 	"horizon/shared/auth"
 	"horizon/shared/events"
 	"horizon/shared/logstream"
@@ -289,7 +290,7 @@ func (e *engine) followLog(stack, run, lastEventID string) (texts []string, resu
 // flushing, and followers stopped thousands of lines short.
 func TestChattyScriptIsFollowedToItsLastLine(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t, engineOpts{override: map[string]string{appScript: appScriptWith(t, "seq -f 'chatty line %g' 30000\n")}})
+	e := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: labtest.AppScriptWith(t, "seq -f 'chatty line %g' 30000\n")}})
 	stack := e.Draft("chatty", 1)
 	live := e.API.Stream("/v1/stacks/"+stack+"/logs/stream?follow=true", apitest.Req{Token: e.Member})
 	testkit.Eventually(t, 10*time.Second, "the follower waits for the first run", func() bool { return e.API.Deps.EventHub.Stats().Members == 1 })

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
 	"horizon/shared/auth"
 )
 
@@ -418,13 +419,13 @@ func TestRemovalOfAVanishedOrStoppedMachineSkipsItsCleanup(t *testing.T) {
 // …/outputs answered 5.2 MB.
 func TestScriptOutputsAreDeclaredAndBounded(t *testing.T) {
 	t.Parallel()
-	runaway := appScriptWith(t, `case "$HORIZON_EXECUTION" in
+	runaway := labtest.AppScriptWith(t, `case "$HORIZON_EXECUTION" in
 0) echo "surprise=1" >>"$HORIZON_OUTPUT" ;;
 1) printf 'app_url=%s\n' "$(head -c 5000000 /dev/zero | tr '\0' a)" >>"$HORIZON_OUTPUT" ;;
 2) echo "api_key=in-clear" >>"$HORIZON_OUTPUT" ;;
 esac
 `)
-	e := newEngine(t, engineOpts{override: map[string]string{appScript: runaway}})
+	e := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: runaway}})
 	stack := e.Draft("runaway", 3)
 	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
 	"horizon/shared/horizon"
 	"horizon/shared/secrets"
 	"horizon/shared/testkit"
@@ -26,7 +27,7 @@ import (
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
 	// The app's script prints its secret parameter, in clear and base64: masking must catch it.
-	leaky := appScriptWith(t, "echo \"the password is $admin_password\"\nprintf %s \"$admin_password\" | base64\n")
+	leaky := labtest.AppScriptWith(t, "echo \"the password is $admin_password\"\nprintf %s \"$admin_password\" | base64\n")
 	// Its secret output, printed right after it is written: in clear, split across two writes
 	// of one line, and base64 on stderr.
 	leaky += `key=$(<app/api_key)
@@ -34,7 +35,7 @@ echo "the api key is $key"
 printf 'half of it: %s' "${key:0:16}"; sleep 0.5; printf '%s\n' "${key:16}"
 printf %s "$key" | base64 >&2
 `
-	e := newEngine(t, engineOpts{override: map[string]string{appScript: leaky}})
+	e := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: leaky}})
 	given := "Sup3r-s3cret-" + fmt.Sprint(time.Now().UnixNano())
 	stack := e.Draft("vault", 1)
 	etag := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Header.Get("ETag")
@@ -139,7 +140,7 @@ func TestSecretAcrossALongLineCutIsMasked(t *testing.T) {
 	t.Parallel()
 	long := `{ head -c 65530 /dev/zero | tr '\0' x; printf '%s' "$admin_password"; ` +
 		`head -c 65510 /dev/zero | tr '\0' y; printf '%s' "$admin_password"; echo z; }` + "\n"
-	e := newEngine(t, engineOpts{override: map[string]string{appScript: appScriptWith(t, long)}})
+	e := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: labtest.AppScriptWith(t, long)}})
 	stack := e.deployed("long", 1)
 
 	var sealed []byte
@@ -195,7 +196,7 @@ echo "$own $out" >"$HOME/leaked"
 echo "cannot register the key $out with the license server" >&2
 exit 4
 `
-	e := newEngine(t, engineOpts{override: map[string]string{appScript: failing}})
+	e := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: failing}})
 	stack := e.Draft("vault", 1)
 	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
 		t.Fatalf("deploy: %d %s", r.Status, r.Body)

@@ -33,6 +33,7 @@ type Lab struct {
 	API     *apitest.Server
 	Sandbox *pvetest.Sandbox
 	Member  string // a member's token
+	Viewer  string // a viewer's token, of the same team
 	Team    string
 	Env     string
 	Server  string
@@ -44,6 +45,8 @@ type Lab struct {
 
 // Options tune the lab.
 type Options struct {
+	// API tunes the API (apitest.New); nil for its defaults.
+	API *apitest.Options
 	// Sandbox changes the sandbox's configuration (after the lab's own: fast tasks).
 	Sandbox func(*pve.Config)
 	// VMSSHPort moves the sandbox VMs' SSH servers.
@@ -55,7 +58,7 @@ type Options struct {
 // New starts the lab.
 func New(t testing.TB, o Options) *Lab {
 	t.Helper()
-	l := &Lab{T: t, API: apitest.New(t, nil)}
+	l := &Lab{T: t, API: apitest.New(t, o.API)}
 	l.Sandbox = pvetest.Start(t, func(c *pve.Config) {
 		c.TaskDuration = 20 * time.Millisecond
 		if o.VMSSHPort != 0 {
@@ -89,6 +92,7 @@ func New(t testing.TB, o Options) *Lab {
 	team := l.API.NewTeam("ops")
 	l.Team = team.String()
 	_, l.Member = l.API.NewUser(auth.RoleMember, team)
+	_, l.Viewer = l.API.NewUser(auth.RoleViewer, team)
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
 	sshPub, _ := ssh.NewPublicKey(pub)
 	key := l.API.Do("POST", "/v1/ssh-keys", apitest.Req{Token: l.Member, Body: map[string]any{"name": "laptop",
@@ -133,6 +137,25 @@ func (l *Lab) Publish(example string, override map[string]string) (*testkit.GitR
 func ExampleDir(example string) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "examples", example)
+}
+
+// AppScript is the sandbox-vm example's app script, in its repository.
+const AppScript = "jobs/app/scripts/configure.sh"
+
+// ExampleFile reads a file of the sandbox-vm example.
+func ExampleFile(t testing.TB, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(ExampleDir("sandbox-vm"), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// AppScriptWith is the example's app script with lines run first (right after its
+// "set -euo pipefail"): an override that makes it misbehave, hang or talk.
+func AppScriptWith(t testing.TB, lines string) string {
+	return strings.Replace(ExampleFile(t, AppScript), "set -euo pipefail\n", "set -euo pipefail\n"+lines, 1)
 }
 
 // Machine is a machine execution's answers with the lab's attachments: address addr, the
