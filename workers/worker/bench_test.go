@@ -570,10 +570,12 @@ func (c *tfClock) attribute(b *testing.B, steps []stepTimes) []stepTimes {
 	for i := range steps {
 		s := &steps[i]
 		s.bySubcommand, s.calls = map[string]time.Duration{}, map[string]int{}
-		ws := "/" + horizon.Workspace(s.stack, s.job, s.index) + "-"
+		ws := horizon.Workspace(s.stack, s.job, s.index)
 		var mine []tfRun
 		for _, r := range runs {
-			if strings.Contains(r.dir, ws) && !r.start.Before(s.ready) && !r.start.After(s.finished) {
+			// A temporary work dir is <workspace>-<random>, a kept one <workspace> (warm dirs).
+			inWorkspace := strings.Contains(r.dir, "/"+ws+"-") || strings.Contains(r.dir, "/"+ws+"/")
+			if inWorkspace && !r.start.Before(s.ready) && !r.start.After(s.finished) {
 				mine = append(mine, r)
 			}
 		}
