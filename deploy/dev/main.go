@@ -13,6 +13,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -42,6 +44,10 @@ func run() error {
 	}
 	var procs processes
 	defer procs.stopAll()
+	// Clones on one machine share its Postgres and Redis: each gets a database and a Redis
+	// namespace of its own, named after where it is.
+	name := checkoutName(root)
+	database = "horizon_" + name
 
 	pgURL, err := ensurePostgres(ctx, data, &procs)
 	if err != nil {
@@ -79,6 +85,7 @@ func run() error {
 		"HORIZON_LISTEN="+listen,
 		"HORIZON_VM_SSH_PORT="+vmSSHPort,
 		"HORIZON_LOG_FORMAT="+envOr("HORIZON_LOG_FORMAT", "text"),
+		"HORIZON_NAMESPACE="+envOr("HORIZON_NAMESPACE", "hz-"+name),
 		"HORIZON_CORS_ORIGINS="+envOr("HORIZON_CORS_ORIGINS", consoleURL),
 	)
 
@@ -173,4 +180,11 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// checkoutName is 8 hex digits of the checkout's path: the same for every `up` of one clone,
+// another for each clone.
+func checkoutName(root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return hex.EncodeToString(sum[:4])
 }

@@ -21,10 +21,13 @@ const (
 	// Ports of the throwaway instances, chosen to stay clear of the defaults.
 	throwawayPGPort    = "55432"
 	throwawayRedisPort = "56379"
-	database           = "horizon"
 )
 
-// ensurePostgres returns the URL of a database named horizon on a Postgres that answers.
+// database is the checkout's own database (checkoutName): clones on one machine share its
+// Postgres but not their data, which each seals under its own .data/secret.key.
+var database = "horizon"
+
+// ensurePostgres returns the URL of the checkout's database on a Postgres that answers.
 func ensurePostgres(ctx context.Context, data string, procs *processes) (string, error) {
 	if u := os.Getenv("HORIZON_DATABASE_URL"); u != "" {
 		return u, nil
@@ -110,7 +113,7 @@ func redisAnswers(ctx context.Context, url string) bool {
 	return c.Ping(ctx).Err() == nil
 }
 
-// createDatabase makes sure the horizon database exists on the server of adminURL and returns
+// createDatabase makes sure the checkout's database exists on the server of adminURL and returns
 // its URL.
 func createDatabase(ctx context.Context, adminURL string) (string, error) {
 	c, err := pgx.Connect(ctx, adminURL)
