@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -29,14 +31,18 @@ type Summary struct {
 var stackStates = map[string]bool{"draft": true, "deploying": true, "deployed": true, "updating": true, "failed": true, "removing": true, "removed": true}
 
 // List returns the stacks the caller may see, newest first; filters ?state=, ?label=,
-// ?team_id=, ?template_id=.
+// ?team_id=, ?template_id=, ?environment_id= and ?q= (text in the name or description, or a
+// label).
 func List(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
 		}
-		f := store.StackFilter{State: horizon.StackState(c.Query("state")), Label: c.Query("label")}
+		f := store.StackFilter{State: horizon.StackState(c.Query("state")), Label: c.Query("label"), Text: strings.TrimSpace(c.Query("q"))}
+		if len(f.Text) > maxQueryText {
+			return problem.Malformed("The query parameter q is longer than %d bytes.", maxQueryText)
+		}
 		if f.State != "" && !stackStates[string(f.State)] {
 			return problem.Malformed("The query parameter state must be a stack state (draft, deploying, deployed, updating, failed, removing, removed).")
 		}
@@ -44,6 +50,9 @@ func List(d api.Deps) fiber.Handler {
 			return err
 		}
 		if f.TemplateID, err = api.QueryID(c, "template_id"); err != nil {
+			return err
+		}
+		if f.EnvironmentID, err = api.QueryID(c, "environment_id"); err != nil {
 			return err
 		}
 		who := api.Principal(c)
@@ -60,5 +69,8 @@ func List(d api.Deps) fiber.Handler {
 		}), next))
 	}
 }
+
+// maxQueryText bounds ?q=.
+const maxQueryText = 200
 
 const rfc3339 = "2006-01-02T15:04:05.999999999Z07:00"

@@ -54,10 +54,13 @@ func stackGet(ctx context.Context, q Querier, scope auth.Scope, id uuid.UUID, lo
 
 // StackFilter narrows StackList; zero fields do not filter.
 type StackFilter struct {
-	State      horizon.StackState
-	Label      string
-	TeamID     *uuid.UUID
-	TemplateID *uuid.UUID
+	State         horizon.StackState
+	Label         string
+	TeamID        *uuid.UUID
+	TemplateID    *uuid.UUID
+	EnvironmentID *uuid.UUID
+	// Text is found, case-insensitively, in the name or the description, or is a label.
+	Text string
 }
 
 // StackList returns one page of the stacks the scope may see, newest first. Removed stacks are
@@ -77,8 +80,10 @@ func StackList(ctx context.Context, q Querier, scope auth.Scope, f StackFilter, 
 		  AND ($5::uuid IS NULL OR s.team_id = $5)
 		  AND ($6::uuid IS NULL OR s.template_id = $6)
 		  AND ($7::uuid IS NULL OR s.id < $7)
+		  AND ($9::uuid IS NULL OR s.environment_id = $9)
+		  AND ($10 = '' OR strpos(lower(s.name), lower($10)) > 0 OR strpos(lower(s.description), lower($10)) > 0 OR $10 = ANY(s.labels))
 		ORDER BY s.id DESC LIMIT $8`, pgx.QueryExecModeDescribeExec,
-		scope.All, scope.TeamIDs(), string(f.State), f.Label, f.TeamID, f.TemplateID, p.After, p.limit())
+		scope.All, scope.TeamIDs(), string(f.State), f.Label, f.TeamID, f.TemplateID, p.After, p.limit(), f.EnvironmentID, f.Text)
 	if err != nil {
 		return nil, nil, translate(err)
 	}

@@ -4300,6 +4300,9 @@ export interface operations {
                 label?: string;
                 team_id?: string;
                 template_id?: string;
+                environment_id?: string;
+                /** @description Text found, case-insensitively, in the name or the description, or a label. */
+                q?: string;
             };
             header?: never;
             path?: never;

@@ -1,6 +1,6 @@
 // The stacks list: updated live by GET /v1/events (the events stream invalidates ["stacks"]);
-// filters live in the URL. State, team and label filter on the server; environment and text
-// filter the page loaded. Failed and running stacks come first.
+// filters live in the URL and are applied by the server (state, team, environment, label, text),
+// so that every page is filtered, not only the one loaded. Failed and running stacks come first.
 import { useQuery } from "@tanstack/react-query";
 import { api, call, type StackSummary } from "../api/client";
 import { href, navigate, useRoute } from "../router";
@@ -26,23 +26,28 @@ export function StacksList() {
   };
   const set = (k: keyof typeof f, v: string) => navigate("/stacks", { ...f, cursor: undefined, [k]: v }, true);
   const stacks = useQuery({
-    queryKey: ["stacks", f.state, f.team, f.label, f.cursor],
+    queryKey: ["stacks", f.state, f.team, f.env, f.label, f.q, f.cursor],
     queryFn: () =>
       call(
         api.GET("/v1/stacks", {
-          params: { query: { limit: "50", state: f.state || undefined, team_id: f.team || undefined, label: f.label || undefined, cursor: f.cursor || undefined } },
+          params: {
+            query: {
+              limit: "50",
+              state: f.state || undefined,
+              team_id: f.team || undefined,
+              environment_id: f.env || undefined,
+              label: f.label || undefined,
+              q: f.q.trim() || undefined,
+              cursor: f.cursor || undefined,
+            },
+          },
         }),
       ),
   });
   const templates = useTemplates();
   const envs = useEnvironments();
   const teams = useTeams();
-  const text = f.q.toLowerCase();
-  const rows = sortStacks(stacks.data?.items ?? []).filter(
-    (s) =>
-      (!f.env || s.environment_id === f.env) &&
-      (!text || s.name.toLowerCase().includes(text) || s.description.toLowerCase().includes(text) || s.labels.some((l) => l.includes(text))),
-  );
+  const rows = sortStacks(stacks.data?.items ?? []);
   return (
     <>
       <div className="page-head">
