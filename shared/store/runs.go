@@ -36,7 +36,9 @@ func RunInsertWithSteps(ctx context.Context, q Querier, run horizon.Run, steps [
 		}
 		return r, nil, translate(err)
 	}
-	if run.StackID != nil {
+	// An action changes nothing the stack's state depends on: the last run kind (which says a
+	// removal failed) stays that of the last run that did.
+	if run.StackID != nil && run.Kind != horizon.RunAction {
 		if _, err := q.Exec(ctx, `UPDATE stacks SET last_run_kind = $2 WHERE id = $1`, run.StackID, run.Kind); err != nil {
 			return r, nil, translate(err)
 		}
@@ -105,6 +107,13 @@ func RunActive(ctx context.Context, q Querier, o RunOwner) (horizon.Run, error) 
 // RunLatest returns the owner's most recent run, or horizon.ErrNotFound.
 func RunLatest(ctx context.Context, q Querier, o RunOwner) (horizon.Run, error) {
 	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE `+o.column+` = $1 ORDER BY id DESC LIMIT 1`, o.id))
+	return r, translate(err)
+}
+
+// RunLatestChange returns the stack's most recent run that is not an action (the run whose
+// steps say what a failed stack has left to do), or horizon.ErrNotFound.
+func RunLatestChange(ctx context.Context, q Querier, stack uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 AND kind <> 'action' ORDER BY id DESC LIMIT 1`, stack))
 	return r, translate(err)
 }
 
