@@ -3,6 +3,7 @@ package stacks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -343,4 +344,56 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// withAction adds to a run of kind action what it ran: the action, its machine, its answers and
+// its outputs (secret ones as {"secret": true}).
+func withAction(ctx context.Context, d api.Deps, r Run) (Run, error) {
+	if r.Kind != string(horizon.RunAction) {
+		return r, nil
+	}
+	a, err := store.ActionRunGet(ctx, d.DB, r.ID)
+	if errors.Is(err, horizon.ErrNotFound) {
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	info := &api.ActionRun{Name: a.Action, Execution: a.ExecutionIndex, Parameters: map[string]any{}, Inputs: map[string]any{},
+		Outputs: map[string]any{}}
+	if a.Job != "" {
+		info.Job = &a.Job
+	}
+	for k, v := range a.Parameters {
+		info.Parameters[k] = v
+	}
+	for k, v := range a.Inputs {
+		info.Inputs[k] = v
+	}
+	for k, v := range a.Outputs {
+		info.Outputs[k] = v
+	}
+	for _, s := range []struct {
+		purpose string
+		sealed  []byte
+		into    map[string]any
+	}{{horizon.PurposeActionParameters, a.SecretParameters, info.Parameters}, {horizon.PurposeActionInputs, a.SecretInputs, info.Inputs},
+		{horizon.PurposeActionOutputs, a.SecretOutputs, info.Outputs}} {
+		if len(s.sealed) == 0 {
+			continue
+		}
+		b, err := d.Box.Open(s.purpose, s.sealed)
+		if err != nil {
+			return r, fmt.Errorf("open %s of run %s: %w", s.purpose, r.ID, err)
+		}
+		var names map[string]string
+		if err := json.Unmarshal(b, &names); err != nil {
+			return r, fmt.Errorf("decode %s of run %s: %w", s.purpose, r.ID, err)
+		}
+		for k := range names {
+			s.into[k] = map[string]any{"secret": true}
+		}
+	}
+	r.Action = info
+	return r, nil
 }

@@ -176,6 +176,21 @@ func TestActionFormsAndRefusals(t *testing.T) {
 	}
 	refused("a run in progress", e.Member, "rotate-api-key", ok, 409, "")
 
+	// Its history: the action runs alone, with the machine and the answers, secrets hidden.
+	hist := e.API.Do("GET", "/v1/stacks/"+stack+"/runs?kind=action", apitest.Req{Token: e.Viewer})
+	items = hist.Map()["items"].([]any)
+	if hist.Status != 200 || len(items) != 1 || strings.Contains(string(hist.Body), "typed-over-secret") {
+		t.Fatalf("the action history: %d %s", hist.Status, hist.Body)
+	}
+	act := items[0].(map[string]any)["action"].(map[string]any)
+	if act["name"] != "rotate-api-key" || act["job"] != "app" || act["execution"] != 1.0 || act["parameters"].(map[string]any)["key_bytes"] != 24.0 ||
+		act["inputs"].(map[string]any)["old_key"].(map[string]any)["secret"] != true {
+		t.Errorf("the action run: %v", act)
+	}
+	if n := len(e.API.Do("GET", "/v1/stacks/"+stack+"/runs?kind=deploy", apitest.Req{Token: e.Viewer}).Map()["items"].([]any)); n != 0 {
+		t.Errorf("%d deploy runs, want none", n)
+	}
+
 	e.API.FinishRun(uuid.MustParse(first.Map()["id"].(string)), horizon.RunSucceeded)
 	if _, err := e.API.DB.Exec(t.Context(), `UPDATE stacks SET state = 'removed' WHERE id = $1`, stack); err != nil {
 		t.Fatal(err)

@@ -126,8 +126,13 @@ func RunNext(ctx context.Context, q Querier, o RunOwner, after uuid.UUID) (horiz
 
 // RunList returns one page of the owner's runs, newest first.
 func RunList(ctx context.Context, q Querier, o RunOwner, p Page) ([]horizon.Run, *uuid.UUID, error) {
+	return RunListOfKind(ctx, q, o, "", p)
+}
+
+// RunListOfKind returns one page of the owner's runs of kind (every kind when ""), newest first.
+func RunListOfKind(ctx context.Context, q Querier, o RunOwner, kind horizon.RunKind, p Page) ([]horizon.Run, *uuid.UUID, error) {
 	rows, err := q.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE `+o.column+` = $1 AND ($2::uuid IS NULL OR id < $2)
-		ORDER BY id DESC LIMIT $3`, o.id, p.After, p.limit())
+		AND ($4 = '' OR kind = $4) ORDER BY id DESC LIMIT $3`, o.id, p.After, p.limit(), string(kind))
 	if err != nil {
 		return nil, nil, translate(err)
 	}

@@ -103,6 +103,15 @@ func TestScriptActionOnTheChosenMachine(t *testing.T) {
 	if runs[0].(map[string]any)["id"] != runID {
 		t.Fatalf("the action's run is not the stack's latest: %v", runs)
 	}
+	history := e.API.Do("GET", "/v1/stacks/"+stack+"/runs?kind=action", apitest.Req{Token: e.Member}).Map()["items"].([]any)
+	if len(history) != 1 {
+		t.Fatalf("the action history: %v", history)
+	}
+	done := history[0].(map[string]any)["action"].(map[string]any)
+	if done["execution"] != 1.0 || done["outputs"].(map[string]any)["rotated_at"] == nil ||
+		done["outputs"].(map[string]any)["api_key"].(map[string]any)["secret"] != true {
+		t.Fatalf("the action in the history: %v", done)
+	}
 
 	// The file is on the second machine only, and its key is the secret output kept.
 	key, err := os.ReadFile(filepath.Join(e.appVMDir(stack, 1), "app", "api_key"))
