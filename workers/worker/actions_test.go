@@ -181,3 +181,34 @@ func TestScriptActionOnTheChosenMachine(t *testing.T) {
 		t.Fatalf("the prefill did not follow the database: %v, was %v", after["db_host"], dbIP)
 	}
 }
+
+// TestCancelAHungAction: an action whose script hangs is interrupted by a cancel, like a job's
+// scripts: its run ends canceled and the stack returns to deployed.
+func TestCancelAHungAction(t *testing.T) {
+	t.Parallel()
+	hung := strings.Replace(labtest.ExampleFile(t, rotateKeyScript), "set -euo pipefail\n", "set -euo pipefail\necho hanging\nsleep 600\n", 1)
+	e := newEngine(t, engineOpts{override: map[string]string{rotateKeyScript: hung}})
+	stack := e.deployed("hung", 1)
+	run := e.API.Do("POST", "/v1/stacks/"+stack+"/actions/rotate-api-key", apitest.Req{Token: e.Member})
+	if run.Status != 202 {
+		t.Fatalf("run the action on the one machine, preselected: %d %s", run.Status, run.Body)
+	}
+	runID := run.Map()["id"].(string)
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(e.logText(stack), "hanging") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the action never started:\n%s", e.logText(stack))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	started := time.Now()
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/cancel", apitest.Req{Token: e.Member}); r.Status != 202 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "deployed", time.Minute)
+	t.Logf("canceled in %s", time.Since(started).Round(time.Millisecond))
+	got := e.API.Do("GET", "/v1/stacks/"+stack+"/runs/"+runID, apitest.Req{Token: e.Member}).Map()
+	if got["run"].(map[string]any)["state"] != "canceled" {
+		t.Fatalf("the hung action's run: %v", got["run"])
+	}
+}
