@@ -29,6 +29,19 @@ type Run struct {
 	CreatedAt      time.Time  `json:"created_at"`
 	StartedAt      *time.Time `json:"started_at"`
 	FinishedAt     *time.Time `json:"finished_at"`
+	// Action is what a run of kind action ran, with what and what it produced.
+	Action *ActionRun `json:"action,omitempty"`
+}
+
+// ActionRun is an action run's record: the action, the machine it ran on, the answers it was
+// given and the outputs it emitted; a secret one shows as {"secret": true}.
+type ActionRun struct {
+	Name       string         `json:"name"`
+	Job        *string        `json:"job"`
+	Execution  *int           `json:"execution"`
+	Parameters map[string]any `json:"parameters"`
+	Inputs     map[string]any `json:"inputs"`
+	Outputs    map[string]any `json:"outputs"`
 }
 
 // NewRun is r as the API shows it, with the actions its reader may take on it.

@@ -111,6 +111,8 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/stacks/:id/cancel", stacks.Cancel(d)},
 		{fiber.MethodPost, "/stacks/:id/retry", stacks.Retry(d)},
 		{fiber.MethodPost, "/stacks/:id/jobs/:job/executions/:n/run-again", stacks.RunAgain(d)},
+		{fiber.MethodGet, "/stacks/:id/actions", stacks.GetActions(d)},
+		{fiber.MethodPost, "/stacks/:id/actions/:name", stacks.RunAction(d)},
 		{fiber.MethodGet, "/stacks/:id/pipeline", stacks.GetPipeline(d)},
 		{fiber.MethodGet, "/stacks/:id/outputs", stacks.GetOutputs(d)},
 		{fiber.MethodPost, "/stacks/:id/outputs/:job/:n/:name/reveal", stacks.Reveal(d)},

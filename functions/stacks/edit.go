@@ -254,7 +254,7 @@ func unfinishedExecutions(ctx context.Context, q store.Querier, l *loaded) (map[
 	if l.stack.State != horizon.StackFailed {
 		return out, nil
 	}
-	last, err := store.RunLatest(ctx, q, store.OfStack(l.stack.ID))
+	last, err := store.RunLatestChange(ctx, q, l.stack.ID)
 	if errors.Is(err, horizon.ErrNotFound) {
 		return out, nil // failed without a run: nothing ran to leave unfinished
 	}

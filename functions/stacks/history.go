@@ -67,11 +67,20 @@ func GetRuns(d api.Deps) fiber.Handler {
 		if _, err := store.StackGet(ctx, d.DB, who.Scope(), id); err != nil {
 			return err
 		}
-		runs, next, err := store.RunList(ctx, d.DB, store.OfStack(id), page)
+		kind := horizon.RunKind(c.Query("kind"))
+		runs, next, err := store.RunListOfKind(ctx, d.DB, store.OfStack(id), kind, page)
 		if err != nil {
 			return err
 		}
 		can := capabilities(who)
-		return c.JSON(api.NewList(api.Map(runs, func(r horizon.Run) Run { return toRun(r, can) }), next))
+		out := make([]Run, 0, len(runs))
+		for _, r := range runs {
+			run, err := withAction(ctx, d, toRun(r, can))
+			if err != nil {
+				return err
+			}
+			out = append(out, run)
+		}
+		return c.JSON(api.NewList(out, next))
 	}
 }

@@ -126,7 +126,11 @@ func pipeline(ctx context.Context, d api.Deps, s horizon.Stack, run horizon.Run,
 		return Pipeline{}, err
 	}
 	can := capabilities(who)
-	out := Pipeline{Run: toRun(run, can), Columns: []Column{}}
+	r, err := withAction(ctx, d, toRun(run, can))
+	if err != nil {
+		return Pipeline{}, err
+	}
+	out := Pipeline{Run: r, Columns: []Column{}}
 	inProgress := !run.State.Terminal()
 	for _, st := range steps {
 		if len(out.Columns) == 0 || out.Columns[len(out.Columns)-1].Phase != st.Phase {

@@ -65,7 +65,7 @@ func Retry(d api.Deps) fiber.Handler {
 			if err := notBusy(ctx, tx, l.stack); err != nil {
 				return horizon.Run{}, err
 			}
-			last, err := store.RunLatest(ctx, tx, store.OfStack(l.stack.ID))
+			last, err := store.RunLatestChange(ctx, tx, l.stack.ID)
 			if errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Run{}, problem.Conflict("The stack has never run: deploy it.")
 			}
@@ -109,7 +109,7 @@ func Retry(d api.Deps) fiber.Handler {
 // resolveFailedJobs re-resolves the branch of every job with a failed, canceled or held step in
 // the stack's last run, and returns job → newest commit.
 func resolveFailedJobs(ctx context.Context, d api.Deps, l *loaded) (map[string]string, error) {
-	last, err := store.RunLatest(ctx, d.DB, store.OfStack(l.stack.ID))
+	last, err := store.RunLatestChange(ctx, d.DB, l.stack.ID)
 	if errors.Is(err, horizon.ErrNotFound) {
 		return nil, problem.Conflict("The stack has never run: deploy it.")
 	}

@@ -13,6 +13,8 @@ const (
 	ActionForceRemove     = "force_remove"
 	ActionUpgradeTemplate = "upgrade_template"
 	ActionDuplicate       = "duplicate"
+	// ActionRunAction: the template's actions (GET /v1/stacks/{id}/actions) may be run.
+	ActionRunAction = "run_action"
 )
 
 // Role capabilities that actions depend on.
@@ -44,12 +46,17 @@ func StackActions(s Stack, runInProgress bool, can Capabilities) []string {
 	case StackDraft:
 		out = []string{ActionEdit, ActionDeploy, ActionRemove, ActionDuplicate}
 	case StackDeployed:
-		out = []string{ActionEdit, ActionRetryAll, ActionRunAgain, ActionRemove, ActionDuplicate}
+		out = []string{ActionEdit, ActionRetryAll, ActionRunAgain, ActionRunAction, ActionRemove, ActionDuplicate}
 		if can.Admin {
 			out = append(out, ActionUpgradeTemplate)
 		}
 	case StackFailed:
-		out = []string{ActionEdit, ActionRetryFailed, ActionForceRetry, ActionRetryAll, ActionRunAgain, ActionRemove, ActionDuplicate}
+		out = []string{ActionEdit, ActionRetryFailed, ActionForceRetry, ActionRetryAll, ActionRunAgain}
+		if s.DeployedAt != nil {
+			// A failed stack that was deployed once has machines its actions may run on.
+			out = append(out, ActionRunAction)
+		}
+		out = append(out, ActionRemove, ActionDuplicate)
 		if can.Admin {
 			out = append(out, ActionForceRemove, ActionUpgradeTemplate)
 		}

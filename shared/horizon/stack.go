@@ -54,6 +54,9 @@ const (
 	RunRunAgain RunKind = "run_again"
 	RunUpgrade  RunKind = "upgrade"
 	RunRemove   RunKind = "remove"
+	// RunAction runs one of the actions the stack's template offers; the stack returns to the
+	// state it was in, whatever the action's outcome.
+	RunAction RunKind = "action"
 )
 
 // StepState is a step's state. Held means the step never ran because an earlier phase failed.
@@ -88,6 +91,9 @@ const (
 	StepApply StepKind = "apply"
 	// StepDestroy removes an execution: cleanup scripts, then Terraform destroy.
 	StepDestroy StepKind = "destroy"
+	// StepActionScript runs a script action over SSH on the one machine of its job the user
+	// chose (the step's execution), like a job's scripts. It takes no node gate.
+	StepActionScript StepKind = "action_script"
 )
 
 // Stack is a deployed (or draft) application.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+
+	"horizon/shared/horizon"
 )
 
 // Task types.
@@ -35,6 +37,9 @@ const (
 	// TypeISOStage executes one attempt of one step of an ISO run: a build stage, a clone, or
 	// the removal. Its payload is a StepRun.
 	TypeISOStage = "iso:stage"
+	// TypeActionRun executes one attempt of the step of an action run (a script action on one
+	// machine of the stack).
+	TypeActionRun = "action:run"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -127,13 +132,20 @@ func NewISOStage(q Queues, step uuid.UUID, attempt int) *asynq.Task {
 		asynq.MaxRetry(5), asynq.Timeout(StepTimeout), asynq.Retention(time.Hour))
 }
 
-// NewStep returns the task that runs an attempt of a step: iso:stage for the steps of ISO
-// runs (iso is true), step:run for the others.
-func NewStep(q Queues, iso bool, step uuid.UUID, attempt int) *asynq.Task {
-	if iso {
-		return NewISOStage(q, step, attempt)
+// NewStep returns the task that runs an attempt of a step of kind kind: iso:stage for the
+// steps of ISO runs, action:run for those of action runs, step:run for the others. Each task
+// type is handled by one kind of attempt (workers/attempt.Kind), which knows its steps.
+func NewStep(q Queues, kind horizon.StepKind, step uuid.UUID, attempt int) *asynq.Task {
+	typ := TypeStepRun
+	switch {
+	case kind.ISO():
+		typ = TypeISOStage
+	case kind == horizon.StepActionScript:
+		typ = TypeActionRun
 	}
-	return NewStepRun(q, step, attempt)
+	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})
+	return asynq.NewTask(typ, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(step, attempt)),
+		asynq.MaxRetry(5), asynq.Timeout(StepTimeout), asynq.Retention(time.Hour))
 }
 
 // CancelChannel is the Redis pub/sub channel on which the API announces that a run is being

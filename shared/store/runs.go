@@ -36,7 +36,9 @@ func RunInsertWithSteps(ctx context.Context, q Querier, run horizon.Run, steps [
 		}
 		return r, nil, translate(err)
 	}
-	if run.StackID != nil {
+	// An action changes nothing the stack's state depends on: the last run kind (which says a
+	// removal failed) stays that of the last run that did.
+	if run.StackID != nil && run.Kind != horizon.RunAction {
 		if _, err := q.Exec(ctx, `UPDATE stacks SET last_run_kind = $2 WHERE id = $1`, run.StackID, run.Kind); err != nil {
 			return r, nil, translate(err)
 		}
@@ -108,6 +110,13 @@ func RunLatest(ctx context.Context, q Querier, o RunOwner) (horizon.Run, error) 
 	return r, translate(err)
 }
 
+// RunLatestChange returns the stack's most recent run that is not an action (the run whose
+// steps say what a failed stack has left to do), or horizon.ErrNotFound.
+func RunLatestChange(ctx context.Context, q Querier, stack uuid.UUID) (horizon.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE stack_id = $1 AND kind <> 'action' ORDER BY id DESC LIMIT 1`, stack))
+	return r, translate(err)
+}
+
 // RunNext returns the owner's first run created after the run after (uuid.Nil: its first run
 // ever), or horizon.ErrNotFound. Run ids are time-ordered, so this is the run that followed.
 func RunNext(ctx context.Context, q Querier, o RunOwner, after uuid.UUID) (horizon.Run, error) {
@@ -117,8 +126,13 @@ func RunNext(ctx context.Context, q Querier, o RunOwner, after uuid.UUID) (horiz
 
 // RunList returns one page of the owner's runs, newest first.
 func RunList(ctx context.Context, q Querier, o RunOwner, p Page) ([]horizon.Run, *uuid.UUID, error) {
+	return RunListOfKind(ctx, q, o, "", p)
+}
+
+// RunListOfKind returns one page of the owner's runs of kind (every kind when ""), newest first.
+func RunListOfKind(ctx context.Context, q Querier, o RunOwner, kind horizon.RunKind, p Page) ([]horizon.Run, *uuid.UUID, error) {
 	rows, err := q.Query(ctx, `SELECT `+runColumns+` FROM runs WHERE `+o.column+` = $1 AND ($2::uuid IS NULL OR id < $2)
-		ORDER BY id DESC LIMIT $3`, o.id, p.After, p.limit())
+		AND ($4 = '' OR kind = $4) ORDER BY id DESC LIMIT $3`, o.id, p.After, p.limit(), string(kind))
 	if err != nil {
 		return nil, nil, translate(err)
 	}

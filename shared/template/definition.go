@@ -116,7 +116,8 @@ const (
 	// ActionTerraform applies a small module of its own; each run leaves an instance that can be
 	// undone (destroyed) on its own.
 	ActionTerraform ActionKind = "terraform"
-	// ActionScript runs a script of a machine job's source on each of its machines.
+	// ActionScript runs a script of a machine job's source on one machine of the job, chosen by
+	// the user.
 	ActionScript ActionKind = "script"
 )
 
@@ -133,6 +134,9 @@ type Action struct {
 	// Inputs are pre-filled from the stack's outputs; the user may change them.
 	Inputs     map[string]string `json:"inputs,omitempty"`
 	Parameters Parameters        `json:"parameters,omitempty"`
+	// Outputs declares what a script action emits through $HORIZON_OUTPUT or
+	// $HORIZON_SECRET_OUTPUT, as a job's outputs; they are kept with the action's run.
+	Outputs []ScriptOutput `json:"outputs,omitempty"`
 }
 
 // Jobs returns every job in template order: phase by phase, in the order written.

@@ -41,7 +41,9 @@
 //   - Executions. Default one; multiple: true allows min..max, min defaulting to 1 and max to
 //     MaxExecutions (100). add-first/remove-first order replacements (default remove-first).
 //   - Machines. Only a machine job may have iso, scripts, cleanup scripts, Nagios checks, or be
-//     the job of a script action: all of them need the VM.
+//     the job of a script action: all of them need the VM. A script action runs on one machine
+//     of its job, chosen by the user, and declares the outputs its script emits as a job does
+//     (a terraform action's outputs are its module's).
 //   - Module checks (CheckModules, at upload and whenever a new commit is pinned): every
 //     parameter and input must be a variable of the module — Terraform is a job's contract, and
 //     the scripts receive the same values; every required variable must be filled by a

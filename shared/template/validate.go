@@ -101,16 +101,7 @@ func (d *Definition) validateJob(p *horizon.Problems, l located, jobPhase map[st
 			p.Add(field, "job %q runs in phase %q, not before this job's phase %q: a job may use only the outputs of jobs of earlier phases", r.Job, d.Phases[ph].Name, d.Phases[l.phase].Name)
 		}
 	})
-	outputs := map[string]bool{}
-	for i, o := range j.Outputs {
-		field := fmt.Sprintf("%s.outputs[%d]", at, i)
-		checkVariableName(p, field+".name", o.Name)
-		if outputs[o.Name] {
-			p.Add(field+".name", "output %q is declared twice", o.Name)
-		}
-		outputs[o.Name] = true
-		checkDescription(p, field+".description", o.Description)
-	}
+	checkScriptOutputs(p, at, j.Outputs)
 	if len(j.Outputs) > 0 && len(j.Scripts) == 0 {
 		p.Add(at+".outputs", "declared outputs are emitted by scripts, and this job has none")
 	}
@@ -156,6 +147,9 @@ func validateAction(p *horizon.Problems, a *Action, at string, jobs map[string]*
 		if a.Path != "" {
 			p.Add(at+".path", "a terraform action's module is its source path")
 		}
+		if len(a.Outputs) > 0 {
+			p.Add(at+".outputs", "a terraform action's outputs are its module's: declare them there")
+		}
 	case ActionScript:
 		if a.Source != nil {
 			p.Add(at+".source", "a script action runs a script of its job's source; it has no source of its own")
@@ -169,6 +163,7 @@ func validateAction(p *horizon.Problems, a *Action, at string, jobs map[string]*
 			p.Add(at+".job", "job %q is not a machine job: a script needs a machine to run on", a.Job)
 		}
 		checkRelativePath(p, at+".path", a.Path, true)
+		checkScriptOutputs(p, at, a.Outputs)
 	case "":
 		p.Add(at+".kind", "required: %s or %s", ActionTerraform, ActionScript)
 	default:
@@ -180,6 +175,20 @@ func validateAction(p *horizon.Problems, a *Action, at string, jobs map[string]*
 			p.Add(field, "no job is called %q", r.Job)
 		}
 	})
+}
+
+// checkScriptOutputs checks the outputs a job's scripts or a script action declare.
+func checkScriptOutputs(p *horizon.Problems, at string, outs []ScriptOutput) {
+	outputs := map[string]bool{}
+	for i, o := range outs {
+		field := fmt.Sprintf("%s.outputs[%d]", at, i)
+		checkVariableName(p, field+".name", o.Name)
+		if outputs[o.Name] {
+			p.Add(field+".name", "output %q is declared twice", o.Name)
+		}
+		outputs[o.Name] = true
+		checkDescription(p, field+".description", o.Description)
+	}
 }
 
 // checkInputs checks input names and the form of their references, and hands each well-formed

@@ -173,7 +173,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 				log.WarnContext(ctx, "register gate waiter", "step_id", s.ID, "error", err)
 			}
 		}
-		if err := a.Enqueue.Enqueue(ctx, queue.NewStep(a.Queues, s.Kind.ISO(), s.ID, s.Attempt)); err != nil {
+		if err := a.Enqueue.Enqueue(ctx, queue.NewStep(a.Queues, s.Kind, s.ID, s.Attempt)); err != nil {
 			log.WarnContext(ctx, "enqueue step; the reconciler will retry", "step_id", s.ID, "error", err)
 		}
 	}
@@ -237,8 +237,10 @@ func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunSt
 		if _, err := store.LogDeleteStack(ctx, tx, *run.StackID); err != nil {
 			return "", err
 		}
-	case final == horizon.RunSucceeded && run.Kind == horizon.RunRunAgain:
-		// Running one job again fixes nothing else: the stack returns to where it was.
+	case final == horizon.RunSucceeded && run.Kind == horizon.RunRunAgain, run.Kind == horizon.RunAction:
+		// Running one job again fixes nothing else: the stack returns to where it was. An
+		// action, whatever its outcome, changes nothing the stack's state says either: its
+		// failure is the run's, kept in the history.
 		before, err := store.StateBeforeRun(ctx, tx, run.ID)
 		if err != nil {
 			return "", err

@@ -121,7 +121,7 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 		if err != nil {
 			return outcome{}, err
 		}
-		if err := checkOutputs(w.job, scripted); err != nil {
+		if err := checkOutputs(w.job.Outputs, scripted); err != nil {
 			return outcome{}, err
 		}
 		for k, v := range scripted.outputs {

@@ -169,42 +169,45 @@ func (h *Handler) loadAnswers(ctx context.Context, w *stepWork) error {
 	for _, v := range w.secretOutputs {
 		w.Masker.Add(v)
 	}
-	execs, err := store.ExecutionsOfStack(ctx, h.DB, w.stack.ID, false)
+	outputs, err := h.stackOutputs(ctx, w)
 	if err != nil {
 		return err
 	}
-	var openErr error
-	outputs := func(job string) []map[string]any {
-		var out []map[string]any
-		for _, e := range execs {
-			if e.Job != job || e.State != horizon.ExecutionActive {
-				continue
-			}
-			m := map[string]any{}
-			for k, v := range e.Outputs {
-				m[k] = v
-			}
-			secret, err := h.openMap(horizon.PurposeSecretOutputs, e.SecretOutputs)
-			if err != nil {
-				openErr = err
-			}
-			for k, v := range secret {
-				m[k] = v
-				w.Masker.Add(v)
-			}
-			out = append(out, m)
-		}
-		return out
-	}
 	ef, err := answers.Resolve(w.job, w.exec.Config.Parameters, secretParams, outputs)
-	if openErr != nil {
-		return openErr
-	}
 	w.Masker.Add(ef.Secrets...)
 	w.effective = ef
 	// An input that cannot be resolved fails the step when it runs, with this reason.
 	w.inputsErr = err
 	return nil
+}
+
+// stackOutputs reads the outputs of every active execution of the stack, secret ones opened
+// (and taught to the step's masker), for resolving inputs.
+func (h *Handler) stackOutputs(ctx context.Context, w *stepWork) (answers.Outputs, error) {
+	execs, err := store.ExecutionsOfStack(ctx, h.DB, w.stack.ID, false)
+	if err != nil {
+		return nil, err
+	}
+	byJob := map[string][]map[string]any{}
+	for _, e := range execs {
+		if e.State != horizon.ExecutionActive {
+			continue
+		}
+		m := map[string]any{}
+		for k, v := range e.Outputs {
+			m[k] = v
+		}
+		secret, err := h.openMap(horizon.PurposeSecretOutputs, e.SecretOutputs)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range secret {
+			m[k] = v
+			w.Masker.Add(v)
+		}
+		byJob[e.Job] = append(byJob[e.Job], m)
+	}
+	return func(job string) []map[string]any { return byJob[job] }, nil
 }
 
 func (h *Handler) openMap(purpose string, sealed []byte) (map[string]string, error) {

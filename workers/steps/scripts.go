@@ -254,12 +254,12 @@ func outputVar(file string) string {
 	return "$HORIZON_OUTPUT"
 }
 
-// checkOutputs holds what the scripts emitted to the job's declaration and the limits: every
+// checkOutputs holds what the scripts emitted to the declaration (a job's or a script action's) and the limits: every
 // output declared, a secret one written to $HORIZON_SECRET_OUTPUT (and only a secret one), no
 // value over maxOutputValue, no more than maxOutputs of a kind.
-func checkOutputs(job *template.Job, res scripted) error {
+func checkOutputs(outputs []template.ScriptOutput, res scripted) error {
 	declared := map[string]template.ScriptOutput{}
-	for _, o := range job.Outputs {
+	for _, o := range outputs {
 		declared[o.Name] = o
 	}
 	var undeclared []string
@@ -292,7 +292,7 @@ func checkOutputs(job *template.Job, res scripted) error {
 	}
 	if len(undeclared) > 0 {
 		sort.Strings(undeclared)
-		return fmt.Errorf("the scripts emitted outputs the template does not declare: %s (declare them under the job's outputs)",
+		return fmt.Errorf("the scripts emitted outputs the template does not declare: %s (declare them under the job's or the action's outputs)",
 			strings.Join(undeclared[:min(len(undeclared), 5)], ", "))
 	}
 	return nil
