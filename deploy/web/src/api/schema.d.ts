@@ -699,6 +699,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/stacks/{id}/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The actions the stack's template version offers, as forms with prefills resolved from its outputs.
+         * @description Each action's parameters as a JSON Schema, its inputs prefilled from the stack's current
+         *     outputs (a job of several executions gives the list of their values), and, for a script
+         *     action, the built machines of its job it may run on (preselected when there is one). A
+         *     prefill from a secret output is never sent: the input says `secret: true` and the worker
+         *     resolves it when the action runs, unless the request gives a value.
+         */
+        get: operations["getActions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stacks/{id}/actions/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run one of the stack's actions: a run of kind action (202).
+         * @description Allowed when the stack's `allowed_actions` has `run_action`: a deployed stack (or a failed
+         *     one that was deployed) with no run in progress, for members and admins. A script action
+         *     runs on the machine `execution` of its job (optional when the job has one built
+         *     machine). The run shows in the pipeline, the log and the runs like any other; whatever
+         *     its outcome, the stack returns to its state. Unknown action 404; parameters, inputs or
+         *     execution wrong 422 naming the field; a draft, removed or busy stack 409. Only script
+         *     actions run yet: a terraform action is 409.
+         */
+        post: operations["runAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/stacks/{id}/pipeline": {
         parameters: {
             query?: never;
@@ -792,7 +849,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The stack's runs, newest first. */
+        /** The stack's runs, newest first (?kind=action: the history of its actions). */
         get: operations["getRuns"];
         put?: never;
         post?: never;
@@ -1997,6 +2054,16 @@ export interface components {
             started_at: string | null;
             /** Format: date-time */
             finished_at: string | null;
+            /** @description A run of kind action (in the runs and the pipeline): what it ran, on which machine, with what, and what it emitted; a secret value shows as {"secret": true}. */
+            action?: {
+                name: string;
+                job: string | null;
+                execution: number | null;
+                parameters: Record<string, never>;
+                /** @description The inputs typed over their prefills; the others were resolved from the stack's outputs. */
+                inputs: Record<string, never>;
+                outputs: Record<string, never>;
+            };
         };
         StreamTokenRequest: {
             /** @enum {string} */
@@ -2059,6 +2126,50 @@ export interface components {
             execution?: number;
             /** @description The first line of a failure, masked. */
             error?: string;
+        };
+        StackActionList: {
+            items: components["schemas"]["StackAction"][];
+            next_cursor: string | null;
+        };
+        StackAction: {
+            name: string;
+            description: string;
+            /** @enum {string} */
+            kind: "terraform" | "script";
+            /** @description The machine job a script action runs on. */
+            job: string | null;
+            parameters: components["schemas"]["FormParameters"];
+            inputs: {
+                name: string;
+                /** @description The output it is prefilled from: "db.outputs.ip". */
+                from: string;
+                /** @description From a secret output: no value is sent; the worker resolves it. */
+                secret: boolean;
+                /** @description The prefill; null for a secret or when it cannot be resolved. */
+                value: unknown;
+                /** @description Why the prefill could not be resolved. */
+                problem: string | null;
+            }[];
+            outputs: {
+                name: string;
+                secret: boolean;
+                description: string;
+            }[];
+            /** @description The built machines of a script action's job it may run on. */
+            executions: {
+                index: number;
+                name: string;
+            }[];
+            /** @description The machine preselected (its job has one). */
+            execution: number | null;
+        };
+        ActionRequest: {
+            /** @description The action's parameters by name. */
+            parameters?: Record<string, never>;
+            /** @description Values replacing the prefills of some inputs; those left out are resolved when the action runs. */
+            inputs?: Record<string, never>;
+            /** @description Index of the machine of the action's job to run on. */
+            execution?: number | null;
         };
         RunList: {
             items: components["schemas"]["Run"][];
@@ -2135,7 +2246,7 @@ export interface components {
                     job: string;
                     execution: number | null;
                     /** @enum {string} */
-                    kind: "apply" | "destroy" | "nagios_publish" | "nagios_unpublish";
+                    kind: "apply" | "destroy" | "nagios_publish" | "nagios_unpublish" | "action_script";
                     /** @enum {string} */
                     state: "pending" | "queued" | "running" | "succeeded" | "failed" | "held" | "canceled" | "skipped";
                     attempt: number;
@@ -2416,6 +2527,12 @@ export interface components {
                 [key: string]: string;
             };
             parameters?: components["schemas"]["DefinitionParameter"][];
+            /** @description What a script action emits through $HORIZON_OUTPUT or $HORIZON_SECRET_OUTPUT. */
+            outputs?: {
+                name: string;
+                secret?: boolean;
+                description?: string;
+            }[];
         };
         /** @description The Terraform module of each job and terraform action, as inspected at its commit. */
         Modules: {
@@ -4807,6 +4924,72 @@ export interface operations {
             default: components["responses"]["Problem"];
         };
     };
+    getActions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The actions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StackActionList"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    runAction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ActionRequest"];
+            };
+        };
+        responses: {
+            /** @description The run started. */
+            202: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
     getPipeline: {
         parameters: {
             query?: {
@@ -4936,6 +5119,7 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: components["parameters"]["Cursor"];
+                kind?: "deploy" | "reapply" | "retry" | "run_again" | "upgrade" | "remove" | "action";
             };
             header?: never;
             path: {
