@@ -3,10 +3,13 @@ package terraform
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -34,22 +37,26 @@ if [ "$#" -eq 2 ] && [ "$1" = version ] && [ "$2" = -json ]; then
 fi
 exec '%[1]s' "$@"
 `, b.Path, out)
-	f, err := os.CreateTemp(dir, ".horizon-terraform-*")
+	// Named after what it answers, so that every start of the workers with this binary finds
+	// the one it wrote before instead of adding another; written aside and renamed into place,
+	// so that a concurrent start never runs half a script.
+	sum := sha256.Sum256([]byte(script))
+	name := filepath.Join(dir, ".horizon-terraform-"+hex.EncodeToString(sum[:6]))
+	f, err := os.CreateTemp(dir, ".horizon-terraform-tmp-*")
 	if err != nil {
 		return b.Path
 	}
 	_, werr := f.WriteString(script)
 	cerr := f.Close()
-	if werr != nil || cerr != nil || os.Chmod(f.Name(), 0o700) != nil {
+	if werr != nil || cerr != nil || os.Chmod(f.Name(), 0o700) != nil || os.Rename(f.Name(), name) != nil {
 		_ = os.Remove(f.Name())
 		return b.Path
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	got, err := exec.CommandContext(ctx, f.Name(), "version", "-json").Output()
+	got, err := exec.CommandContext(ctx, name, "version", "-json").Output()
 	if err != nil || !bytes.Equal(bytes.TrimSpace(got), out) {
-		_ = os.Remove(f.Name())
 		return b.Path
 	}
-	return f.Name()
+	return name
 }
