@@ -255,10 +255,14 @@ type preparing struct {
 	started  chan struct{}
 	undone   atomic.Int32
 	prepared atomic.Bool
+	fail     error // what Prepare returns, when set
 }
 
 func (k *preparing) Prepare(ctx context.Context, w *toyWork, log *attempt.Log) (func(), error) {
 	close(k.started)
+	if k.fail != nil {
+		return nil, k.fail
+	}
 	log.Say("prepared the module")
 	k.prepared.Store(true)
 	return func() { k.undone.Add(1) }, nil
@@ -343,5 +347,26 @@ func TestAPreparationThatIsNotUsedIsUndone(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // past a log batch's flush
 	if lines := e.logLines(t); len(lines) != 0 {
 		t.Fatalf("an attempt that did not run left log lines %q", lines)
+	}
+}
+
+// TestAPreparationThatFailsFailsTheStep: a Prepare that fails (a module that does not init)
+// fails the step with its first line, once the attempt owns it, and Do never runs.
+func TestAPreparationThatFailsFailsTheStep(t *testing.T) {
+	e, other := gatedEnv(t)
+	k := &preparing{started: make(chan struct{}), fail: errors.New("terraform init: provider not found\ndetails")}
+	k.do = func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }
+	done := make(chan error, 1)
+	go func() { done <- e.process(t, k, e.step.Attempt) }()
+	<-k.started
+	if _, err := other.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s := e.stepNow(t)
+	if k.ran.Load() != 0 || s.State != horizon.StepFailed || s.Error == nil || *s.Error != "terraform init: provider not found" {
+		t.Fatalf("ran %d times; step %s (error %v); want failed with the preparation's first line, Do not run", k.ran.Load(), s.State, s.Error)
 	}
 }
