@@ -100,5 +100,8 @@ func New(cfg Config) (*Runner, error) {
 	if base == nil {
 		base = os.Environ()
 	}
+	if cfg.PluginCacheDir != "" {
+		pruneKept(cfg.WorkRoot, time.Now())
+	}
 	return &Runner{cfg: cfg, baseEnv: base, program: versionShim(cfg.WorkRoot, cfg.Binary)}, nil
 }

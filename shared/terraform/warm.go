@@ -5,9 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // A work dir is kept between the steps of its workspace (warm) when the runner has a plugin
@@ -26,10 +29,59 @@ import (
 //   - Close removes the variables file (it holds secrets in clear) and the plan; what stays
 //     is the module's copy and .terraform (backend settings without credentials, links into
 //     the plugin cache). The state is never in the work dir: it is in the backend.
-//   - after a destroy, DeleteWorkspace makes Close remove the dir.
+//   - after a destroy, DeleteWorkspace makes Close remove the dir. A workspace destroyed on
+//     another host, or abandoned by a force-remove, never comes back to this one: New removes
+//     kept dirs no step has used for keptFor (pruneKept).
 
 // initKeyFile holds a warm dir's key.
 const initKeyFile = ".horizon-init"
+
+// keptFor is how long a kept dir may go unused before New removes it.
+const keptFor = 14 * 24 * time.Hour
+
+// pruneKept removes the kept dirs of root whose last use (their lock file's time, which
+// keptRoot refreshes) is older than keptFor, unless a step holds them or they hold an
+// unpushed errored.tfstate. It runs once per Runner: the dirs are few and the cost is one
+// directory read.
+func pruneKept(root string, now time.Time) {
+	locks, _ := filepath.Glob(filepath.Join(root, "*.lock")) // a bad pattern is impossible here
+	for _, lock := range locks {
+		info, err := os.Stat(lock)
+		if err != nil || now.Sub(info.ModTime()) < keptFor {
+			continue
+		}
+		unlock, ok, err := tryLock(lock)
+		if err != nil || !ok {
+			continue
+		}
+		dir := strings.TrimSuffix(lock, ".lock")
+		if !holdsErroredState(dir) && os.RemoveAll(dir) == nil {
+			_ = os.Remove(lock)
+		}
+		unlock()
+	}
+}
+
+// holdsErroredState says whether a work dir holds an errored.tfstate anywhere in its module
+// copy: the only record of what a Terraform that could not save its state made.
+func holdsErroredState(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil: // what cannot be read is not removed
+			found = true
+			return fs.SkipAll
+		case found:
+			return fs.SkipAll
+		case d.IsDir() && d.Name() == ".terraform":
+			return fs.SkipDir
+		case d.Name() == erroredStateFile:
+			found = true
+		}
+		return nil
+	})
+	return found
+}
 
 // initKey is what a warm dir must have been initialised for.
 func initKey(b Binary, commit, module string) string {
@@ -64,6 +116,8 @@ func (r *Runner) keptRoot(workspace, module, key string) (root string, warm bool
 	if err != nil || !ok {
 		return "", false, nil, false, err
 	}
+	now := time.Now()
+	_ = os.Chtimes(root+".lock", now, now) // its last use, for pruneKept
 	if _, err := os.Stat(filepath.Join(root, "src", module, erroredStateFile)); err == nil {
 		unlock()
 		return "", false, nil, false, nil

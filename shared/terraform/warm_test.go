@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"horizon/shared/terraform"
 )
@@ -156,5 +157,38 @@ func closeWorkdirKept(t *testing.T, w *terraform.Workdir) {
 	t.Helper()
 	if err := w.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestKeptWorkDirsUnusedForLongArePruned: a workspace destroyed on another host, or abandoned
+// by a force-remove, never comes back: a new runner removes kept dirs unused for two weeks —
+// but not one in use, one used lately, or one holding an unpushed errored.tfstate.
+func TestKeptWorkDirsUnusedForLongArePruned(t *testing.T) {
+	t.Parallel()
+	r, _ := realRunner(t)
+	root := r.WorkRoot()
+	for _, ws := range []string{"s12-old-0", "s12-recent-0", "s12-errored-0"} {
+		step(t, r, warmOpts(t, ws, "c1", nil), &lines{})
+	}
+	held := prepareInit(t, r, warmOpts(t, "s12-held-0", "c1", nil))
+	defer closeWorkdirKept(t, held)
+	errored := filepath.Join(root, "s12-errored-0", "src", "jobs", "vm", "errored.tfstate")
+	if err := os.WriteFile(errored, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-15 * 24 * time.Hour)
+	for _, ws := range []string{"s12-old-0", "s12-errored-0", "s12-held-0"} {
+		if err := os.Chtimes(filepath.Join(root, ws+".lock"), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := terraform.New(terraform.Config{Binary: realBinary(t), States: fixedStates{}, WorkRoot: root,
+		PluginCacheDir: filepath.Join(root, "plugins")}); err != nil {
+		t.Fatal(err)
+	}
+	for ws, want := range map[string]bool{"s12-old-0": false, "s12-recent-0": true, "s12-errored-0": true, "s12-held-0": true} {
+		if _, err := os.Stat(filepath.Join(root, ws)); (err == nil) != want {
+			t.Errorf("%s: kept %v, want %v", ws, err == nil, want)
+		}
 	}
 }
