@@ -17,8 +17,10 @@ type StateChange struct {
 	To      string     `json:"to"`
 	At      time.Time  `json:"at"`
 	ActorID *uuid.UUID `json:"actor_id"`
-	RunID   *uuid.UUID `json:"run_id"`
-	Error   *string    `json:"error"`
+	// ActorName is the user's name, so that a reader needs no access to the users list.
+	ActorName *string    `json:"actor_name"`
+	RunID     *uuid.UUID `json:"run_id"`
+	Error     *string    `json:"error"`
 }
 
 // GetHistory returns the stack's state history: who, when, and the error if any.
@@ -46,7 +48,7 @@ func GetHistory(d api.Deps) fiber.Handler {
 				f := string(*h.From)
 				from = &f
 			}
-			return StateChange{From: from, To: string(h.To), At: h.At, ActorID: h.ActorID, RunID: h.RunID, Error: h.Error}
+			return StateChange{From: from, To: string(h.To), At: h.At, ActorID: h.ActorID, ActorName: h.ActorName, RunID: h.RunID, Error: h.Error}
 		}), next))
 	}
 }

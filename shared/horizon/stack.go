@@ -238,8 +238,10 @@ type StateChange struct {
 	From    *StackState
 	To      StackState
 	ActorID *uuid.UUID
-	Error   *string
-	At      time.Time
+	// ActorName is the acting user's name when read with the history (nil for Horizon).
+	ActorName *string
+	Error     *string
+	At        time.Time
 }
 
 // VMName is the name of an execution's machine: "<stack>-<job>-<index>", reduced to one DNS

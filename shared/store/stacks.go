@@ -150,14 +150,15 @@ func StateChangeRecord(ctx context.Context, q Querier, c horizon.StateChange) er
 
 // StateHistory returns one page of a stack's state changes, oldest first.
 func StateHistory(ctx context.Context, q Querier, stack uuid.UUID, p Page) ([]horizon.StateChange, *uuid.UUID, error) {
-	rows, err := q.Query(ctx, `SELECT id, stack_id, run_id, from_state, to_state, actor_id, error, at FROM state_history
-		WHERE stack_id = $1 AND ($2::uuid IS NULL OR id > $2) ORDER BY id LIMIT $3`, stack, p.After, p.limit())
+	rows, err := q.Query(ctx, `SELECT h.id, h.stack_id, h.run_id, h.from_state, h.to_state, h.actor_id, u.name, h.error, h.at
+		FROM state_history h LEFT JOIN users u ON u.id = h.actor_id
+		WHERE h.stack_id = $1 AND ($2::uuid IS NULL OR h.id > $2) ORDER BY h.id LIMIT $3`, stack, p.After, p.limit())
 	if err != nil {
 		return nil, nil, translate(err)
 	}
 	hs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.StateChange, error) {
 		var c horizon.StateChange
-		err := r.Scan(&c.ID, &c.StackID, &c.RunID, &c.From, &c.To, &c.ActorID, &c.Error, &c.At)
+		err := r.Scan(&c.ID, &c.StackID, &c.RunID, &c.From, &c.To, &c.ActorID, &c.ActorName, &c.Error, &c.At)
 		return c, err
 	})
 	if err != nil {

@@ -81,7 +81,13 @@ func TestDeployBuildsTheStack(t *testing.T) {
 	hist := e.API.Do("GET", "/v1/stacks/"+stack+"/history", apitest.Req{Token: e.Member}).Map()["items"].([]any)
 	var path []string
 	for _, h := range hist {
-		path = append(path, h.(map[string]any)["to"].(string))
+		h := h.(map[string]any)
+		path = append(path, h["to"].(string))
+		// Who acted is named, so a reader needs no access to the users list.
+		var name string
+		if err := e.API.DB.QueryRow(t.Context(), `SELECT name FROM users WHERE id = $1`, h["actor_id"]).Scan(&name); err != nil || h["actor_name"] != name {
+			t.Errorf("history entry %v: actor_name %v, the user is %q (%v)", h["to"], h["actor_name"], name, err)
+		}
 	}
 	if strings.Join(path, ">") != "draft>deploying>deployed" {
 		t.Fatalf("history %v", path)

@@ -2301,6 +2301,8 @@ export interface components {
                 at: string;
                 /** Format: uuid */
                 actor_id: string | null;
+                /** @description The acting user's name; null when Horizon itself changed the state (a run ending). */
+                actor_name: string | null;
                 /** Format: uuid */
                 run_id: string | null;
                 error: string | null;

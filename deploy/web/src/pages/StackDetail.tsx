@@ -287,7 +287,7 @@ function HistoryView({ id }: { id: string }) {
             <tr key={i}>
               <td>{when(h.at)}</td>
               <td>{h.from ?? "—"} → {h.to}</td>
-              <td>{h.actor_id ? h.actor_id.slice(0, 8) : "Horizon"}</td>
+              <td>{h.actor_id ? (h.actor_name ?? h.actor_id.slice(0, 8)) : "Horizon"}</td>
               <td>{h.error ?? ""}</td>
             </tr>
           ))}
