@@ -236,10 +236,64 @@ try {
   await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
   log("retried the failed jobs: deployed again");
 
+  // The history names who acted.
+  const me = await apiAs(MEMBER, "GET", "/v1/me");
+  await page.getByRole("table", { name: "State changes" }).getByRole("cell", { name: me.name, exact: true }).first().waitFor();
+  // An older run's log is that run's alone, not followed into the later ones.
+  const runs = (await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}/runs?limit=20`)).items;
+  const deployRun = runs.find((r) => r.kind === "deploy");
+  const deployLines = (await (await fetch(`${API}/v1/stacks/${stackId}/logs?run=${deployRun.id}`, { headers: { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" } })).text()).trim().split("\n").length;
+  await page.getByRole("table", { name: "Runs" }).getByRole("link", { name: "deploy", exact: true }).click();
+  await page.getByText(/run deploy/).waitFor();
+  await page.waitForFunction((n) => document.querySelector(".log-tools [aria-live]")?.textContent?.startsWith(`${n} lines`), deployLines);
+  log(`the deploy run's log alone: ${deployLines} lines`);
+  // A line's link opens its run's log scrolled to it, also when loaded afresh (the token is
+  // kept per tab, so the same tab loads it).
+  const lineLink = page.locator(".log-lines .line .ln").nth(3);
+  const lineNo = await lineLink.textContent();
+  await lineLink.click();
+  await page.locator(".log-lines .line.linked").waitFor();
+  const linked = page.url();
+  await page.goto(`${CONSOLE}/#/stacks`);
+  await page.getByRole("heading", { name: "Stacks" }).waitFor();
+  await page.goto(linked);
+  await page.locator(".log-lines .line.linked").waitFor();
+  check((await page.locator(".log-lines .line.linked .ln").textContent()) === lineNo, "the linked line is the one clicked");
+  check(await page.locator(".log-lines .line.linked").isVisible(), "and it is scrolled into view");
+  log(`line ${lineNo}'s link opens it`);
+  // Offline: a banner while the connection is lost, gone when it is back.
+  await ctx.setOffline(true);
+  await page.getByText("Connection to Horizon lost").waitFor({ timeout: 30_000 });
+  await screen(page, "detail-offline");
+  await ctx.setOffline(false);
+  await page.getByText("Connection to Horizon lost").waitFor({ state: "detached", timeout: 30_000 });
+  log("the offline banner came and went");
+
   // The list shows it, live.
   await page.getByRole("link", { name: "Stacks" }).first().click();
   await page.locator('tr[data-stack="web-e2e"]').getByText("deployed").waitFor();
   await screen(page, "stacks-list");
+
+  // From the keyboard alone: Tab to the stack, open it, Tab to the log's Pause, press it, then
+  // open the Retry menu's first item from the keyboard too.
+  const tabTo = async (what, test) => {
+    for (let i = 0; i < 80; i++) {
+      await page.keyboard.press("Tab");
+      if (await page.evaluate(test)) return;
+    }
+    throw new Error(`check failed: Tab never reached ${what}`);
+  };
+  await page.locator("body").focus();
+  await tabTo("the stack's link", () => document.activeElement?.textContent === "web-e2e");
+  await page.keyboard.press("Enter");
+  await page.locator(".card").first().waitFor();
+  await tabTo("Pause", () => document.activeElement?.textContent === "Pause");
+  await page.keyboard.press("Enter");
+  await page.getByRole("button", { name: "Resume" }).waitFor();
+  await tabTo("Resume", () => document.activeElement?.textContent === "Resume");
+  await page.keyboard.press("Space");
+  await page.getByRole("button", { name: "Pause" }).waitFor();
+  log("walked to a stack and paused its log from the keyboard");
 
   const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
   check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);

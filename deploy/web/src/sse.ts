@@ -1,7 +1,8 @@
 // Server-Sent Events through stream tokens: browsers' EventSource cannot send Authorization, so
 // each connection opens with a short-lived token minted by POST /v1/stream-tokens. When the
 // stream drops (network, token expiry, a `lagging` end), it is reopened with a fresh token and
-// resumes after the last event seen (?last_event_id=); `online` reports the connection state.
+// resumes after the last event seen (?last_event_id=); `online` reports the connection state,
+// also when the browser reports the network gone or back.
 import { api, apiBase, call } from "./api/client";
 
 export interface StreamOptions {
@@ -23,20 +24,24 @@ export function openStream(o: StreamOptions): () => void {
   let stopped = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
   let delay = 500;
+  let connecting = false;
 
   const connect = async () => {
     if (stopped) return;
     let token: string;
+    connecting = true;
     try {
       const t = await call(
         api.POST("/v1/stream-tokens", { body: { purpose: o.purpose, ...(o.stackId ? { stack_id: o.stackId } : {}) } }),
       );
       token = t.token;
     } catch {
+      connecting = false;
       o.onOnline?.(false);
       retry = setTimeout(connect, (delay = Math.min(delay * 2, 10000)));
       return;
     }
+    connecting = false;
     if (stopped) return;
     const q = new URLSearchParams({ ...o.params, stream_token: token });
     if (last) q.set("last_event_id", last);
@@ -68,10 +73,28 @@ export function openStream(o: StreamOptions): () => void {
       } else o.onOnline?.(false);
     };
   };
+  // The browser knows before the stream does when the network goes (a laptop's Wi-Fi): say
+  // so at once, and reconnect at once when it is back rather than after the backoff.
+  const offline = () => {
+    es?.close();
+    es = null;
+    clearTimeout(retry);
+    o.onOnline?.(false);
+  };
+  const online = () => {
+    if (es || connecting || stopped) return;
+    clearTimeout(retry);
+    delay = 500;
+    void connect();
+  };
+  window.addEventListener("offline", offline);
+  window.addEventListener("online", online);
   void connect();
   return () => {
     stopped = true;
     clearTimeout(retry);
+    window.removeEventListener("offline", offline);
+    window.removeEventListener("online", online);
     es?.close();
   };
 }

@@ -2,7 +2,7 @@
 // (?follow=true), filtered by job and execution on the server (a new filter reopens the stream),
 // held in a bounded LogBuffer and drawn virtualised (fixed row height), so 100 000 lines scroll
 // smoothly. Pause stops following and counts the new lines; search runs over the loaded lines;
-// each line has a link (?line=<run>/<id>).
+// each line has a link (?run=<run>&line=<run>/<id>: its run's log, scrolled to it).
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { api, apiBase, call, getToken, type LogLine } from "../api/client";
 import { openStream } from "../sse";
@@ -12,10 +12,12 @@ const ROW = 18;
 const HEIGHT = 420;
 const OVERSCAN = 30;
 
-export function LogView({ stackId, runId, jobs, lineLink }: {
+export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
   stackId: string;
   /** The run shown first (the latest when the view opened); the stream follows into the next. */
   runId?: string;
+  /** Follow into the stack's next runs; false shows runId's log alone (an older run chosen). */
+  follow?: boolean;
   jobs: { job: string; executions: number }[];
   lineLink?: string;
 }) {
@@ -83,11 +85,13 @@ export function LogView({ stackId, runId, jobs, lineLink }: {
         purpose: "logs",
         stackId,
         path: `/v1/stacks/${stackId}/logs/stream`,
-        params: { ...filters, follow: "true", ...(since ? {} : firstRun ? { run: firstRun } : {}) },
+        params: { ...filters, ...(follow ? { follow: "true" } : {}), ...(since ? {} : firstRun ? { run: firstRun } : {}) },
         since,
         events: ["line", "run", "end", "lagging"],
         onEvent: (type, data) => {
           if (type === "line" && buf.push(data as LogLine)) redraw();
+          // An older run's log is complete at its end: reconnecting would only hear 204s.
+          else if (type === "end" && !follow) stop();
         },
       });
     })();
@@ -96,7 +100,7 @@ export function LogView({ stackId, runId, jobs, lineLink }: {
       stop();
       cancelAnimationFrame(frame);
     };
-  }, [stackId, firstRun, job, execution, buf]);
+  }, [stackId, firstRun, follow, job, execution, buf]);
 
   // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
   const [scrollTop, setScrollTop] = useState(0);
@@ -209,7 +213,7 @@ export function LogView({ stackId, runId, jobs, lineLink }: {
                 style={{ transform: `translateY(${index * ROW}px)`, height: ROW }}
                 data-job={l.job}
               >
-                <a className="ln" href={`#/stacks/${stackId}?line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
+                <a className="ln" href={`#/stacks/${stackId}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
                   {index + 1}
                 </a>
                 {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution + 1}` : ""}</span>}
