@@ -3,12 +3,14 @@ package logs
 import (
 	"bufio"
 	"context"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
 	"horizon/shared/logstream"
 	"horizon/shared/problem"
+	"horizon/shared/rstream"
 	"horizon/shared/store"
 )
 
@@ -20,7 +22,8 @@ const (
 
 // Download streams the stack's stored log lines — every run's, or ?run='s — narrowed by ?job=
 // and ?execution=, as text (the default) or NDJSON (Accept: application/x-ndjson), from
-// Postgres in constant memory.
+// Postgres in constant memory. A run's download can stop before a line (?before=<id>) and keep
+// only its last lines (?tail=N): the console reads a long log's end first, then the rest.
 func Download(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id, err := api.ParamID(c, "id")
@@ -32,6 +35,10 @@ func Download(d api.Deps) fiber.Handler {
 			return err
 		}
 		run, err := api.QueryID(c, "run")
+		if err != nil {
+			return err
+		}
+		before, tail, err := window(c, run != nil)
 		if err != nil {
 			return err
 		}
@@ -52,7 +59,7 @@ func Download(d api.Deps) fiber.Handler {
 			if _, err := runOf(ctx, d.DB, id, *run); err != nil {
 				return err
 			}
-			q = logstream.Query{Run: *run, Filter: f}
+			q = logstream.Query{Run: *run, Filter: f, Before: before, Tail: tail}
 			name = "run-" + run.String()
 		}
 		ext := ".log"
@@ -68,4 +75,31 @@ func Download(d api.Deps) fiber.Handler {
 			return err
 		})
 	}
+}
+
+// maxTail bounds ?tail=: the tail is held in memory to be written in order.
+const maxTail = 10000
+
+// window reads ?before= (a line id of the run) and ?tail= (1–maxTail), which need ?run=.
+func window(c *fiber.Ctx, ofRun bool) (rstream.ID, int, error) {
+	var before rstream.ID
+	var tail int
+	if v := c.Query("before"); v != "" {
+		id, err := rstream.ParseID(v)
+		if err != nil || id.IsZero() {
+			return before, 0, problem.Malformed("The query parameter before must be a line id of the run (<ms>-<seq>).")
+		}
+		before = id
+	}
+	if v := c.Query("tail"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxTail {
+			return before, 0, problem.Malformed("The query parameter tail must be an integer from 1 to %d.", maxTail)
+		}
+		tail = n
+	}
+	if (tail > 0 || !before.IsZero()) && !ofRun {
+		return before, 0, problem.Malformed("The query parameters before and tail need run: they address one run's lines.")
+	}
+	return before, tail, nil
 }

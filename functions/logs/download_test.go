@@ -77,6 +77,10 @@ func TestDownloadTextAndNDJSONWithFilters(t *testing.T) {
 		"a run of another stack": {base + "?run=" + otherRun.String(), f.member, "", 404},
 		"a malformed run":        {base + "?run=nope", f.member, "", 400},
 		"a bad execution":        {base + "?execution=x", f.member, "", 400},
+		"a tail of no run":       {base + "?tail=10", f.member, "", 400},
+		"a tail of zero":         {base + "?run=" + run1.String() + "&tail=0", f.member, "", 400},
+		"a tail too long":        {base + "?run=" + run1.String() + "&tail=10001", f.member, "", 400},
+		"a malformed before":     {base + "?run=" + run1.String() + "&before=12", f.member, "", 400},
 		"an unacceptable format": {base, f.member, "application/json", 406},
 		"a missing stack":        {"/v1/stacks/" + uuid.NewString() + "/logs", f.member, "", 404},
 	} {

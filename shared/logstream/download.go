@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"horizon/shared/rstream"
 	"horizon/shared/store"
 )
 
@@ -36,6 +37,11 @@ type Query struct {
 	Run    uuid.UUID
 	Stack  uuid.UUID
 	Filter Filter
+	// Before ends a run's download before that line (zero: at the run's end).
+	Before rstream.ID
+	// Tail, when positive, keeps only a run's last Tail lines (before Before): a viewer reads
+	// a long log's end first and the rest behind it.
+	Tail int
 }
 
 // Download writes the stored log lines that q selects to w in format, in order, and returns
@@ -49,6 +55,13 @@ func (c *Client) Download(ctx context.Context, w io.Writer, q Query, format Form
 	}
 	if (q.Run == uuid.Nil) == (q.Stack == uuid.Nil) {
 		return 0, errors.New("log download: want a run or a stack")
+	}
+	if q.Run == uuid.Nil && (!q.Before.IsZero() || q.Tail > 0) {
+		return 0, errors.New("log download: before and tail need a run")
+	}
+	before := store.LogPosMax
+	if !q.Before.IsZero() {
+		before = toPos(q.Before)
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var (
@@ -65,9 +78,12 @@ func (c *Client) Download(ctx context.Context, w io.Writer, q Query, format Form
 	for {
 		page = page[:0]
 		var err error
-		if q.Run != uuid.Nil {
-			_, err = store.LogLinesOfRun(ctx, c.db, q.Run, after, store.LogPosMax, q.Filter.store(), downloadPage, collect)
-		} else {
+		switch {
+		case q.Tail > 0:
+			_, err = store.LogLinesOfRunTail(ctx, c.db, q.Run, before, q.Filter.store(), q.Tail, collect)
+		case q.Run != uuid.Nil:
+			_, err = store.LogLinesOfRun(ctx, c.db, q.Run, after, before, q.Filter.store(), downloadPage, collect)
+		default:
 			_, err = store.LogLinesOfStack(ctx, c.db, q.Stack, lastRun, after, q.Filter.store(), downloadPage, collect)
 		}
 		if err != nil {
@@ -90,7 +106,7 @@ func (c *Client) Download(ctx context.Context, w io.Writer, q Query, format Form
 			}
 			n++
 		}
-		if len(page) < downloadPage {
+		if len(page) < downloadPage || q.Tail > 0 {
 			break
 		}
 	}

@@ -156,3 +156,64 @@ func heapPeak(fn func()) (base, peak uint64) {
 	wg.Wait()
 	return base, peak
 }
+
+// TestDownloadTailThenTheRest reads a run's end first (?tail=) and then everything before it
+// (?before=), as the console does: together they are the whole run, in order, each line once,
+// also under a filter and across the download's page size.
+func TestDownloadTailThenTheRest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, logstream.Config{})
+	ctx := context.Background()
+	stack, run := uuid.New(), uuid.Must(uuid.NewV7())
+	step := uuid.New()
+	e.write(run, stack, source{step, "web", 0}, "web", 4500)
+	e.write(run, stack, source{step, "db", 0}, "db", 10)
+
+	read := func(q logstream.Query) []logstream.Line {
+		t.Helper()
+		var nd bytes.Buffer
+		n, err := e.c.Download(ctx, &nd, q, logstream.NDJSON)
+		if err != nil {
+			t.Fatalf("download %+v: %v", q, err)
+		}
+		var out []logstream.Line
+		for l := range strings.Lines(nd.String()) {
+			var line logstream.Line
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatalf("ndjson line %q: %v", l, err)
+			}
+			out = append(out, line)
+		}
+		if int(n) != len(out) {
+			t.Fatalf("download said %d lines, wrote %d", n, len(out))
+		}
+		return out
+	}
+	texts := func(ls []logstream.Line) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Text)
+		}
+		return out
+	}
+	for _, f := range []logstream.Filter{{}, {Job: "web"}} {
+		all := read(logstream.Query{Run: run, Filter: f})
+		tail := read(logstream.Query{Run: run, Filter: f, Tail: 1200})
+		if d := cmp.Diff(texts(all[len(all)-1200:]), texts(tail)); d != "" {
+			t.Fatalf("filter %+v: the tail is not the last 1200 lines in order (-want +got):\n%s", f, d)
+		}
+		rest := read(logstream.Query{Run: run, Filter: f, Before: tail[0].ID})
+		if d := cmp.Diff(texts(all), texts(append(rest, tail...))); d != "" {
+			t.Fatalf("filter %+v: the rest and the tail are not the whole run (-want +got):\n%s", f, d)
+		}
+		// A tail before a line: the lines just before it.
+		prev := read(logstream.Query{Run: run, Filter: f, Before: tail[0].ID, Tail: 3})
+		if d := cmp.Diff(texts(rest[len(rest)-3:]), texts(prev)); d != "" {
+			t.Fatalf("filter %+v: the tail before a line (-want +got):\n%s", f, d)
+		}
+	}
+	var sink bytes.Buffer
+	if _, err := e.c.Download(ctx, &sink, logstream.Query{Stack: stack, Tail: 5}, logstream.Text); err == nil {
+		t.Fatal("a stack's download took a tail: tails are per run")
+	}
+}

@@ -56,23 +56,28 @@ try {
   await page.goto(`${CONSOLE}/#token=${MEMBER}`);
   await page.getByRole("heading", { name: "Stacks" }).waitFor();
 
-  // 2. Navigation to an interactive detail with a 100 000-line log.
+  // 2. Navigation to an interactive detail with a 100 000-line log: the cards and the log's
+  // end shown and a click answered; then every line loaded (the earlier ones behind).
   const t0 = Date.now();
   await page.goto(`${CONSOLE}/?fresh=1#/stacks/${STACK}`);
   await page.locator(".card").first().waitFor({ timeout: 60_000 });
   const firstCards = Date.now() - t0;
+  await page.locator(".log-lines .line").first().waitFor({ timeout: 60_000 });
+  await page.getByRole("button", { name: "Pause" }).click();
+  await page.getByRole("button", { name: "Resume" }).waitFor();
+  const interactive = Date.now() - t0;
+  await page.getByRole("button", { name: "Resume" }).click();
   await page.waitForFunction(() => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 100000, null, { timeout: 120_000, polling: 50 });
   const full = Date.now() - t0;
-  // Interactive: the log scrolls and a click is answered.
   const t1 = Date.now();
   await page.getByRole("button", { name: "Pause" }).click();
   await page.getByRole("button", { name: "Resume" }).waitFor();
   await page.getByRole("button", { name: "Resume" }).click();
   const click = Date.now() - t1;
   const lines = await page.locator(".log-tools [aria-live]").textContent();
-  console.log(`detail: cards after ${firstCards} ms; ${lines} loaded after ${full} ms (goal ≤ 1000 ms); a click answered in ${click} ms`);
+  console.log(`detail: cards after ${firstCards} ms; interactive (the log's end shown, Pause answered) after ${interactive} ms (goal ≤ 1000 ms); ${lines} loaded after ${full} ms; a click then answered in ${click} ms`);
   const longBefore = await page.evaluate(() => window.__long.filter((e) => e.ms > 50));
-  console.log(`long tasks while loading the 100 000 lines: ${longBefore.length}, longest ${Math.max(0, ...longBefore.map((e) => e.ms)).toFixed(0)} ms`);
+  console.log(`long tasks while loading the 100 000 lines: ${longBefore.length}, longest ${Math.max(0, ...longBefore.map((e) => e.ms)).toFixed(0)} ms${longBefore.length ? ` (at ${longBefore.map((e) => `${e.at.toFixed(0)} ms for ${e.ms.toFixed(0)}`).join(", ")} after navigation)` : ""}`);
 
   // 3. 1 000 lines/s for 20 s: a run again whose script prints them.
   writeFileSync(STREAM, "1");

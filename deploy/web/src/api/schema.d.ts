@@ -5184,6 +5184,10 @@ export interface operations {
                 execution?: components["parameters"]["LogExecution"];
                 /** @description Only this run's lines (a run of the stack). */
                 run?: components["parameters"]["LogRun"];
+                /** @description With `run`: only the run's lines before this line id (`<ms>-<seq>`, a `LogLine`'s id). */
+                before?: string;
+                /** @description With `run`: only the run's last lines (before `before` when given), so that a long log's end is read first. */
+                tail?: number;
                 /** @description A stream token for this stream (POST /v1/stream-tokens), instead of Authorization. */
                 stream_token?: components["parameters"]["StreamToken"];
             };

@@ -11,6 +11,9 @@ import { LogBuffer } from "./buffer";
 const ROW = 18;
 const HEIGHT = 420;
 const OVERSCAN = 30;
+/** Lines read first: the end of a long log, before the rest. */
+const TAIL = 2000;
+const YIELD_EVERY = 2000;
 
 export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
   stackId: string;
@@ -30,6 +33,8 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
   // New lines while paused: the buffer's version now less its version at the pause.
   const [pausedAt, setPausedAt] = useState(0);
   const [err, setErr] = useState("");
+  // The lines before the first tail are still being read.
+  const [earlier, setEarlier] = useState(false);
   const buf = useMemo(() => new LogBuffer(), []);
   const scroller = useRef<HTMLDivElement>(null);
 
@@ -48,38 +53,67 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
     if (job) filters.job = job;
     if (job && execution !== "") filters.execution = execution;
     // Backfill from the NDJSON download, a streamed fetch (far cheaper for a browser than one
-    // SSE event per line), then follow from its last line with the SSE stream.
+    // SSE event per line): the run's last TAIL lines first, so a long log is readable at once,
+    // then the lines before them behind the live stream. A linked line may be anywhere: then
+    // the whole run is read first.
     const ctrl = new AbortController();
     let stop = () => {};
+    const read = async (params: Record<string, string>, onLine: (l: LogLine) => void) => {
+      const res = await fetch(`${apiBase()}/v1/stacks/${stackId}/logs?${new URLSearchParams({ ...filters, ...params })}`, {
+        headers: { Authorization: `Bearer ${getToken()}`, Accept: "application/x-ndjson" },
+        signal: ctrl.signal,
+      });
+      if (!res.ok || !res.body) throw new Error(`log download: ${res.status}`);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let tail = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        const parts = (tail + value).split("\n");
+        tail = parts.pop() ?? "";
+        for (let i = 0; i < parts.length; i++) {
+          if (parts[i]) onLine(JSON.parse(parts[i]) as LogLine);
+          // A big chunk is parsed in slices, so that the page keeps answering.
+          if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((r) => setTimeout(r));
+        }
+        redraw();
+      }
+    };
     void (async () => {
       let since = "";
+      let first = "";
+      let count = 0;
       if (firstRun)
         try {
-          const res = await fetch(`${apiBase()}/v1/stacks/${stackId}/logs?${new URLSearchParams({ ...filters, run: firstRun })}`, {
-            headers: { Authorization: `Bearer ${getToken()}`, Accept: "application/x-ndjson" },
-            signal: ctrl.signal,
+          await read({ run: firstRun, ...(lineLink ? {} : { tail: String(TAIL) }) }, (l) => {
+            buf.push(l);
+            first ||= l.id;
+            since = `${l.run}/${l.id}`;
+            count++;
           });
-          if (res.ok && res.body) {
-            const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-            let tail = "";
-            for (;;) {
-              const { value, done } = await reader.read();
-              if (done) break;
-              const parts = (tail + value).split("\n");
-              tail = parts.pop() ?? "";
-              for (const p of parts) {
-                if (!p) continue;
-                const l = JSON.parse(p) as LogLine;
-                buf.push(l);
-                since = `${l.run}/${l.id}`;
-              }
-              redraw();
-            }
-          }
         } catch {
           if (ctrl.signal.aborted) return;
           // Otherwise the stream backfills on its own, from where the download stopped.
         }
+      if (ctrl.signal.aborted) return;
+      if (firstRun && !lineLink && count === TAIL) {
+        setEarlier(true);
+        const older: LogLine[] = [];
+        read({ run: firstRun, before: first }, (l) => older.push(l))
+          .then(async () => {
+            // Newest first, a slice per task, so that the page keeps answering.
+            for (let end = older.length; end > 0 && !ctrl.signal.aborted; end -= YIELD_EVERY * 5) {
+              const added = buf.prepend(older.slice(Math.max(0, end - YIELD_EVERY * 5), end));
+              // A reader scrolled up keeps the lines in view.
+              const el = scroller.current;
+              if (el && pausedRef.current) el.scrollTop += added * ROW;
+              redraw();
+              await new Promise((r) => setTimeout(r));
+            }
+          })
+          .catch(() => {})
+          .finally(() => !ctrl.signal.aborted && setEarlier(false));
+      }
       if (ctrl.signal.aborted) return;
       stop = openStream({
         purpose: "logs",
@@ -100,7 +134,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
       stop();
       cancelAnimationFrame(frame);
     };
-  }, [stackId, firstRun, follow, job, execution, buf]);
+  }, [stackId, firstRun, follow, job, execution, buf]); // eslint-disable-line react-hooks/exhaustive-deps -- lineLink only picks the first read
 
   // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
   const [scrollTop, setScrollTop] = useState(0);
@@ -116,6 +150,8 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
   const matchSet = useMemo(() => new Set(matches), [matches]);
   const [matchAt, setMatchAt] = useState(0);
+  const pausedRef = useRef(paused);
+  pausedRef.current = paused;
   const pause = (on: boolean) => {
     setPaused(on);
     setPausedAt(buf.version);
@@ -197,7 +233,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
           </button>
         )}
         <button type="button" onClick={() => void download()}>Download</button>
-        <span className="small muted" aria-live="polite">{buf.length} lines{buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}</span>
+        <span className="small muted" aria-live="polite">{buf.length} lines{earlier ? " (reading earlier lines…)" : ""}{buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}</span>
       </div>
       {err && <p role="alert" className="problem">{err}</p>}
       <div className="log-lines" ref={scroller} tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>

@@ -23,4 +23,21 @@ describe("LogBuffer", () => {
     expect(b.indexOf("r", "1-2")).toBe(2);
     expect(b.indexOf("r", "9-9")).toBe(-1);
   });
+
+  it("prepends older lines within the cap, dropping the oldest and repeats", () => {
+    const b = new LogBuffer(1000);
+    for (let i = 900; i < 1000; i++) b.push(line(i));
+    const older = Array.from({ length: 901 }, (_, i) => line(i)); // 0..900: 900 is held already
+    expect(b.prepend(older)).toBe(900);
+    expect(b.length).toBe(1000);
+    expect(b.dropped).toBe(0);
+    expect(b.at(0).text).toBe("line 0");
+    expect(b.at(999).text).toBe("line 999");
+    const c = new LogBuffer(10);
+    for (let i = 95; i < 100; i++) c.push(line(i));
+    expect(c.prepend(Array.from({ length: 95 }, (_, i) => line(i)))).toBe(5);
+    expect(c.dropped).toBe(90);
+    expect(c.at(0).text).toBe("line 90");
+    expect(c.indexOf("r", "1-94")).toBe(4);
+  });
 });

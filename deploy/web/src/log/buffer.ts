@@ -40,6 +40,23 @@ export class LogBuffer {
     return true;
   }
 
+  /**
+   * prepend puts older lines (in order, all older than the first held) before the first,
+   * within the cap: when they do not all fit, the oldest of them are dropped. It returns how
+   * many went in, so a reader scrolled in the log can keep its place.
+   */
+  prepend(older: LogLine[]): number {
+    const fresh = older.filter((l) => !this.ids.has(l.run + "/" + l.id));
+    const room = Math.max(0, this.cap - this.length);
+    const keep = fresh.length <= room ? fresh : fresh.slice(fresh.length - room);
+    this.dropped += fresh.length - keep.length;
+    for (const l of keep) this.ids.add(l.run + "/" + l.id);
+    this.lines = keep.concat(this.start ? this.lines.slice(this.start) : this.lines);
+    this.start = 0;
+    this.version++;
+    return keep.length;
+  }
+
   clear() {
     this.lines = [];
     this.start = 0;
