@@ -48,6 +48,29 @@ func TestConsole(t *testing.T) {
 	npm(t, web, "run", "build")
 
 	t.Run("e2e", func(t *testing.T) { e2e(t, web) })
+	t.Run("first-admin", func(t *testing.T) { firstAdmin(t, web) })
+}
+
+// firstAdmin opens the console on an installation with no admin yet: the setup token the API
+// logged makes the first admin, whose token is shown once and signs in.
+func firstAdmin(t *testing.T, web string) {
+	c := newConsole(t, web)
+	api, setup := apitest.NewFirstRun(t, &apitest.Options{CORSOrigins: []string{c.url}})
+	c.serve(t, api.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(web, "e2e", "first-admin.mjs"))
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(), "CONSOLE_URL="+c.url, "API_URL="+api.URL, "SETUP_TOKEN="+setup, "CHROMIUM="+chromium,
+		"OUT_DIR="+filepath.Join(web, "e2e", "out"))
+	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("first-admin.mjs: %v", err)
+	}
+	var role string
+	if err := api.DB.QueryRow(ctx, `SELECT role FROM users WHERE email = 'grace@example.org'`).Scan(&role); err != nil || role != "admin" {
+		t.Fatalf("the first admin made in the console: role %q, %v", role, err)
+	}
 }
 
 func npm(t testing.TB, dir string, args ...string) {
@@ -83,25 +106,42 @@ type lab struct {
 // newLab starts it; script is run first by the example's app script.
 func newLab(t testing.TB, web, script string) *lab {
 	l := &lab{web: web}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.consoleURL = "http://" + ln.Addr().String()
+	c := newConsole(t, web)
+	l.consoleURL = c.url
 	l.Lab = labtest.New(t, labtest.Options{API: &apitest.Options{CORSOrigins: []string{l.consoleURL}},
 		Override: map[string]string{labtest.AppScript: labtest.AppScriptWith(t, script)}})
 	d := l.API.Deps
 	workertest.Start(t, workertest.Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace}, workertest.Options{})
+	c.serve(t, l.API.URL)
+	return l
+}
+
+// console is the built console served on its own origin, as a CDN would serve it.
+type console struct {
+	web, url string
+	ln       net.Listener
+}
+
+// newConsole takes the console's port, so that the API can be told its origin first.
+func newConsole(t testing.TB, web string) *console {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &console{web: web, url: "http://" + ln.Addr().String(), ln: ln}
+}
+
+// serve serves dist/ and a config.json naming the API until the test ends.
+func (c *console) serve(t testing.TB, api string) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"apiBaseUrl": %q}`, l.API.URL)
+		fmt.Fprintf(w, `{"apiBaseUrl": %q}`, api)
 	})
-	mux.Handle("GET /", http.FileServer(http.Dir(filepath.Join(web, "dist"))))
+	mux.Handle("GET /", http.FileServer(http.Dir(filepath.Join(c.web, "dist"))))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(c.ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return l
 }
 
 // node runs a script of the console's with the lab in its environment (CONSOLE_URL, API_URL,

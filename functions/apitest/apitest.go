@@ -104,6 +104,24 @@ func New(t testing.TB, opts *Options) *Server {
 	return s
 }
 
+// NewFirstRun starts the API on an installation with no admin yet, as a first start in
+// production is (no HORIZON_BOOTSTRAP_ADMIN_TOKEN), and returns it with a valid one-time setup
+// token, as the one the API logged. Admin and AdminID are empty.
+func NewFirstRun(t testing.TB, opts *Options) (*Server, string) {
+	t.Helper()
+	db := testkit.DB(t)
+	_, ns := testkit.Redis(t)
+	key := make([]byte, secrets.KeySize)
+	_, _ = rand.Read(key)
+	s := start(t, config.Config{DatabaseURL: db.Config().ConnString(), RedisURL: testkit.RedisURL(), Namespace: ns, SecretKey: key}, opts)
+	s.DB = db
+	tok := auth.NewSetupToken()
+	if issued, err := store.SetupTokenIssue(context.Background(), db, auth.HashToken(tok.Reveal()), time.Hour); err != nil || !issued {
+		t.Fatalf("a setup token on a first run: issued %v, %v", issued, err)
+	}
+	return s, tok.Reveal()
+}
+
 // Replica starts a second API process on the same database, Redis namespace and secret key,
 // as another replica behind a load balancer would be.
 func (s *Server) Replica(opts *Options) *Server {
