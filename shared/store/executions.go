@@ -83,11 +83,15 @@ func ExecutionSetState(ctx context.Context, q Querier, id uuid.UUID, state horiz
 }
 
 // ExecutionSetHostKey records the machine's SSH host key the first time it is generated; a key
-// already recorded is kept.
-func ExecutionSetHostKey(ctx context.Context, q Querier, id uuid.UUID, sealed []byte, fingerprint string) error {
-	_, err := q.Exec(ctx, `UPDATE executions SET host_key = COALESCE(host_key, $2),
-		host_key_fingerprint = COALESCE(host_key_fingerprint, $3), updated_at = now() WHERE id = $1`, id, sealed, fingerprint)
-	return translate(err)
+// already recorded is kept. It returns the key recorded: sealed's, or the one that was there
+// (two attempts that generated a key at once agree on the first).
+func ExecutionSetHostKey(ctx context.Context, q Querier, id uuid.UUID, sealed []byte, fingerprint string) ([]byte, string, error) {
+	var kept []byte
+	var keptFingerprint string
+	err := q.QueryRow(ctx, `UPDATE executions SET host_key = COALESCE(host_key, $2),
+		host_key_fingerprint = COALESCE(host_key_fingerprint, $3), updated_at = now() WHERE id = $1
+		RETURNING host_key, host_key_fingerprint`, id, sealed, fingerprint).Scan(&kept, &keptFingerprint)
+	return kept, keptFingerprint, translate(err)
 }
 
 // ExecutionSetPlacement records the cluster, node and VM id an execution's machine is built

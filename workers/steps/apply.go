@@ -77,15 +77,8 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 		}
 	}
 	wd := w.wd
-	// The upload and the build happen under the node's gate: if the lease is lost, they stop.
+	// The build happens under the node's gate: if the lease is lost, it stops.
 	err := attempt.UnderLease(ctx, lease, func(guarded context.Context) error {
-		if w.machine() {
-			volid, err := h.uploadCloudInit(guarded, w, out)
-			if err != nil {
-				return err
-			}
-			out.Say("cloud-init uploaded to %s as %s", w.node.Name, volid)
-		}
 		return retryTransient(guarded, out, "terraform apply", wd.Apply)
 	})
 	if err != nil {
@@ -143,9 +136,10 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
 }
 
-// Prepare implements attempt.Preparer: an apply's module is checked out and initialised while
-// the step waits for its node's build gate, which is then held for the upload and the build
-// only. A step whose inputs or ISO are wrong prepares nothing: Do reports it.
+// Prepare implements attempt.Preparer: an apply's module is checked out and initialised, and a
+// machine's cloud-init uploaded to its node, while the step waits for its node's build gate,
+// which is then held for the build only. A step whose inputs or ISO are wrong prepares
+// nothing: Do reports it.
 func (h *Handler) Prepare(ctx context.Context, w *stepWork, out *attempt.Log) (func(), error) {
 	if w.Step.Kind != horizon.StepApply || w.inputsErr != nil || w.isoErr != nil {
 		return nil, nil
@@ -153,8 +147,10 @@ func (h *Handler) Prepare(ctx context.Context, w *stepWork, out *attempt.Log) (f
 	return h.prepare(ctx, w, out)
 }
 
-// prepare makes the step's work dir and runs terraform init in it; Do releases it
-// (w.wdCleanup).
+// prepare makes the step's work dir and runs terraform init in it, and uploads a machine's
+// cloud-init to its node; Do releases the work dir (w.wdCleanup). The upload needs no gate: the
+// snippet is the execution's own file, and an attempt that prepares beside the owner (a stale
+// delivery) uploads the same user data, host key included (ExecutionSetHostKey keeps the first).
 func (h *Handler) prepare(ctx context.Context, w *stepWork, out *attempt.Log) (func(), error) {
 	wd, cleanup, err := h.workdir(ctx, w, out)
 	if err != nil {
@@ -163,6 +159,14 @@ func (h *Handler) prepare(ctx context.Context, w *stepWork, out *attempt.Log) (f
 	if err := retryTransient(ctx, out, "terraform init", wd.Init); err != nil {
 		cleanup()
 		return nil, err
+	}
+	if w.machine() {
+		volid, err := h.uploadCloudInit(ctx, w, out)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		out.Say("cloud-init uploaded to %s as %s", w.node.Name, volid)
 	}
 	w.wd, w.wdCleanup = wd, cleanup
 	return cleanup, nil

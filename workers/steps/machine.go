@@ -199,12 +199,18 @@ func (h *Handler) machineHostKey(ctx context.Context, w *stepWork) (cloudinit.Ho
 	if err != nil {
 		return k, err
 	}
-	w.Masker.Add(k.Private.Reveal())
 	sealed := h.Box.SealString(horizon.PurposeHostKey, k.Private.Reveal())
-	if err := store.ExecutionSetHostKey(ctx, h.DB, w.exec.ID, sealed, k.Fingerprint); err != nil {
+	kept, fingerprint, err := store.ExecutionSetHostKey(ctx, h.DB, w.exec.ID, sealed, k.Fingerprint)
+	if err != nil {
 		return k, err
 	}
-	w.exec.HostKey, w.exec.HostKeyFingerprint = sealed, &k.Fingerprint
+	// Another attempt recorded a key first (a stale delivery preparing beside the owner): the
+	// machine gets that one, so that what Horizon pins is what the machine has.
+	w.exec.HostKey, w.exec.HostKeyFingerprint = kept, &fingerprint
+	if fingerprint != k.Fingerprint {
+		return h.machineHostKey(ctx, w)
+	}
+	w.Masker.Add(k.Private.Reveal())
 	return k, nil
 }
 
