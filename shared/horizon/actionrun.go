@@ -52,8 +52,8 @@ type ActionInstance struct {
 	// Variables are what the apply gave Terraform, sealed whole as a JSON object (they may hold
 	// secrets); nil until the apply got that far.
 	Variables []byte
-	Ended           *string
-	EndedAt         *time.Time
+	Ended     *string
+	EndedAt   *time.Time
 	// State is derived when read: applying, active, failed, undoing, undone or abandoned.
 	State string
 }
