@@ -39,11 +39,14 @@ output "receipt" {
 }
 
 // hangingCreate makes the example's pool script hang when it creates a pool — every time, or,
-// with a marker path, only the first time (it leaves the marker).
+// with a marker path, only the first time (it leaves the marker). It hangs while the Terraform
+// that runs it (its shell's parent) lives: a killed or interrupted Terraform's provisioner
+// processes are orphaned, and would otherwise outlive the test.
 func hangingCreate(t testing.TB, marker string) map[string]string {
-	hang := "\techo hanging >&2\n\tsleep 600\n"
+	wait := "\techo hanging >&2\n\ttf=$(cut -d' ' -f4 /proc/$PPID/stat)\n\twhile kill -0 \"$tf\" 2>/dev/null; do sleep 0.2; done\n\texit 1\n"
+	hang := wait
 	if marker != "" {
-		hang = fmt.Sprintf("\tif [[ ! -e %q ]]; then\n\t\ttouch %q\n\t\techo hanging >&2\n\t\tsleep 600\n\tfi\n", marker, marker)
+		hang = fmt.Sprintf("\tif [[ ! -e %q ]]; then\n\t\ttouch %q\n%s\tfi\n", marker, marker, wait)
 	}
 	script := strings.Replace(labtest.ExampleFile(t, poolScript), "create)\n", "create)\n"+hang, 1)
 	if !strings.Contains(script, "hanging") {
