@@ -48,13 +48,11 @@ func TestTerraformActionInstancesOverTheAPI(t *testing.T) {
 		t.Fatalf("a pool id against the pattern: %d %s", r.Status, r.Body)
 	}
 	// Two runs, two instances, numbered; each run's step works on its instance.
-	var runs []string
 	for _, pool := range []string{"p1", "p2"} {
 		r := e.API.Do("POST", path, apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": pool}}})
 		if r.Status != 202 {
 			t.Fatalf("run create-pool: %d %s", r.Status, r.Body)
 		}
-		runs = append(runs, r.Map()["id"].(string))
 		list := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Viewer}).Map()["items"].([]any)
 		if newest := list[0].(map[string]any); newest["state"] != "applying" || newest["run_id"] != r.Map()["id"] ||
 			len(newest["allowed_actions"].([]any)) != 0 || newest["parameters"].(map[string]any)["pool"] != pool {

@@ -312,3 +312,48 @@ func TestWorkerKilledDuringATerraformAction(t *testing.T) {
 		t.Fatalf("the action's step attempt is %d (%v), want a new attempt after the kill", attempt, err)
 	}
 }
+
+// TestUpgradeKeepsActionInstancesUndoable: version 2 of the template drops the create-pool
+// action and its module. The instance made under version 1 stays, with its version, after the
+// upgrade, and its undo runs version 1's code: the pool goes.
+func TestUpgradeKeepsActionInstancesUndoable(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{})
+	stack := e.deployed("keep", 1)
+	run := e.createPool(stack, "hz-kept", "made under version 1")
+	e.waitState(stack, "deployed", 2*time.Minute)
+	if s := e.runState(stack, run); s != "succeeded" {
+		t.Fatalf("create-pool: %s\nlog:\n%s", s, e.logText(stack))
+	}
+
+	def := e.API.Do("GET", "/v1/templates/"+e.Tmpl+"/versions/1", apitest.Req{}).Map()["definition"].(map[string]any)
+	def["actions"] = []any{}
+	e.Repo.Commit(map[string]string{poolModule: "", poolScript: ""})
+	if v := e.API.Do("POST", "/v1/templates/"+e.Tmpl+"/versions", apitest.Req{Body: map[string]any{"definition": def}}); v.Status != 201 {
+		t.Fatalf("version 2: %d %s", v.Status, v.Body)
+	}
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Body: map[string]any{"version": 2}}); r.Status != 202 {
+		t.Fatalf("upgrade: %d %s", r.Status, r.Body)
+	}
+	if done := e.waitState(stack, "deployed", 3*time.Minute); done["template_version"] != 2.0 {
+		t.Fatalf("after the upgrade: version %v", done["template_version"])
+	}
+	if n := len(e.API.Do("GET", "/v1/stacks/"+stack+"/actions", apitest.Req{Token: e.Member}).Map()["items"].([]any)); n != 0 {
+		t.Fatalf("version 2 offers %d actions, want none", n)
+	}
+	ins := e.instances(stack)
+	if len(ins) != 1 || ins[0]["template_version"] != 1.0 || ins[0]["state"] != "active" {
+		t.Fatalf("the instance after the upgrade: %v", ins)
+	}
+	undo := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+ins[0]["id"].(string), apitest.Req{Token: e.Member})
+	if undo.Status != 202 {
+		t.Fatalf("undo: %d %s", undo.Status, undo.Body)
+	}
+	e.waitState(stack, "deployed", 2*time.Minute)
+	if s := e.runState(stack, undo.Map()["id"].(string)); s != "succeeded" {
+		t.Fatalf("the undo with version 1's code: %s\nlog:\n%s", s, e.logText(stack))
+	}
+	if _, ok := e.pools()["hz-kept"]; ok {
+		t.Fatal("the pool of the instance made under version 1 is left")
+	}
+}
