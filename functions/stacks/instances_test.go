@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -103,9 +104,20 @@ func TestTerraformActionInstancesOverTheAPI(t *testing.T) {
 	refused("an unknown instance", e.Member, "/v1/stacks/"+stack+"/action-instances/"+uuid.NewString(), 404)
 	refused("a viewer", e.Viewer, firstPath, 403)
 
-	undo := e.API.Do("DELETE", firstPath, apitest.Req{Token: e.Member})
-	if undo.Status != 202 || undo.Map()["kind"] != "action" {
-		t.Fatalf("undo: %d %s", undo.Status, undo.Body)
+	// Two undos at once: one run.
+	var both [2]*apitest.Response
+	var wg sync.WaitGroup
+	for i := range both {
+		wg.Add(1)
+		go func() { defer wg.Done(); both[i] = e.API.Do("DELETE", firstPath, apitest.Req{Token: e.Member}) }()
+	}
+	wg.Wait()
+	undo, loser := both[0], both[1]
+	if undo.Status != 202 {
+		undo, loser = loser, undo
+	}
+	if undo.Status != 202 || undo.Map()["kind"] != "action" || loser.Status != 409 {
+		t.Fatalf("two undos at once: %d %s and %d %s", both[0].Status, both[0].Body, both[1].Status, both[1].Body)
 	}
 	var kind string
 	if err := e.API.DB.QueryRow(ctx, `SELECT kind FROM steps WHERE run_id = $1 AND action_instance_id = $2`, undo.Map()["id"], first["id"]).Scan(&kind); err != nil || kind != "action_destroy" {

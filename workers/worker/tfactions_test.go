@@ -28,9 +28,14 @@ const (
 )
 
 // receiptOutput gives the example's create-pool module a sensitive output, to be kept sealed,
-// kept out of the log, and revealed.
+// kept out of the log, and revealed; and has its script print the Proxmox token it is given,
+// which the log must mask.
 func receiptOutput(t testing.TB) map[string]string {
-	return map[string]string{poolModule: labtest.ExampleFile(t, poolModule) + `
+	script := strings.Replace(labtest.ExampleFile(t, poolScript), "create)\n", "create)\n\techo \"calling PVE with $PROXMOX_VE_API_TOKEN\"\n", 1)
+	if !strings.Contains(script, "calling PVE") {
+		t.Fatal("the example's pool script changed: cannot make it print its token")
+	}
+	return map[string]string{poolScript: script, poolModule: labtest.ExampleFile(t, poolModule) + `
 output "receipt" {
   value     = sha256("receipt of ${var.pool}")
   sensitive = true
@@ -151,8 +156,12 @@ func TestTerraformActionInstancesOnTheSandbox(t *testing.T) {
 	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/runs/"+first+"/outputs/pool/reveal", apitest.Req{Token: e.Member}); r.Status != 404 {
 		t.Fatalf("reveal of an output that is not secret: %d", r.Status)
 	}
-	if strings.Contains(e.logText(stack), want) {
-		t.Fatal("the secret output is in the log")
+	log := e.logText(stack)
+	if strings.Contains(log, want) || strings.Contains(log, e.Sandbox.Cluster("demo").TokenSecret()) || !strings.Contains(log, "calling PVE with") {
+		t.Fatalf("the secret output or the Proxmox token is in the log (or the script did not run):\n%s", log)
+	}
+	if card := e.pipeline(stack)["create-pool[2]"]; card["kind"] != "action_apply" || card["state"] != "succeeded" {
+		t.Fatalf("the action's pipeline card: %v", e.pipeline(stack))
 	}
 	var reveals int
 	if err := e.API.DB.QueryRow(t.Context(), `SELECT count(*) FROM activity WHERE action = 'stack.output.reveal' AND details->>'run_id' = $1`, first).Scan(&reveals); err != nil || reveals != 1 {
