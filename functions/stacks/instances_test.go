@@ -2,6 +2,7 @@ package stacks_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -86,6 +87,42 @@ func TestTerraformActionInstancesOverTheAPI(t *testing.T) {
 	}
 	firstPath := "/v1/stacks/" + stack + "/action-instances/" + first["id"].(string)
 
+	// A secret output of the run that made it is revealed to members, recorded, and to no one
+	// of another team, nor through another stack or as another output.
+	sealed, _ := json.Marshal(map[string]string{"password": "s3cret-pool-password"})
+	if _, err := e.API.DB.Exec(ctx, `UPDATE action_runs SET secret_outputs = $2 WHERE run_id = $1`, first["run_id"],
+		e.API.Deps.Box.Seal(horizon.PurposeActionOutputs, sealed)); err != nil {
+		t.Fatal(err)
+	}
+	reveal := "/v1/stacks/" + stack + "/runs/" + first["run_id"].(string) + "/outputs/password/reveal"
+	if r := e.API.Do("POST", reveal, apitest.Req{Token: e.Member}); r.Status != 200 || r.Map()["value"] != "s3cret-pool-password" {
+		t.Fatalf("reveal: %d %s", r.Status, r.Body)
+	}
+	if got := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}); strings.Contains(string(got.Body), "s3cret-pool-password") {
+		t.Fatal("an instance's secret output is in the list")
+	}
+	other := e.API.NewTeam("others")
+	_, stranger := e.API.NewUser(auth.RoleMember, other)
+	otherStack := e.API.NewStack(other, "theirs")
+	for what, c := range map[string]struct{ token, path string }{
+		"another team":        {stranger, reveal},
+		"through their stack": {stranger, "/v1/stacks/" + otherStack.String() + "/runs/" + first["run_id"].(string) + "/outputs/password/reveal"},
+		"another output":      {e.Member, strings.Replace(reveal, "/password/", "/pool/", 1)},
+		"a viewer":            {e.Viewer, reveal},
+	} {
+		want := 404
+		if what == "a viewer" {
+			want = 403
+		}
+		if r := e.API.Do("POST", c.path, apitest.Req{Token: c.token}); r.Status != want {
+			t.Errorf("reveal by %s: %d %s, want %d", what, r.Status, r.Body, want)
+		}
+	}
+	var reveals int
+	if err := e.API.DB.QueryRow(ctx, `SELECT count(*) FROM activity WHERE action = 'stack.output.reveal' AND details->>'run_id' = $1`, first["run_id"]).Scan(&reveals); err != nil || reveals != 1 {
+		t.Fatalf("%d reveals recorded (%v), want 1", reveals, err)
+	}
+
 	refused := func(what, token, path string, status int) {
 		t.Helper()
 		before := instancesState(t, e)
@@ -96,9 +133,6 @@ func TestTerraformActionInstancesOverTheAPI(t *testing.T) {
 			t.Errorf("%s: a refused undo changed something:\n%s\n%s", what, before, after)
 		}
 	}
-	other := e.API.NewTeam("others")
-	_, stranger := e.API.NewUser(auth.RoleMember, other)
-	otherStack := e.API.NewStack(other, "theirs")
 	refused("another team's", stranger, firstPath, 404)
 	refused("through another stack", stranger, "/v1/stacks/"+otherStack.String()+"/action-instances/"+first["id"].(string), 404)
 	refused("an unknown instance", e.Member, "/v1/stacks/"+stack+"/action-instances/"+uuid.NewString(), 404)
