@@ -42,6 +42,9 @@ type ActionRun struct {
 	Parameters map[string]any `json:"parameters"`
 	Inputs     map[string]any `json:"inputs"`
 	Outputs    map[string]any `json:"outputs"`
+	// Instance is the terraform action instance the run made or, Undo, undid.
+	Instance *uuid.UUID `json:"instance"`
+	Undo     bool       `json:"undo"`
 }
 
 // NewRun is r as the API shows it, with the actions its reader may take on it.

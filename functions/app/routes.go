@@ -113,12 +113,15 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/stacks/:id/jobs/:job/executions/:n/run-again", stacks.RunAgain(d)},
 		{fiber.MethodGet, "/stacks/:id/actions", stacks.GetActions(d)},
 		{fiber.MethodPost, "/stacks/:id/actions/:name", stacks.RunAction(d)},
+		{fiber.MethodGet, "/stacks/:id/action-instances", stacks.GetActionInstances(d)},
+		{fiber.MethodDelete, "/stacks/:id/action-instances/:iid", stacks.UndoActionInstance(d)},
 		{fiber.MethodGet, "/stacks/:id/pipeline", stacks.GetPipeline(d)},
 		{fiber.MethodGet, "/stacks/:id/outputs", stacks.GetOutputs(d)},
 		{fiber.MethodPost, "/stacks/:id/outputs/:job/:n/:name/reveal", stacks.Reveal(d)},
 		{fiber.MethodGet, "/stacks/:id/history", stacks.GetHistory(d)},
 		{fiber.MethodGet, "/stacks/:id/runs", stacks.GetRuns(d)},
 		{fiber.MethodGet, "/stacks/:id/runs/:run", stacks.GetRun(d)},
+		{fiber.MethodPost, "/stacks/:id/runs/:run/outputs/:name/reveal", stacks.RevealActionOutput(d)},
 
 		{fiber.MethodPost, "/stream-tokens", live.CreateToken(d)},
 

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
+	"horizon/shared/auth"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/store"
@@ -127,9 +128,6 @@ func RunAction(d api.Deps) fiber.Handler {
 			if err := actionable(ctx, tx, l.stack); err != nil {
 				return horizon.Run{}, err
 			}
-			if action.Kind != template.ActionScript {
-				return horizon.Run{}, problem.Conflict("Action %s is a %s action: only script actions can run yet.", name, action.Kind)
-			}
 			outs, err := stackOutputs(d, l)
 			if err != nil {
 				return horizon.Run{}, err
@@ -137,6 +135,9 @@ func RunAction(d api.Deps) fiber.Handler {
 			asked, exec, err := checkAction(d, l, action, req, outs)
 			if err != nil {
 				return horizon.Run{}, err
+			}
+			if action.Kind == template.ActionTerraform {
+				return startTerraformAction(ctx, tx, l, action, asked, who)
 			}
 			steps := []horizon.Step{{Phase: 0, PhaseName: action.Name, Job: exec.Job, ExecutionID: &exec.ID, ExecutionIndex: &exec.Index,
 				Kind: horizon.StepActionScript}}
@@ -152,6 +153,31 @@ func RunAction(d api.Deps) fiber.Handler {
 		}
 		return accepted(c, d, run, who)
 	}
+}
+
+// startTerraformAction starts the run of a terraform action: one action_apply step, on a new
+// instance of the action (its own workspace) whose module is the commit the stack's template
+// version pinned.
+func startTerraformAction(ctx context.Context, tx pgx.Tx, l *loaded, a *template.Action, asked horizon.ActionRun, who auth.Principal) (horizon.Run, error) {
+	commit := l.version.ActionCommits[a.Name]
+	if commit == "" {
+		return horizon.Run{}, problem.Conflict("Template version %d pinned no commit for action %s: upgrade the stack to a version that does.",
+			l.stack.TemplateVersion, a.Name)
+	}
+	run, err := startRun(ctx, tx, l, horizon.RunAction, []horizon.Step{{PhaseName: a.Name, Job: a.Name, Kind: horizon.StepActionApply}}, who)
+	if err != nil {
+		return run, err
+	}
+	in, err := store.ActionInstanceInsert(ctx, tx, horizon.ActionInstance{StackID: l.stack.ID, Action: a.Name,
+		TemplateVersion: l.stack.TemplateVersion, Commit: commit, RunID: run.ID, CreatedBy: &who.UserID})
+	if err != nil {
+		return run, err
+	}
+	if err := store.StepsSetActionInstance(ctx, tx, run.ID, in.ID, in.Number); err != nil {
+		return run, err
+	}
+	asked.RunID, asked.InstanceID = run.ID, &in.ID
+	return run, store.ActionRunInsert(ctx, tx, asked)
 }
 
 // actionable refuses an action on a stack that is not deployed (or failed after a deploy),
@@ -211,6 +237,17 @@ func checkAction(d api.Deps, l *loaded, a *template.Action, req ActionRequest, o
 		} else {
 			inputs[name] = v
 		}
+	}
+	if a.Kind == template.ActionTerraform {
+		if req.Execution != nil {
+			p.Add("execution", "a terraform action runs on no machine: leave it out")
+		}
+		if err := p.SortedErr(); err != nil {
+			return horizon.ActionRun{}, horizon.Execution{}, err
+		}
+		return horizon.ActionRun{StackID: l.stack.ID, Action: a.Name, Kind: string(a.Kind), TemplateVersion: l.stack.TemplateVersion,
+			Parameters: plain, Inputs: inputs, SecretParameters: sealStrings(d, horizon.PurposeActionParameters, secret),
+			SecretInputs: sealStrings(d, horizon.PurposeActionInputs, secretInputs)}, horizon.Execution{}, nil
 	}
 	var machines []horizon.Execution
 	for _, e := range l.execs {
@@ -359,8 +396,19 @@ func withAction(ctx context.Context, d api.Deps, r Run) (Run, error) {
 	if err != nil {
 		return r, err
 	}
+	info, err := actionInfo(d, a)
+	if err != nil {
+		return r, err
+	}
+	r.Action = info
+	return r, nil
+}
+
+// actionInfo is an action run's record as the API shows it: secret answers and outputs as
+// {"secret": true}.
+func actionInfo(d api.Deps, a horizon.ActionRun) (*api.ActionRun, error) {
 	info := &api.ActionRun{Name: a.Action, Execution: a.ExecutionIndex, Parameters: map[string]any{}, Inputs: map[string]any{},
-		Outputs: map[string]any{}}
+		Outputs: map[string]any{}, Instance: a.InstanceID, Undo: a.Undo}
 	if a.Job != "" {
 		info.Job = &a.Job
 	}
@@ -384,16 +432,15 @@ func withAction(ctx context.Context, d api.Deps, r Run) (Run, error) {
 		}
 		b, err := d.Box.Open(s.purpose, s.sealed)
 		if err != nil {
-			return r, fmt.Errorf("open %s of run %s: %w", s.purpose, r.ID, err)
+			return nil, fmt.Errorf("open %s of run %s: %w", s.purpose, a.RunID, err)
 		}
 		var names map[string]string
 		if err := json.Unmarshal(b, &names); err != nil {
-			return r, fmt.Errorf("decode %s of run %s: %w", s.purpose, r.ID, err)
+			return nil, fmt.Errorf("decode %s of run %s: %w", s.purpose, a.RunID, err)
 		}
 		for k := range names {
 			s.into[k] = map[string]any{"secret": true}
 		}
 	}
-	r.Action = info
-	return r, nil
+	return info, nil
 }

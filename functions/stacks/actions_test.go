@@ -103,7 +103,7 @@ func TestActionFormsAndRefusals(t *testing.T) {
 		t.Fatal("a secret prefill was sent")
 	}
 	items := get.Map()["items"].([]any)
-	if len(items) != 1 {
+	if len(items) != 2 || items[1].(map[string]any)["name"] != "create-pool" || items[1].(map[string]any)["kind"] != "terraform" {
 		t.Fatalf("actions: %v", items)
 	}
 	a := items[0].(map[string]any)

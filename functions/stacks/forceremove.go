@@ -37,6 +37,19 @@ type AbandonManifest struct {
 	Addresses   []AbandonedAddress `json:"addresses"`
 	Workspaces  []string           `json:"workspaces"`
 	NagiosHosts []string           `json:"nagios_hosts"`
+	// ActionInstances are the terraform action instances left as they are (their workspaces
+	// are in Workspaces too).
+	ActionInstances []AbandonedInstance `json:"action_instances"`
+}
+
+// AbandonedInstance is a terraform action instance a force-remove leaves: what its module
+// made stays, its state in its workspace.
+type AbandonedInstance struct {
+	ID              uuid.UUID `json:"id"`
+	Action          string    `json:"action"`
+	Number          int       `json:"number"`
+	TemplateVersion int       `json:"template_version"`
+	Workspace       string    `json:"workspace"`
 }
 
 // AbandonedVM is a VM a force-removed stack leaves running.
@@ -100,6 +113,11 @@ func ForceRemove(d api.Deps) fiber.Handler {
 			if !req.Confirm {
 				return nil
 			}
+			for _, in := range m.ActionInstances {
+				if err := store.ActionInstanceEnd(ctx, tx, in.ID, horizon.InstanceAbandoned); err != nil {
+					return err
+				}
+			}
 			for _, e := range l.execs {
 				if err := store.AddressDetach(ctx, tx, e.ID); err != nil {
 					return err
@@ -111,7 +129,7 @@ func ForceRemove(d api.Deps) fiber.Handler {
 					return err
 				}
 			}
-			msg := "force-removed: its VMs, workspaces and Nagios hosts were left behind"
+			msg := "force-removed: its VMs, workspaces, action instances and Nagios hosts were left behind"
 			if _, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: l.stack.ID, To: horizon.StackRemoved, ActorID: &who.UserID,
 				Error: &msg}); err != nil {
 				return err
@@ -164,7 +182,17 @@ func GetAbandonManifest(d api.Deps) fiber.Handler {
 // manifest lists what the stack holds in the world.
 func manifest(ctx context.Context, q store.Querier, l *loaded) (AbandonManifest, error) {
 	m := AbandonManifest{StackID: l.stack.ID, StackName: l.stack.Name, TeamID: l.stack.TeamID, VMs: []AbandonedVM{},
-		Addresses: []AbandonedAddress{}, Workspaces: []string{}, NagiosHosts: []string{}}
+		Addresses: []AbandonedAddress{}, Workspaces: []string{}, NagiosHosts: []string{}, ActionInstances: []AbandonedInstance{}}
+	ins, err := store.ActionInstancesOfStack(ctx, q, l.stack.ID)
+	if err != nil {
+		return m, err
+	}
+	for _, in := range ins {
+		ws := horizon.ActionInstanceWorkspace(l.stack.ID, in.Action, in.Number)
+		m.ActionInstances = append(m.ActionInstances, AbandonedInstance{ID: in.ID, Action: in.Action, Number: in.Number,
+			TemplateVersion: in.TemplateVersion, Workspace: ws})
+		m.Workspaces = append(m.Workspaces, ws)
+	}
 	for _, e := range l.execs {
 		name := e.MachineName(l.stack.Name)
 		m.Workspaces = append(m.Workspaces, horizon.Workspace(l.stack.ID, e.Job, e.Index))

@@ -3,6 +3,8 @@ package stacks
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -127,6 +129,59 @@ func Reveal(d api.Deps) fiber.Handler {
 					ObjectID: &l.stack.ID, TeamID: &l.stack.TeamID, Details: map[string]any{"job": job, "execution": n, "output": name}})
 			}
 			return problem.NotFound("Secret output " + name + " of " + job + "[" + strconv.Itoa(n) + "]")
+		})
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return c.JSON(Revealed{Name: name, Value: value})
+	}
+}
+
+// RevealActionOutput returns one secret output of an action run (a script action's, or the
+// terraform action's whose instance the run made), recorded in the activity log as Reveal's.
+func RevealActionOutput(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireWriter(c); err != nil {
+			return err
+		}
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		runID, err := api.ParamID(c, "run")
+		if err != nil {
+			return err
+		}
+		name := c.Params("name")
+		who := api.Principal(c)
+		var value string
+		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			s, err := store.StackGet(ctx, tx, who.Scope(), id)
+			if err != nil {
+				return err
+			}
+			a, err := store.ActionRunGet(ctx, tx, runID)
+			if err != nil && !errors.Is(err, horizon.ErrNotFound) {
+				return err
+			}
+			var values map[string]string
+			if err == nil && a.StackID == s.ID && len(a.SecretOutputs) > 0 {
+				b, err := d.Box.Open(horizon.PurposeActionOutputs, a.SecretOutputs)
+				if err != nil {
+					return fmt.Errorf("open the secret outputs of run %s: %w", runID, err)
+				}
+				if err := json.Unmarshal(b, &values); err != nil {
+					return fmt.Errorf("decode the secret outputs of run %s: %w", runID, err)
+				}
+			}
+			v, ok := values[name]
+			if !ok {
+				return problem.NotFound("Secret output " + name + " of run " + runID.String())
+			}
+			value = v
+			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.output.reveal", ObjectType: "stack",
+				ObjectID: &s.ID, TeamID: &s.TeamID, Details: map[string]any{"run_id": runID, "action": a.Action, "output": name}})
 		})
 		if err != nil {
 			return err

@@ -11,13 +11,12 @@ import (
 	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
-	"horizon/shared/runplan"
 	"horizon/shared/store"
 )
 
 // Remove removes a stack. A draft has built nothing: it is removed at once (204). Otherwise
-// this starts the remove run (202): every execution destroyed in reverse phase order, cleanup
-// scripts first, addresses and VM ids freed, Terraform state and logs deleted; the stack ends
+// this starts the remove run (202): its terraform action instances undone, newest first, then
+// every execution destroyed in reverse phase order, cleanup scripts first, addresses and VM ids freed, Terraform state and logs deleted; the stack ends
 // removed and its activity record stays. A removal that fails leaves the stack failed: retry
 // retries the removal.
 func Remove(d api.Deps) fiber.Handler {
@@ -48,7 +47,11 @@ func Remove(d api.Deps) fiber.Handler {
 			case horizon.StackDraft:
 				return removeDraft(ctx, tx, l, who)
 			}
-			r, err := startRun(ctx, tx, l, horizon.RunRemove, runplan.Destroy(l.def, l.execs, runplan.All), who)
+			steps, err := removalSteps(ctx, tx, l)
+			if err != nil {
+				return err
+			}
+			r, err := startRun(ctx, tx, l, horizon.RunRemove, steps, who)
 			run = &r
 			return err
 		})

@@ -79,7 +79,11 @@ func Retry(d api.Deps) fiber.Handler {
 				return horizon.Run{}, problem.Conflict("The stack is %s: nothing to retry.", l.stack.State)
 			}
 			if last.Kind == horizon.RunRemove {
-				return startRun(ctx, tx, l, horizon.RunRemove, runplan.Destroy(l.def, l.execs, runplan.All), who)
+				steps, err := removalSteps(ctx, tx, l)
+				if err != nil {
+					return horizon.Run{}, err
+				}
+				return startRun(ctx, tx, l, horizon.RunRemove, steps, who)
 			}
 			steps, err := store.StepsOfRun(ctx, tx, last.ID)
 			if err != nil {

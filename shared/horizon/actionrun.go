@@ -1,6 +1,11 @@
 package horizon
 
-import "github.com/google/uuid"
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
 
 // ActionRun is what a run of kind action was asked and what it produced: the history of a
 // stack's actions. Secret values are sealed JSON objects of strings.
@@ -25,4 +30,52 @@ type ActionRun struct {
 	// Outputs and SecretOutputs (sealed) are what it emitted.
 	Outputs       map[string]any
 	SecretOutputs []byte
+	// InstanceID is the terraform action instance the run made or, Undo, undoes.
+	InstanceID *uuid.UUID
+	Undo       bool
+}
+
+// ActionInstance is what a terraform action's run left: its module applied in a workspace of
+// its own, undone on its own (ActionInstanceWorkspace). Its answers and outputs are those of the
+// run that made it (RunID).
+type ActionInstance struct {
+	ID              uuid.UUID
+	StackID         uuid.UUID
+	Number          int
+	Action          string
+	TemplateVersion int
+	Commit          string
+	RunID           uuid.UUID
+	CreatedBy       *uuid.UUID
+	CreatedAt       time.Time
+	AppliedAt       *time.Time
+	// Variables are what the apply gave Terraform, sealed whole as a JSON object (they may hold
+	// secrets); nil until the apply got that far.
+	Variables []byte
+	Ended     *string
+	EndedAt   *time.Time
+	// State is derived when read: applying, active, failed, undoing, undone or abandoned.
+	State string
+}
+
+// The states of an action instance.
+const (
+	InstanceApplying  = "applying"
+	InstanceActive    = "active"
+	InstanceFailed    = "failed" // its apply failed or was canceled: it may hold part of what it made
+	InstanceUndoing   = "undoing"
+	InstanceUndone    = "undone"
+	InstanceAbandoned = "abandoned"
+)
+
+// ActionInstanceWorkspace is the Terraform workspace of an action instance: its own, apart from
+// the stack's executions'.
+func ActionInstanceWorkspace(stack uuid.UUID, action string, number int) string {
+	return fmt.Sprintf("s%s-action-%s-%d", stack, action, number)
+}
+
+// ActionInstanceName is the horizon_name of an instance: "<stack>-<action>-<number>", one DNS
+// label like a machine's name.
+func ActionInstanceName(stack, action string, number int) string {
+	return VMName(stack, action, number)
 }

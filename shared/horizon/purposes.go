@@ -10,6 +10,7 @@ const (
 	PurposeActionParameters     = "action_runs.secret_parameters"
 	PurposeActionInputs         = "action_runs.secret_inputs"
 	PurposeActionOutputs        = "action_runs.secret_outputs"
+	PurposeInstanceVariables    = "action_instances.variables"
 	PurposeHostKey              = "executions.host_key"
 	PurposeDeployKey            = "deploy_keys.private_key"
 	PurposeNagiosPassword       = "nagios_servers.password"

@@ -94,7 +94,18 @@ const (
 	// StepActionScript runs a script action over SSH on the one machine of its job the user
 	// chose (the step's execution), like a job's scripts. It takes no node gate.
 	StepActionScript StepKind = "action_script"
+	// StepActionApply applies a terraform action's module in its instance's own workspace (the
+	// step's ActionInstanceID); StepActionDestroy undoes an instance (terraform destroy with the
+	// code of the template version that made it). Neither takes a node gate: an action builds
+	// no machine.
+	StepActionApply   StepKind = "action_apply"
+	StepActionDestroy StepKind = "action_destroy"
 )
+
+// Action reports whether a step of this kind runs a template action (task action:run).
+func (k StepKind) Action() bool {
+	return k == StepActionScript || k == StepActionApply || k == StepActionDestroy
+}
 
 // Stack is a deployed (or draft) application.
 type Stack struct {
@@ -220,6 +231,9 @@ type Step struct {
 	// OnlyIfChanged: the step is there because a job it depends on changes; it is skipped if
 	// its own answers turn out unchanged.
 	OnlyIfChanged bool
+	// ActionInstanceID is the terraform action instance an action_apply or action_destroy step
+	// works on.
+	ActionInstanceID *uuid.UUID
 }
 
 // TakesGate reports whether the step builds on a node, under that node's gate (the

@@ -140,7 +140,7 @@ func NewStep(q Queues, kind horizon.StepKind, step uuid.UUID, attempt int) *asyn
 	switch {
 	case kind.ISO():
 		typ = TypeISOStage
-	case kind == horizon.StepActionScript:
+	case kind.Action():
 		typ = TypeActionRun
 	}
 	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})

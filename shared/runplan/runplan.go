@@ -89,3 +89,31 @@ func IDs(ids ...uuid.UUID) map[uuid.UUID]bool {
 	}
 	return m
 }
+
+// UndoActions plans the undo of a stack's terraform action instances, given newest first: one
+// phase each, so that they are destroyed one after the other, newest first (an instance may
+// use what an older one made).
+func UndoActions(instances []horizon.ActionInstance) []horizon.Step {
+	steps := make([]horizon.Step, 0, len(instances))
+	for i, in := range instances {
+		id, n := in.ID, in.Number
+		steps = append(steps, horizon.Step{Phase: i, PhaseName: "undo " + in.Action, Job: in.Action, ExecutionIndex: &n,
+			Kind: horizon.StepActionDestroy, State: horizon.StepPending, ActionInstanceID: &id})
+	}
+	return steps
+}
+
+// Then returns first followed by then, then's phases moved after first's last: a run whose
+// steps come from several plans (a removal: the actions' undo, then the destroys).
+func Then(first, then []horizon.Step) []horizon.Step {
+	next := 0
+	for _, s := range first {
+		next = max(next, s.Phase+1)
+	}
+	out := append([]horizon.Step{}, first...)
+	for _, s := range then {
+		s.Phase += next
+		out = append(out, s)
+	}
+	return out
+}

@@ -46,10 +46,10 @@ func RunInsertWithSteps(ctx context.Context, q Querier, run horizon.Run, steps [
 	out := make([]horizon.Step, 0, len(steps))
 	for i, s := range steps {
 		st, err := scanStep(q.QueryRow(ctx, `INSERT INTO steps (run_id, position, phase, phase_name, job, execution_id, execution_index,
-			kind, state, server_id, node, reason, template_version, only_if_changed)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+stepColumns,
+			kind, state, server_id, node, reason, template_version, only_if_changed, action_instance_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING `+stepColumns,
 			r.ID, i, s.Phase, s.PhaseName, s.Job, s.ExecutionID, s.ExecutionIndex, s.Kind, stateOr(s.State), s.ServerID, s.Node, s.Reason,
-			s.TemplateVersion, s.OnlyIfChanged))
+			s.TemplateVersion, s.OnlyIfChanged, s.ActionInstanceID))
 		if err != nil {
 			return r, nil, translate(err)
 		}

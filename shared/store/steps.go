@@ -12,13 +12,14 @@ import (
 )
 
 const stepColumns = `id, run_id, position, phase, phase_name, job, execution_id, execution_index, kind, state, attempt,
-	server_id, node, fence, reason, error, ready_at, started_at, finished_at, heartbeat_at, gate_wait_ms, template_version, only_if_changed`
+	server_id, node, fence, reason, error, ready_at, started_at, finished_at, heartbeat_at, gate_wait_ms, template_version, only_if_changed,
+	action_instance_id`
 
 func scanStep(row pgx.Row) (horizon.Step, error) {
 	var s horizon.Step
 	err := row.Scan(&s.ID, &s.RunID, &s.Position, &s.Phase, &s.PhaseName, &s.Job, &s.ExecutionID, &s.ExecutionIndex, &s.Kind,
 		&s.State, &s.Attempt, &s.ServerID, &s.Node, &s.Fence, &s.Reason, &s.Error, &s.ReadyAt, &s.StartedAt, &s.FinishedAt,
-		&s.HeartbeatAt, &s.GateWaitMS, &s.TemplateVersion, &s.OnlyIfChanged)
+		&s.HeartbeatAt, &s.GateWaitMS, &s.TemplateVersion, &s.OnlyIfChanged, &s.ActionInstanceID)
 	return s, err
 }
 
@@ -142,4 +143,11 @@ func StepCountsInProgress(ctx context.Context, q Querier) (map[horizon.StepState
 		out[state] = n
 	}
 	return out, translate(rows.Err())
+}
+
+// StepsSetActionInstance ties the steps of run (a terraform action's) to the instance it
+// applies, numbered like it.
+func StepsSetActionInstance(ctx context.Context, q Querier, run, instance uuid.UUID, number int) error {
+	_, err := q.Exec(ctx, `UPDATE steps SET action_instance_id = $2, execution_index = $3 WHERE run_id = $1`, run, instance, number)
+	return translate(err)
 }

@@ -19,10 +19,11 @@ import (
 	"horizon/workers/attempt"
 )
 
-// Actions runs action:run tasks: the step kind of a script action's run, which runs the
-// action's script over SSH on the one machine of its job the user chose — with the job
-// scripts' own code (runScripts: environment, output files, masking, markers), under the same
-// attempt lifecycle (timeout, cancel, heartbeat). It takes no node gate.
+// Actions runs action:run tasks: the steps of action runs. A script action's runs the action's
+// script over SSH on the one machine of its job the user chose — with the job scripts' own code
+// (runScripts: environment, output files, masking, markers). A terraform action's applies the
+// action's module in its instance's own workspace, or destroys it (tfaction.go). All run under
+// the same attempt lifecycle (timeout, cancel, heartbeat); none takes a node gate.
 type Actions struct {
 	Steps *Handler
 }
@@ -33,6 +34,8 @@ type actionWork struct {
 	*stepWork
 	action *template.Action
 	asked  horizon.ActionRun
+	// instance is the terraform action instance an action_apply or action_destroy step works on.
+	instance *horizon.ActionInstance
 }
 
 // ProcessTask implements asynq.Handler.
@@ -46,6 +49,10 @@ func (a *Actions) ProcessTask(ctx context.Context, t *asynq.Task) error {
 // ones included, which the API never sent). Every secret is taught to the masker.
 func (a *Actions) Load(ctx context.Context, l attempt.Loaded) (*actionWork, error) {
 	h := a.Steps
+	if (l.Step.Kind == horizon.StepActionApply || l.Step.Kind == horizon.StepActionDestroy) && l.Step.ActionInstanceID != nil &&
+		l.Run.StackID != nil {
+		return a.loadInstance(ctx, l)
+	}
 	if l.Step.Kind != horizon.StepActionScript || l.Step.ExecutionID == nil || l.Run.StackID == nil {
 		return nil, attempt.ErrStale
 	}
@@ -152,6 +159,12 @@ func (a *Actions) Unneeded(*actionWork) string { return "" }
 // emitted with the run.
 func (a *Actions) Do(ctx context.Context, w *actionWork, out *attempt.Log, _ *gate.Lease) (attempt.Result, error) {
 	h := a.Steps
+	switch w.Step.Kind {
+	case horizon.StepActionApply:
+		return a.applyInstance(ctx, w, out)
+	case horizon.StepActionDestroy:
+		return a.destroyInstance(ctx, w, out)
+	}
 	if w.inputsErr != nil {
 		return attempt.Result{}, w.inputsErr
 	}

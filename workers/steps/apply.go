@@ -19,6 +19,7 @@ import (
 	"horizon/shared/logstream"
 	"horizon/shared/proxmox"
 	"horizon/shared/store"
+	"horizon/shared/template"
 	"horizon/shared/terraform"
 	"horizon/workers/attempt"
 )
@@ -85,29 +86,15 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 		return outcome{}, err
 	}
 	if lease != nil {
-		// The node's gate guards the upload and the build; scripts run on the machine and
+		// The node's gate guards the build; scripts run on the machine and
 		// need not hold up the next build on this node.
 		if _, err := lease.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, gate.ErrNotHolder) {
 			out.Say("warning: could not release node %s's build gate early: %v", w.node.Name, err)
 		}
 	}
-	tfOutputs, err := wd.Outputs(ctx)
+	outputs, secretOutputs, err := moduleOutputs(ctx, wd, w)
 	if err != nil {
 		return outcome{}, err
-	}
-	outputs, secretOutputs := map[string]any{}, map[string]string{}
-	for name, o := range tfOutputs {
-		var v any
-		if err := json.Unmarshal(o.Value, &v); err != nil {
-			return outcome{}, fmt.Errorf("decode output %s: %w", name, err)
-		}
-		if o.Sensitive {
-			s := stringValue(v)
-			secretOutputs[name] = s
-			w.Masker.Add(s)
-			continue
-		}
-		outputs[name] = v
 	}
 	if len(w.job.Scripts) > 0 {
 		scripted, err := h.runScripts(ctx, w, out, outputs, w.job.Scripts, "scripts")
@@ -134,6 +121,30 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 	out.Say("outputs: %s", strings.Join(sorted(names), ", "))
 	return outcome{hash: w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)), outputs: outputs,
 		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
+}
+
+// moduleOutputs reads the module's outputs after an apply: sensitive ones apart (and taught to
+// the step's masker), as strings.
+func moduleOutputs(ctx context.Context, wd *terraform.Workdir, w *stepWork) (map[string]any, map[string]string, error) {
+	tfOutputs, err := wd.Outputs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	outputs, secretOutputs := map[string]any{}, map[string]string{}
+	for name, o := range tfOutputs {
+		var v any
+		if err := json.Unmarshal(o.Value, &v); err != nil {
+			return nil, nil, fmt.Errorf("decode output %s: %w", name, err)
+		}
+		if o.Sensitive {
+			s := stringValue(v)
+			secretOutputs[name] = s
+			w.Masker.Add(s)
+			continue
+		}
+		outputs[name] = v
+	}
+	return outputs, secretOutputs, nil
 }
 
 // Prepare implements attempt.Preparer: an apply's module is checked out and initialised, and a
@@ -174,16 +185,28 @@ func (h *Handler) prepare(ctx context.Context, w *stepWork, out *attempt.Log) (f
 
 // workdir prepares the execution's Terraform work dir from the pinned commit.
 func (h *Handler) workdir(ctx context.Context, w *stepWork, out *attempt.Log) (*terraform.Workdir, func(), error) {
-	repo := w.job.Source.Repo
+	vars, err := h.variables(ctx, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h.moduleWorkdir(ctx, w, out, w.job.Source, w.exec.Commit, workspace(w), vars)
+}
+
+// moduleWorkdir prepares a Terraform work dir of the module src at commit, in workspace, with
+// the candidate variables vars and the Proxmox environment of the step's server (if any): an
+// execution's (workdir) or a terraform action instance's.
+func (h *Handler) moduleWorkdir(ctx context.Context, w *stepWork, out *attempt.Log, src template.Source, commit, ws string,
+	vars map[string]any) (*terraform.Workdir, func(), error) {
+	repo := src.Repo
 	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
 	if err != nil {
 		return nil, nil, err
 	}
-	tree, err := h.Git.Tree(ctx, repo, w.exec.Commit, creds[repo])
+	tree, err := h.Git.Tree(ctx, repo, commit, creds[repo])
 	if err != nil {
-		return nil, nil, fmt.Errorf("check out %s at %s: %w", repo, shortCommit(w.exec.Commit), err)
+		return nil, nil, fmt.Errorf("check out %s at %s: %w", repo, shortCommit(commit), err)
 	}
-	out.Say("module %s at commit %s", filepath.Join(repo, w.job.Source.Path), shortCommit(w.exec.Commit))
+	out.Say("module %s at commit %s", filepath.Join(repo, src.Path), shortCommit(commit))
 	tmp, err := os.MkdirTemp("", "horizon-step-")
 	if err != nil {
 		return nil, nil, err
@@ -193,12 +216,7 @@ func (h *Handler) workdir(ctx context.Context, w *stepWork, out *attempt.Log) (*
 		_ = os.RemoveAll(tmp)
 		return nil, nil, err
 	}
-	vars, err := h.variables(ctx, w)
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return nil, nil, err
-	}
-	wd, err := h.Terraform.Prepare(ctx, terraform.PrepareOpts{Source: tree, Commit: w.exec.Commit, Module: w.job.Source.Path, Workspace: workspace(w),
+	wd, err := h.Terraform.Prepare(ctx, terraform.PrepareOpts{Source: tree, Commit: commit, Module: src.Path, Workspace: ws,
 		Vars: vars, Env: env, Sink: func(stream terraform.Stream, line string) { out.Line(logstream.FD(stream), line) }})
 	if err != nil {
 		_ = os.RemoveAll(tmp)

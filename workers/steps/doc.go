@@ -8,6 +8,13 @@
 // host key pinned through cloud-init). A destroy runs the cleanup scripts, then terraform
 // destroy, and frees the execution's address and VM id.
 //
+// The steps of action runs are the action:run task's (Actions): a script action's runs its
+// script on one machine like a job's scripts; a terraform action's applies the action's module
+// in its instance's own workspace (horizon_name and horizon_tags, its answers, the Proxmox
+// environment of the stack's machines' server, no node gate), keeping the variables it gave
+// Terraform sealed with the instance before it runs, so that the undo — terraform destroy with
+// the code of the template version that made the instance — gives the same ones.
+//
 // Delivery is at least once: the step's attempt number is the fencing token of every write (a
 // superseded attempt's writes match no row), Terraform state and pg locks make apply and destroy
 // idempotent, the module adopts a VM that already has the execution's stable VM id, and scripts

@@ -744,13 +744,74 @@ export interface paths {
          * @description Allowed when the stack's `allowed_actions` has `run_action`: a deployed stack (or a failed
          *     one that was deployed) with no run in progress, for members and admins. A script action
          *     runs on the machine `execution` of its job (optional when the job has one built
-         *     machine). The run shows in the pipeline, the log and the runs like any other; whatever
-         *     its outcome, the stack returns to its state. Unknown action 404; parameters, inputs or
-         *     execution wrong 422 naming the field; a draft, removed or busy stack 409. Only script
-         *     actions run yet: a terraform action is 409.
+         *     machine). A terraform action takes no `execution`: it applies the action's module (the
+         *     commit the stack's template version pinned) in a workspace of its own and makes a new
+         *     instance (`GET /v1/stacks/{id}/action-instances`; the run's `action.instance`), which
+         *     stays when the apply succeeded, until it is undone. The run shows in the pipeline, the
+         *     log and the runs like any other; whatever its outcome, the stack returns to its state.
+         *     Unknown action 404; parameters, inputs or execution wrong 422 naming the field; a draft,
+         *     removed or busy stack 409.
          */
         post: operations["runAction"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stacks/{id}/action-instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The terraform action instances of the stack that are not undone, newest first.
+         * @description Each instance is what one run of a terraform action left: its module applied in its own
+         *     workspace, with the answers it was given, the outputs it produced (a secret one as
+         *     `{"secret": true}`, revealed through its run: `POST /v1/stacks/{id}/runs/{run}/outputs/{name}/reveal`),
+         *     who made it and when, and the template version whose code made it (and undoes it, even
+         *     after an upgrade or in a version that dropped the action). An instance whose apply
+         *     failed or was canceled is `failed`: it may hold part of what it made, and is undone
+         *     like the others.
+         */
+        get: operations["getActionInstances"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stacks/{id}/action-instances/{iid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                iid: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Undo one action instance: a run of kind action that destroys it (202).
+         * @description Terraform destroy in the instance's workspace with the code and the answers it was
+         *     applied with; then the instance is gone from the list. Instances are undone one by one,
+         *     in any order. An instance already undone or being undone 409; a busy, draft or removed
+         *     stack, or one whose removal failed, 409; another stack's (or another team's) instance
+         *     404. Removing the stack undoes every instance, newest first, before anything else is
+         *     destroyed.
+         */
+        delete: operations["undoActionInstance"];
         options?: never;
         head?: never;
         patch?: never;
@@ -878,6 +939,33 @@ export interface paths {
         get: operations["getRun"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stacks/{id}/runs/{run}/outputs/{name}/reveal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                run: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reveal one secret output of an action run (recorded in the activity log).
+         * @description The secret outputs of a script action's run, or of the terraform action whose instance
+         *     the run made. Recorded like a job's reveal (`stack.output.reveal`). An output that is not
+         *     a secret output of that run of this stack 404.
+         */
+        post: operations["revealActionOutput"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1995,6 +2083,15 @@ export interface components {
             }[];
             workspaces: string[];
             nagios_hosts: string[];
+            /** @description The terraform action instances left as they are (their workspaces are in workspaces too). */
+            action_instances: {
+                /** Format: uuid */
+                id: string;
+                action: string;
+                number: number;
+                template_version: number;
+                workspace: string;
+            }[];
         };
         RetryRequest: {
             /** @enum {string} */
@@ -2063,7 +2160,50 @@ export interface components {
                 /** @description The inputs typed over their prefills; the others were resolved from the stack's outputs. */
                 inputs: Record<string, never>;
                 outputs: Record<string, never>;
+                /**
+                 * Format: uuid
+                 * @description The terraform action instance the run made or (undo) undid.
+                 */
+                instance: string | null;
+                /** @description The run undoes the instance. */
+                undo: boolean;
             };
+        };
+        ActionInstanceList: {
+            items: components["schemas"]["ActionInstance"][];
+            next_cursor: string | null;
+        };
+        ActionInstance: {
+            /** Format: uuid */
+            id: string;
+            /** @description Numbers the stack's instances: 1, 2, … */
+            number: number;
+            action: string;
+            /** @enum {string} */
+            state: "applying" | "active" | "failed" | "undoing";
+            /** @description The template version whose code made it and undoes it. */
+            template_version: number;
+            /** @description The commit of the action's module. */
+            commit: string;
+            /** @description Its Terraform workspace. */
+            workspace: string;
+            /**
+             * Format: uuid
+             * @description The run that made it.
+             */
+            run_id: string;
+            /** Format: uuid */
+            created_by: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            applied_at: string | null;
+            parameters: Record<string, never>;
+            /** @description The inputs typed over their prefills; the others were resolved from the stack's outputs. */
+            inputs: Record<string, never>;
+            /** @description What the module output; a secret one as {"secret": true}. */
+            outputs: Record<string, never>;
+            allowed_actions: "undo"[];
         };
         StreamTokenRequest: {
             /** @enum {string} */
@@ -2246,7 +2386,7 @@ export interface components {
                     job: string;
                     execution: number | null;
                     /** @enum {string} */
-                    kind: "apply" | "destroy" | "nagios_publish" | "nagios_unpublish" | "action_script";
+                    kind: "apply" | "destroy" | "nagios_publish" | "nagios_unpublish" | "action_script" | "action_apply" | "action_destroy";
                     /** @enum {string} */
                     state: "pending" | "queued" | "running" | "succeeded" | "failed" | "held" | "canceled" | "skipped";
                     attempt: number;
@@ -4992,6 +5132,64 @@ export interface operations {
             default: components["responses"]["Problem"];
         };
     };
+    getActionInstances: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The instances. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActionInstanceList"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    undoActionInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                iid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The undo run started. */
+            202: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            default: components["responses"]["Problem"];
+        };
+    };
     getPipeline: {
         parameters: {
             query?: {
@@ -5171,6 +5369,39 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    revealActionOutput: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                run: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The value. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Revealed"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Problem"];
         };

@@ -1,0 +1,173 @@
+package stacks
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+	"horizon/shared/runplan"
+	"horizon/shared/store"
+)
+
+// ActionInstance is what a terraform action's run left on the stack: its module applied in a
+// workspace of its own, with the answers it was given and the outputs it produced (secret ones
+// as {"secret": true}, revealed through its run), undone on its own.
+type ActionInstance struct {
+	ID     uuid.UUID `json:"id"`
+	Number int       `json:"number"`
+	Action string    `json:"action"`
+	// State: applying, active, failed (its apply failed or was canceled: undo it to remove what
+	// it may have made), undoing.
+	State string `json:"state"`
+	// TemplateVersion is the version whose code made it, and whose code undoes it.
+	TemplateVersion int        `json:"template_version"`
+	Commit          string     `json:"commit"`
+	Workspace       string     `json:"workspace"`
+	RunID           uuid.UUID  `json:"run_id"`
+	CreatedBy       *uuid.UUID `json:"created_by"`
+	CreatedAt       time.Time  `json:"created_at"`
+	AppliedAt       *time.Time `json:"applied_at"`
+	Parameters      any        `json:"parameters"`
+	Inputs          any        `json:"inputs"`
+	Outputs         any        `json:"outputs"`
+	// AllowedActions: "undo" when DELETE may undo it now.
+	AllowedActions []string `json:"allowed_actions"`
+}
+
+// actionUndo is what can be done to an instance: undo it.
+const actionUndo = "undo"
+
+// GetActionInstances lists the stack's terraform action instances that are not undone, newest
+// first.
+func GetActionInstances(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		ctx := c.UserContext()
+		s, err := store.StackGet(ctx, d.DB, who.Scope(), id)
+		if err != nil {
+			return err
+		}
+		ins, err := store.ActionInstancesOfStack(ctx, d.DB, s.ID)
+		if err != nil {
+			return err
+		}
+		busy := notBusy(ctx, d.DB, s) != nil
+		out := make([]ActionInstance, 0, len(ins))
+		for _, in := range ins {
+			a, err := toInstance(ctx, d, s, in, capabilities(who).Write && !busy && undoable(s) == nil)
+			if err != nil {
+				return err
+			}
+			out = append(out, a)
+		}
+		return c.JSON(api.NewList(out, nil))
+	}
+}
+
+func toInstance(ctx context.Context, d api.Deps, s horizon.Stack, in horizon.ActionInstance, mayUndo bool) (ActionInstance, error) {
+	out := ActionInstance{ID: in.ID, Number: in.Number, Action: in.Action, State: in.State, TemplateVersion: in.TemplateVersion,
+		Commit: in.Commit, Workspace: horizon.ActionInstanceWorkspace(s.ID, in.Action, in.Number), RunID: in.RunID, CreatedBy: in.CreatedBy,
+		CreatedAt: in.CreatedAt, AppliedAt: in.AppliedAt, AllowedActions: []string{}}
+	asked, err := store.ActionRunGet(ctx, d.DB, in.RunID)
+	if err != nil {
+		return out, err
+	}
+	info, err := actionInfo(d, asked)
+	if err != nil {
+		return out, err
+	}
+	out.Parameters, out.Inputs, out.Outputs = info.Parameters, info.Inputs, info.Outputs
+	if mayUndo && in.State != horizon.InstanceApplying && in.State != horizon.InstanceUndoing {
+		out.AllowedActions = append(out.AllowedActions, actionUndo)
+	}
+	return out, nil
+}
+
+// undoable refuses an undo on a stack whose instances are not Horizon's to undo one by one: a
+// draft has none, a removed stack's are gone or abandoned, and a stack whose removal failed
+// finishes it (which undoes them all).
+func undoable(s horizon.Stack) error {
+	if err := removalPending(s); err != nil {
+		return err
+	}
+	if s.State == horizon.StackDraft || s.State == horizon.StackRemoved {
+		return problem.Conflict("The stack is %s: it has no action instance to undo.", s.State)
+	}
+	return nil
+}
+
+// UndoActionInstance starts the run that undoes one instance (202 with the run, of kind
+// action): terraform destroy in its workspace with the code of the template version that made
+// it. An instance already undone, or being undone, is a conflict (409).
+func UndoActionInstance(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireWriter(c); err != nil {
+			return err
+		}
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		iid, err := api.ParamID(c, "iid")
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		run, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
+			l, err := load(ctx, tx, who.Scope(), id, true)
+			if err != nil {
+				return horizon.Run{}, err
+			}
+			in, err := store.ActionInstanceGet(ctx, tx, l.stack.ID, iid)
+			if errors.Is(err, horizon.ErrNotFound) {
+				return horizon.Run{}, problem.NotFound("Action instance " + iid.String())
+			}
+			if err != nil {
+				return horizon.Run{}, err
+			}
+			switch in.State {
+			case horizon.InstanceUndone, horizon.InstanceAbandoned:
+				return horizon.Run{}, problem.Conflict("Action instance %s of %s is already %s.", iid, in.Action, in.State)
+			case horizon.InstanceUndoing:
+				return horizon.Run{}, problem.Conflict("Action instance %s of %s is being undone.", iid, in.Action)
+			}
+			if err := notBusy(ctx, tx, l.stack); err != nil {
+				return horizon.Run{}, err
+			}
+			if err := undoable(l.stack); err != nil {
+				return horizon.Run{}, err
+			}
+			run, err := startRun(ctx, tx, l, horizon.RunAction, runplan.UndoActions([]horizon.ActionInstance{in}), who)
+			if err != nil {
+				return run, err
+			}
+			return run, store.ActionRunInsert(ctx, tx, horizon.ActionRun{RunID: run.ID, StackID: l.stack.ID, Action: in.Action,
+				Kind: "terraform", TemplateVersion: in.TemplateVersion, InstanceID: &in.ID, Undo: true})
+		})
+		if err != nil {
+			return err
+		}
+		return accepted(c, d, run, who)
+	}
+}
+
+// removalSteps plans a stack's removal: its action instances undone, newest first, then every
+// execution destroyed in reverse phase order (cleanup scripts first).
+func removalSteps(ctx context.Context, q store.Querier, l *loaded) ([]horizon.Step, error) {
+	ins, err := store.ActionInstancesOfStack(ctx, q, l.stack.ID)
+	if err != nil {
+		return nil, err
+	}
+	return runplan.Then(runplan.UndoActions(ins), runplan.Destroy(l.def, l.execs, runplan.All)), nil
+}

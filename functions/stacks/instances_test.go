@@ -1,0 +1,234 @@
+package stacks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+)
+
+// instancesState digests what an undo would change: actionsState and the instances.
+func instancesState(t testing.TB, e *labtest.Lab) string {
+	var digest *string
+	if err := e.API.DB.QueryRow(context.Background(),
+		`SELECT md5(string_agg(r::text, ',' ORDER BY r::text)) FROM (SELECT * FROM action_instances) r`).Scan(&digest); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%sinstances=%v\n", actionsState(t, e), *digest)
+}
+
+// TestTerraformActionInstancesOverTheAPI: a terraform action's run makes an instance (its
+// step an action_apply on it, in no machine); its undo is a run of kind action with one
+// action_destroy step, refused with nothing changed while it is being undone or once undone,
+// for a viewer, for another team (404) and for an unknown instance (404). A stack's removal
+// undoes its instances, newest first, each in a phase of its own, before any destroy; its
+// force-remove lists them (and their workspaces) in the manifest.
+func TestTerraformActionInstancesOverTheAPI(t *testing.T) {
+	t.Parallel()
+	e := labtest.New(t, labtest.Options{})
+	stack := e.Draft("pools", 1)
+	deployedInDB(t, e, stack)
+	ctx := t.Context()
+	path := "/v1/stacks/" + stack + "/actions/create-pool"
+
+	if r := e.API.Do("POST", path, apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": "p1"}, "execution": 0}}); r.Status != 422 ||
+		!slices.Contains(r.Problem().Fields(), "execution") {
+		t.Fatalf("a terraform action given a machine: %d %s", r.Status, r.Body)
+	}
+	if r := e.API.Do("POST", path, apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": "no spaces"}}}); r.Status != 422 ||
+		!slices.Contains(r.Problem().Fields(), "parameters.pool") {
+		t.Fatalf("a pool id against the pattern: %d %s", r.Status, r.Body)
+	}
+	// Two runs, two instances, numbered; each run's step works on its instance.
+	for _, pool := range []string{"p1", "p2"} {
+		r := e.API.Do("POST", path, apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": pool}}})
+		if r.Status != 202 {
+			t.Fatalf("run create-pool: %d %s", r.Status, r.Body)
+		}
+		list := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Viewer}).Map()["items"].([]any)
+		if newest := list[0].(map[string]any); newest["state"] != "applying" || newest["run_id"] != r.Map()["id"] ||
+			len(newest["allowed_actions"].([]any)) != 0 || newest["parameters"].(map[string]any)["pool"] != pool {
+			t.Fatalf("the new instance: %v", newest)
+		}
+		var kind string
+		var inst *uuid.UUID
+		if err := e.API.DB.QueryRow(ctx, `SELECT kind, action_instance_id FROM steps WHERE run_id = $1`, r.Map()["id"]).Scan(&kind, &inst); err != nil {
+			t.Fatal(err)
+		}
+		if kind != "action_apply" || inst == nil {
+			t.Fatalf("the run's step: %s on %v", kind, inst)
+		}
+		e.API.FinishRun(uuid.MustParse(r.Map()["id"].(string)), horizon.RunSucceeded)
+		if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.API.DB.Exec(ctx, `UPDATE action_instances SET applied_at = now() WHERE stack_id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	list := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}).Map()["items"].([]any)
+	if len(list) != 2 {
+		t.Fatalf("instances: %v", list)
+	}
+	newest, first := list[0].(map[string]any), list[1].(map[string]any)
+	if first["number"] != 1.0 || newest["number"] != 2.0 || first["state"] != "active" || !slices.Equal(stringsOf(first["allowed_actions"]), []string{"undo"}) ||
+		first["workspace"] != fmt.Sprintf("s%s-action-create-pool-1", stack) || first["template_version"] != 1.0 {
+		t.Fatalf("the instances: %v", list)
+	}
+	firstPath := "/v1/stacks/" + stack + "/action-instances/" + first["id"].(string)
+
+	// A secret output of the run that made it is revealed to members, recorded, and to no one
+	// of another team, nor through another stack or as another output.
+	sealed, _ := json.Marshal(map[string]string{"password": "s3cret-pool-password"})
+	if _, err := e.API.DB.Exec(ctx, `UPDATE action_runs SET secret_outputs = $2 WHERE run_id = $1`, first["run_id"],
+		e.API.Deps.Box.Seal(horizon.PurposeActionOutputs, sealed)); err != nil {
+		t.Fatal(err)
+	}
+	reveal := "/v1/stacks/" + stack + "/runs/" + first["run_id"].(string) + "/outputs/password/reveal"
+	if r := e.API.Do("POST", reveal, apitest.Req{Token: e.Member}); r.Status != 200 || r.Map()["value"] != "s3cret-pool-password" {
+		t.Fatalf("reveal: %d %s", r.Status, r.Body)
+	}
+	if got := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}); strings.Contains(string(got.Body), "s3cret-pool-password") {
+		t.Fatal("an instance's secret output is in the list")
+	}
+	other := e.API.NewTeam("others")
+	_, stranger := e.API.NewUser(auth.RoleMember, other)
+	otherStack := e.API.NewStack(other, "theirs")
+	for what, c := range map[string]struct{ token, path string }{
+		"another team":        {stranger, reveal},
+		"through their stack": {stranger, "/v1/stacks/" + otherStack.String() + "/runs/" + first["run_id"].(string) + "/outputs/password/reveal"},
+		"another output":      {e.Member, strings.Replace(reveal, "/password/", "/pool/", 1)},
+		"a viewer":            {e.Viewer, reveal},
+	} {
+		want := 404
+		if what == "a viewer" {
+			want = 403
+		}
+		if r := e.API.Do("POST", c.path, apitest.Req{Token: c.token}); r.Status != want {
+			t.Errorf("reveal by %s: %d %s, want %d", what, r.Status, r.Body, want)
+		}
+	}
+	var reveals int
+	if err := e.API.DB.QueryRow(ctx, `SELECT count(*) FROM activity WHERE action = 'stack.output.reveal' AND details->>'run_id' = $1`, first["run_id"]).Scan(&reveals); err != nil || reveals != 1 {
+		t.Fatalf("%d reveals recorded (%v), want 1", reveals, err)
+	}
+
+	refused := func(what, token, path string, status int) {
+		t.Helper()
+		before := instancesState(t, e)
+		if r := e.API.Do("DELETE", path, apitest.Req{Token: token}); r.Status != status {
+			t.Errorf("%s: %d %s, want %d", what, r.Status, r.Body, status)
+		}
+		if after := instancesState(t, e); after != before {
+			t.Errorf("%s: a refused undo changed something:\n%s\n%s", what, before, after)
+		}
+	}
+	refused("another team's", stranger, firstPath, 404)
+	refused("through another stack", stranger, "/v1/stacks/"+otherStack.String()+"/action-instances/"+first["id"].(string), 404)
+	refused("an unknown instance", e.Member, "/v1/stacks/"+stack+"/action-instances/"+uuid.NewString(), 404)
+	refused("a viewer", e.Viewer, firstPath, 403)
+
+	// Two undos at once: one run.
+	var both [2]*apitest.Response
+	var wg sync.WaitGroup
+	for i := range both {
+		wg.Add(1)
+		go func() { defer wg.Done(); both[i] = e.API.Do("DELETE", firstPath, apitest.Req{Token: e.Member}) }()
+	}
+	wg.Wait()
+	undo, loser := both[0], both[1]
+	if undo.Status != 202 {
+		undo, loser = loser, undo
+	}
+	if undo.Status != 202 || undo.Map()["kind"] != "action" || loser.Status != 409 {
+		t.Fatalf("two undos at once: %d %s and %d %s", both[0].Status, both[0].Body, both[1].Status, both[1].Body)
+	}
+	var kind string
+	if err := e.API.DB.QueryRow(ctx, `SELECT kind FROM steps WHERE run_id = $1 AND action_instance_id = $2`, undo.Map()["id"], first["id"]).Scan(&kind); err != nil || kind != "action_destroy" {
+		t.Fatalf("the undo's step: %q %v", kind, err)
+	}
+	hist := e.API.Do("GET", "/v1/stacks/"+stack+"/runs?kind=action", apitest.Req{Token: e.Member}).Map()["items"].([]any)
+	if a := hist[0].(map[string]any)["action"].(map[string]any); a["undo"] != true || a["instance"] != first["id"] || a["name"] != "create-pool" {
+		t.Fatalf("the undo in the history: %v", a)
+	}
+	if got := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}).Map()["items"].([]any)[1].(map[string]any); got["state"] != "undoing" {
+		t.Fatalf("an instance being undone: %v", got)
+	}
+	refused("being undone", e.Member, firstPath, 409)
+	e.API.FinishRun(uuid.MustParse(undo.Map()["id"].(string)), horizon.RunSucceeded)
+	if _, err := e.API.DB.Exec(ctx, `UPDATE action_instances SET ended = 'undone', ended_at = now() WHERE id = $1`, first["id"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	refused("already undone", e.Member, firstPath, 409)
+	if n := len(e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}).Map()["items"].([]any)); n != 1 {
+		t.Fatalf("%d instances after the undo, want 1", n)
+	}
+
+	// A third instance; the removal undoes #3 then #2, one phase each, before the destroys.
+	r := e.API.Do("POST", path, apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": "p3"}}})
+	if r.Status != 202 {
+		t.Fatalf("run create-pool: %d %s", r.Status, r.Body)
+	}
+	e.API.FinishRun(uuid.MustParse(r.Map()["id"].(string)), horizon.RunFailed)
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}).Map()["items"].([]any)[0].(map[string]any); got["state"] != "failed" ||
+		!slices.Equal(stringsOf(got["allowed_actions"]), []string{"undo"}) {
+		t.Fatalf("an instance whose apply failed: %v", got)
+	}
+	rm := e.API.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.Member})
+	if rm.Status != 202 {
+		t.Fatalf("remove: %d %s", rm.Status, rm.Body)
+	}
+	rows, err := e.API.DB.Query(ctx, `SELECT s.phase, s.kind, coalesce(i.number, -1) FROM steps s LEFT JOIN action_instances i ON i.id = s.action_instance_id
+		WHERE s.run_id = $1 ORDER BY s.position`, rm.Map()["id"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var phase, number int
+		var kind string
+		_ = rows.Scan(&phase, &kind, &number)
+		plan = append(plan, fmt.Sprintf("%d:%s:%d", phase, kind, number))
+	}
+	rows.Close()
+	if len(plan) < 4 || !slices.Equal(plan[:2], []string{"0:action_destroy:3", "1:action_destroy:2"}) || !strings.HasPrefix(plan[2], "2:destroy:") {
+		t.Fatalf("the removal's steps: %v", plan)
+	}
+
+	// Its removal failed: force-remove lists the instances it abandons, and marks them so.
+	e.API.FinishRun(uuid.MustParse(rm.Map()["id"].(string)), horizon.RunFailed)
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'failed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	_, admin := e.API.NewUser(auth.RoleAdmin)
+	fr := e.API.Do("POST", "/v1/stacks/"+stack+"/force-remove", apitest.Req{Token: admin, Body: map[string]any{"confirm": true}})
+	if fr.Status != 200 {
+		t.Fatalf("force-remove: %d %s", fr.Status, fr.Body)
+	}
+	m := fr.Map()["manifest"].(map[string]any)
+	abandoned := m["action_instances"].([]any)
+	ws := fmt.Sprintf("s%s-action-create-pool-3", stack)
+	if len(abandoned) != 2 || abandoned[0].(map[string]any)["workspace"] != ws || !slices.Contains(stringsOf(m["workspaces"]), ws) {
+		t.Fatalf("the manifest: %v", m)
+	}
+	var left int
+	if err := e.API.DB.QueryRow(ctx, `SELECT count(*) FROM action_instances WHERE stack_id = $1 AND ended IS NULL`, stack).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d instances not marked abandoned (%v)", left, err)
+	}
+}

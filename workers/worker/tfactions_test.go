@@ -1,0 +1,368 @@
+package worker_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
+	"horizon/shared/testkit"
+)
+
+// poolModule and poolScript are the sandbox-vm example's create-pool action.
+const (
+	poolModule = "actions/pool/main.tf"
+	poolScript = "actions/pool/pve-pool.sh"
+)
+
+// receiptOutput gives the example's create-pool module a sensitive output, to be kept sealed,
+// kept out of the log, and revealed; and has its script print the Proxmox token it is given,
+// which the log must mask.
+func receiptOutput(t testing.TB) map[string]string {
+	script := strings.Replace(labtest.ExampleFile(t, poolScript), "create)\n", "create)\n\techo \"calling PVE with $PROXMOX_VE_API_TOKEN\"\n", 1)
+	if !strings.Contains(script, "calling PVE") {
+		t.Fatal("the example's pool script changed: cannot make it print its token")
+	}
+	return map[string]string{poolScript: script, poolModule: labtest.ExampleFile(t, poolModule) + `
+output "receipt" {
+  value     = sha256("receipt of ${var.pool}")
+  sensitive = true
+}
+`}
+}
+
+// hangingCreate makes the example's pool script hang when it creates a pool — every time, or,
+// with a marker path, only the first time (it leaves the marker). It hangs while the Terraform
+// that runs it (its shell's parent) lives: a killed or interrupted Terraform's provisioner
+// processes are orphaned, and would otherwise outlive the test.
+func hangingCreate(t testing.TB, marker string) map[string]string {
+	wait := "\techo hanging >&2\n\ttf=$(cut -d' ' -f4 /proc/$PPID/stat)\n\twhile kill -0 \"$tf\" 2>/dev/null; do sleep 0.2; done\n\texit 1\n"
+	hang := wait
+	if marker != "" {
+		hang = fmt.Sprintf("\tif [[ ! -e %q ]]; then\n\t\ttouch %q\n%s\tfi\n", marker, marker, wait)
+	}
+	script := strings.Replace(labtest.ExampleFile(t, poolScript), "create)\n", "create)\n"+hang, 1)
+	if !strings.Contains(script, "hanging") {
+		t.Fatal("the example's pool script changed: cannot make it hang")
+	}
+	return map[string]string{poolScript: script}
+}
+
+// pools returns the sandbox's resource pools: id → comment.
+func (e *engine) pools() map[string]string {
+	e.t.Helper()
+	var list []struct {
+		ID      string `json:"poolid"`
+		Comment string `json:"comment"`
+	}
+	if err := e.proxmox().Get(context.Background(), "/pools", &list); err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list {
+		out[p.ID] = p.Comment
+	}
+	return out
+}
+
+// createPool runs the create-pool action and returns its run's id.
+func (e *engine) createPool(stack, pool, comment string) string {
+	e.t.Helper()
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/actions/create-pool", apitest.Req{Token: e.Member,
+		Body: map[string]any{"parameters": map[string]any{"pool": pool, "comment": comment}}})
+	if r.Status != 202 {
+		e.t.Fatalf("run create-pool: %d %s", r.Status, r.Body)
+	}
+	return r.Map()["id"].(string)
+}
+
+// runState returns the state of a run of the stack.
+func (e *engine) runState(stack, run string) string {
+	e.t.Helper()
+	return e.API.Do("GET", "/v1/stacks/"+stack+"/runs/"+run, apitest.Req{Token: e.Member}).Map()["run"].(map[string]any)["state"].(string)
+}
+
+// instances returns the stack's action instances, newest first.
+func (e *engine) instances(stack string) []map[string]any {
+	e.t.Helper()
+	r := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member})
+	if r.Status != 200 {
+		e.t.Fatalf("action instances: %d %s", r.Status, r.Body)
+	}
+	var out []map[string]any
+	for _, x := range r.Map()["items"].([]any) {
+		out = append(out, x.(map[string]any))
+	}
+	return out
+}
+
+// TestTerraformActionInstancesOnTheSandbox: the example's create-pool action, run twice with
+// other values, makes two pools in the sandbox and leaves two instances (answers, outputs, the
+// secret one sealed, out of the log and revealable); undoing the first deletes its pool only;
+// undoing it again is refused; the stack's removal undoes the other instance before anything
+// else is destroyed (its log says so in that order) and deletes its pool.
+func TestTerraformActionInstancesOnTheSandbox(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{override: receiptOutput(t)})
+	stack := e.deployed("pools", 1)
+	dbIP := e.API.Do("GET", "/v1/stacks/"+stack+"/outputs", apitest.Req{Token: e.Member}).Map()["jobs"].(map[string]any)["db"].([]any)[0].(map[string]any)["outputs"].(map[string]any)["ip"].(string)
+
+	started := time.Now()
+	first := e.createPool(stack, "hz-first", "for the first team")
+	e.waitState(stack, "deployed", 2*time.Minute)
+	t.Logf("the first instance applied in %s", time.Since(started).Round(time.Millisecond))
+	second := e.createPool(stack, "hz-second", "for the second team")
+	e.waitState(stack, "deployed", 2*time.Minute)
+	for _, run := range []string{first, second} {
+		if s := e.runState(stack, run); s != "succeeded" {
+			t.Fatalf("create-pool run %s: %s\nlog:\n%s", run, s, e.logText(stack))
+		}
+	}
+	pools := e.pools()
+	if !strings.HasPrefix(pools["hz-first"], "for the first team (pools-create-pool-1, database "+dbIP+")") ||
+		!strings.HasPrefix(pools["hz-second"], "for the second team (pools-create-pool-2,") {
+		t.Fatalf("the sandbox's pools: %v", pools)
+	}
+	ins := e.instances(stack)
+	if len(ins) != 2 || ins[0]["run_id"] != second || ins[1]["run_id"] != first || ins[1]["state"] != "active" {
+		t.Fatalf("the instances: %v", ins)
+	}
+	old := ins[1]
+	if old["outputs"].(map[string]any)["pool"] != "hz-first" || old["outputs"].(map[string]any)["receipt"].(map[string]any)["secret"] != true ||
+		old["inputs"].(map[string]any)["db_host"] != nil || old["parameters"].(map[string]any)["comment"] != "for the first team" {
+		t.Fatalf("the first instance: %v", old)
+	}
+	receipt := sha256.Sum256([]byte("receipt of hz-first"))
+	want := hex.EncodeToString(receipt[:])
+	rv := e.API.Do("POST", "/v1/stacks/"+stack+"/runs/"+first+"/outputs/receipt/reveal", apitest.Req{Token: e.Member})
+	if rv.Status != 200 || rv.Map()["value"] != want {
+		t.Fatalf("reveal the receipt: %d %s", rv.Status, rv.Body)
+	}
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/runs/"+first+"/outputs/receipt/reveal", apitest.Req{Token: e.Viewer}); r.Status != 403 {
+		t.Fatalf("a viewer revealed: %d", r.Status)
+	}
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/runs/"+first+"/outputs/pool/reveal", apitest.Req{Token: e.Member}); r.Status != 404 {
+		t.Fatalf("reveal of an output that is not secret: %d", r.Status)
+	}
+	log := e.logText(stack)
+	if strings.Contains(log, want) || strings.Contains(log, e.Sandbox.Cluster("demo").TokenSecret()) || !strings.Contains(log, "calling PVE with") {
+		t.Fatalf("the secret output or the Proxmox token is in the log (or the script did not run):\n%s", log)
+	}
+	if card := e.pipeline(stack)["create-pool[2]"]; card["kind"] != "action_apply" || card["state"] != "succeeded" {
+		t.Fatalf("the action's pipeline card: %v", e.pipeline(stack))
+	}
+	var reveals int
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT count(*) FROM activity WHERE action = 'stack.output.reveal' AND details->>'run_id' = $1`, first).Scan(&reveals); err != nil || reveals != 1 {
+		t.Fatalf("%d reveals recorded (%v), want 1", reveals, err)
+	}
+
+	// Undo the first: its pool goes, the second's stays.
+	undo := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+old["id"].(string), apitest.Req{Token: e.Member})
+	if undo.Status != 202 {
+		t.Fatalf("undo: %d %s", undo.Status, undo.Body)
+	}
+	e.waitState(stack, "deployed", 2*time.Minute)
+	if s := e.runState(stack, undo.Map()["id"].(string)); s != "succeeded" {
+		t.Fatalf("the undo: %s\nlog:\n%s", s, e.logText(stack))
+	}
+	pools = e.pools()
+	if _, ok := pools["hz-first"]; ok || pools["hz-second"] == "" {
+		t.Fatalf("after the undo of the first instance, the pools: %v", pools)
+	}
+	if ins := e.instances(stack); len(ins) != 1 || ins[0]["run_id"] != second {
+		t.Fatalf("the instances after the undo: %v", ins)
+	}
+	if r := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+old["id"].(string), apitest.Req{Token: e.Member}); r.Status != 409 {
+		t.Fatalf("undo twice: %d %s", r.Status, r.Body)
+	}
+
+	// The removal undoes the second instance first.
+	rm := e.API.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.Member})
+	if rm.Status != 202 {
+		t.Fatalf("remove: %d %s", rm.Status, rm.Body)
+	}
+	e.waitState(stack, "removed", 3*time.Minute)
+	if _, ok := e.pools()["hz-second"]; ok {
+		t.Fatal("the removal left the second instance's pool")
+	}
+	entries, err := e.API.Deps.Redis.XRange(t.Context(), e.API.Deps.Logs.Key(mustUUID(t, rm.Map()["id"].(string))), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, en := range entries {
+		if job, _ := en.Values["job"].(string); job != "" && (len(order) == 0 || order[len(order)-1] != job) {
+			order = append(order, job)
+		}
+	}
+	if len(order) != 3 || order[0] != "create-pool" {
+		t.Fatalf("the removal's log, job by job: %v, want create-pool, then app and db", order)
+	}
+	var undone int
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT count(*) FROM action_instances WHERE stack_id = $1 AND ended = 'undone'`, stack).Scan(&undone); err != nil || undone != 2 {
+		t.Fatalf("%d instances undone (%v), want 2", undone, err)
+	}
+}
+
+// TestCancelAHungTerraformAction: a terraform action hung in its apply is interrupted by a
+// cancel: its run ends canceled, the stack returns to deployed, and the instance it left is
+// failed — and can be undone, which removes what it may have made.
+func TestCancelAHungTerraformAction(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{override: hangingCreate(t, "")})
+	stack := e.deployed("hungtf", 1)
+	run := e.createPool(stack, "hz-hung", "")
+	testkit.Eventually(t, 2*time.Minute, "the action never started hanging", func() bool { return strings.Contains(e.logText(stack), "hanging") })
+	started := time.Now()
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/cancel", apitest.Req{Token: e.Member}); r.Status != 202 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "deployed", time.Minute)
+	t.Logf("canceled in %s", time.Since(started).Round(time.Millisecond))
+	if s := e.runState(stack, run); s != "canceled" {
+		t.Fatalf("the hung action's run: %s", s)
+	}
+	ins := e.instances(stack)
+	if len(ins) != 1 || ins[0]["state"] != "failed" {
+		t.Fatalf("the instance of a canceled apply: %v", ins)
+	}
+	undo := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+ins[0]["id"].(string), apitest.Req{Token: e.Member})
+	if undo.Status != 202 {
+		t.Fatalf("undo: %d %s", undo.Status, undo.Body)
+	}
+	e.waitState(stack, "deployed", 2*time.Minute)
+	if s := e.runState(stack, undo.Map()["id"].(string)); s != "succeeded" {
+		t.Fatalf("the undo of a canceled instance: %s\nlog:\n%s", s, e.logText(stack))
+	}
+	if ins := e.instances(stack); len(ins) != 0 {
+		t.Fatalf("instances after the undo: %v", ins)
+	}
+	if _, ok := e.pools()["hz-hung"]; ok {
+		t.Fatal("the pool of the canceled instance is left")
+	}
+}
+
+// TestWorkerKilledDuringATerraformAction: the worker process applying a terraform action is
+// killed (SIGKILL); another worker takes the step over, the apply ends, the stack is deployed
+// again (not stuck busy) with one active instance, and the sandbox holds its pool once.
+func TestWorkerKilledDuringATerraformAction(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "hung-once")
+	e := newEngine(t, engineOpts{override: hangingCreate(t, marker)})
+	stack := e.deployed("killtf", 1)
+	e.worker.Shutdown()
+
+	bin := filepath.Join(t.TempDir(), "workers")
+	build := exec.Command("go", "build", "-o", bin, "./workers")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the workers: %v\n%s", err, out)
+	}
+	proc := exec.Command(bin)
+	proc.Env = append(os.Environ(),
+		"HORIZON_DATABASE_URL="+e.API.DB.Config().ConnString(),
+		"HORIZON_REDIS_URL="+testkit.RedisURL(),
+		"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(e.API.SecretKey),
+		"HORIZON_NAMESPACE="+e.API.Deps.Namespace,
+		"HORIZON_GIT_CACHE_DIR="+t.TempDir(),
+		"HORIZON_WORK_DIR="+t.TempDir(),
+		"HORIZON_STEP_HEARTBEAT=1s",
+		"HORIZON_RECONCILE_INTERVAL=1h",
+		"HORIZON_LOG_FORMAT=text",
+	)
+	proc.Stdout, proc.Stderr = testLog{t}, testLog{t}
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
+
+	run := e.createPool(stack, "hz-phoenix", "")
+	testkit.Eventually(t, 2*time.Minute, "the action did not get going in the worker process", func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	})
+	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+	killed := time.Now()
+
+	e.startWorker(engineOpts{})
+	testkit.Eventually(t, 3*time.Minute, "the killed action was not taken over", func() bool {
+		if err := e.worker.Reconcile.Pass(context.Background()); err != nil {
+			t.Logf("reconcile: %v", err)
+		}
+		return e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map()["state"] == "deployed"
+	})
+	t.Logf("kill to deployed: %s", time.Since(killed).Round(time.Second))
+	if s := e.runState(stack, run); s != "succeeded" {
+		t.Fatalf("the action's run after the takeover: %s\nlog:\n%s", s, e.logText(stack))
+	}
+	if ins := e.instances(stack); len(ins) != 1 || ins[0]["state"] != "active" {
+		t.Fatalf("the instances after the takeover: %v", ins)
+	}
+	if _, ok := e.pools()["hz-phoenix"]; !ok {
+		t.Fatal("the action's pool is missing after the takeover")
+	}
+	var attempt int
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT attempt FROM steps WHERE run_id = $1`, uuid.MustParse(run)).Scan(&attempt); err != nil || attempt < 2 {
+		t.Fatalf("the action's step attempt is %d (%v), want a new attempt after the kill", attempt, err)
+	}
+}
+
+// TestUpgradeKeepsActionInstancesUndoable: version 2 of the template drops the create-pool
+// action and its module. The instance made under version 1 stays, with its version, after the
+// upgrade, and its undo runs version 1's code: the pool goes.
+func TestUpgradeKeepsActionInstancesUndoable(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{})
+	stack := e.deployed("keep", 1)
+	run := e.createPool(stack, "hz-kept", "made under version 1")
+	e.waitState(stack, "deployed", 2*time.Minute)
+	if s := e.runState(stack, run); s != "succeeded" {
+		t.Fatalf("create-pool: %s\nlog:\n%s", s, e.logText(stack))
+	}
+
+	def := e.API.Do("GET", "/v1/templates/"+e.Tmpl+"/versions/1", apitest.Req{}).Map()["definition"].(map[string]any)
+	def["actions"] = []any{}
+	e.Repo.Commit(map[string]string{poolModule: "", poolScript: ""})
+	if v := e.API.Do("POST", "/v1/templates/"+e.Tmpl+"/versions", apitest.Req{Body: map[string]any{"definition": def}}); v.Status != 201 {
+		t.Fatalf("version 2: %d %s", v.Status, v.Body)
+	}
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Body: map[string]any{"version": 2}}); r.Status != 202 {
+		t.Fatalf("upgrade: %d %s", r.Status, r.Body)
+	}
+	if done := e.waitState(stack, "deployed", 3*time.Minute); done["template_version"] != 2.0 {
+		t.Fatalf("after the upgrade: version %v", done["template_version"])
+	}
+	if n := len(e.API.Do("GET", "/v1/stacks/"+stack+"/actions", apitest.Req{Token: e.Member}).Map()["items"].([]any)); n != 0 {
+		t.Fatalf("version 2 offers %d actions, want none", n)
+	}
+	ins := e.instances(stack)
+	if len(ins) != 1 || ins[0]["template_version"] != 1.0 || ins[0]["state"] != "active" {
+		t.Fatalf("the instance after the upgrade: %v", ins)
+	}
+	undo := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+ins[0]["id"].(string), apitest.Req{Token: e.Member})
+	if undo.Status != 202 {
+		t.Fatalf("undo: %d %s", undo.Status, undo.Body)
+	}
+	e.waitState(stack, "deployed", 2*time.Minute)
+	if s := e.runState(stack, undo.Map()["id"].(string)); s != "succeeded" {
+		t.Fatalf("the undo with version 1's code: %s\nlog:\n%s", s, e.logText(stack))
+	}
+	if _, ok := e.pools()["hz-kept"]; ok {
+		t.Fatal("the pool of the instance made under version 1 is left")
+	}
+}
