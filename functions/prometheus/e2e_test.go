@@ -149,8 +149,8 @@ func activeTargets(t *testing.T, prom string) (map[string]target, error) {
 // (the workers, Terraform and the Proxmox sandbox): the two machines that chose Node Exporter
 // become targets with Horizon's labels, relabelled, and the one where Debian's
 // prometheus-node-exporter really listens, on the machine's own loopback address, is up; the
-// machine without Node Exporter is not a target, nor is another team's; once the stack is
-// removed there are none.
+// machine without Node Exporter is not a target, nor is another team's; an execution removed
+// by an edit leaves the targets, and once the stack is removed there are none.
 func TestPrometheusFindsTheDeployedMachines(t *testing.T) {
 	t.Parallel()
 	lab := labtest.New(t, labtest.Options{})
@@ -245,6 +245,34 @@ func TestPrometheusFindsTheDeployedMachines(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+
+	// Removing app[1] (a re-apply that destroys it) takes it off the targets; app[0] stays.
+	cur := lab.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: lab.Member})
+	jobs := map[string]any{}
+	for job, j := range cur.Map()["jobs"].(map[string]any) {
+		var keep []any
+		for _, x := range j.(map[string]any)["executions"].([]any) {
+			ex := x.(map[string]any)
+			if job == "app" && ex["index"] == 1.0 {
+				continue
+			}
+			req := map[string]any{}
+			for _, k := range []string{"id", "parameters", "address_id", "ssh_key_id", "proxmox_server_id", "node", "pool", "node_exporter"} {
+				req[k] = ex[k]
+			}
+			keep = append(keep, req)
+		}
+		jobs[job] = map[string]any{"executions": keep}
+	}
+	if r := lab.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: lab.Member, Headers: map[string]string{"If-Match": cur.Header.Get("ETag")},
+		Body: map[string]any{"jobs": jobs, "confirm": true}}); r.Status != 202 {
+		t.Fatalf("remove app[1]: %d %s", r.Status, r.Body)
+	}
+	waitState(t, lab, stack, "deployed")
+	testkit.Eventually(t, 30*time.Second, "app[1] is still a target once removed", func() bool {
+		got, _ = activeTargets(t, prom)
+		return len(got) == 1 && got[url(app0)].Health == "up"
+	})
 
 	if r := lab.API.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: lab.Member}); r.Status != 202 {
 		t.Fatalf("remove: %d %s", r.Status, r.Body)
