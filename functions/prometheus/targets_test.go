@@ -2,7 +2,9 @@ package prometheus_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -24,13 +26,13 @@ import (
 // fixture writes stacks and machines through the store, as deploys leave them: the endpoint
 // reads what the workers wrote, and the end-to-end test (e2e_test.go) deploys for real.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	s       *apitest.Server
 	network uuid.UUID
 	next    int
 }
 
-func newFixture(t *testing.T, s *apitest.Server) *fixture {
+func newFixture(t testing.TB, s *apitest.Server) *fixture {
 	n, err := store.NetworkCreate(context.Background(), s.DB, horizon.Network{Name: "lan", CIDR: netip.MustParsePrefix("10.9.0.0/16"),
 		Gateway: netip.MustParseAddr("10.9.0.1"), Bridge: "vmbr0"})
 	if err != nil {
@@ -79,7 +81,7 @@ func (f *fixture) machine(stack uuid.UUID, job string, index int, o machineOpts)
 	ip := o.ip
 	if ip == "" {
 		f.next++
-		ip = fmt.Sprintf("10.9.0.%d", f.next)
+		ip = fmt.Sprintf("10.9.%d.%d", f.next/250, f.next%250+1)
 	}
 	a, err := store.AddressCreate(ctx, f.s.DB, horizon.Address{NetworkID: f.network, Name: "a-" + ip, IP: netip.MustParseAddr(ip)},
 		store.Activity{Action: "address.create", ObjectType: "address"})
@@ -325,5 +327,35 @@ func TestTargetsWithTheDatabaseLostAre503(t *testing.T) {
 	}
 	if len(targets(t, s, "", "")) != 1 {
 		t.Fatal("the target is not back once the database is")
+	}
+}
+
+// BenchmarkTargets is one Prometheus refresh of 2 000 machines of 100 stacks (half of them with
+// Node Exporter), read by an admin's prometheus token: one query whatever the count.
+func BenchmarkTargets(b *testing.B) {
+	s := apitest.New(b, nil)
+	f := newFixture(b, s)
+	team := s.NewTeam("red")
+	for i := range 100 {
+		st := f.stack(team, fmt.Sprintf("s%d", i), horizon.StackDeployed, "lab")
+		for j := range 20 {
+			f.machine(st, "app", j, machineOpts{nodeExporter: j%2 == 0, built: true})
+		}
+	}
+	r := s.Do("POST", "/v1/tokens", apitest.Req{Body: map[string]any{"name": "prometheus", "scope": "prometheus"}})
+	tok := r.Map()["token"].(string)
+	req, _ := http.NewRequest("GET", s.URL+"/v1/prometheus/targets", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var groups []prometheus.Group
+		if err := json.NewDecoder(res.Body).Decode(&groups); err != nil || len(groups) != 1000 {
+			b.Fatalf("%d groups (%v)", len(groups), err)
+		}
+		_ = res.Body.Close()
 	}
 }
