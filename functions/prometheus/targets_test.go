@@ -246,7 +246,14 @@ func TestTargetsScopingAndFilters(t *testing.T) {
 	want(t, "team and label", targets(t, s, redMember, "?team_id="+red.String()+"&label=web"), w0, w1)
 	want(t, "another team's stack", targets(t, s, redMember, "?stack_id="+api.String()))
 
-	for _, q := range []string{"?team_id=red", "?stack_id=1", "?environment_id=x", "?label=", "?label=" + strings.Repeat("a", 65)} {
+	long := strings.Repeat("a", 64)
+	if _, err := s.DB.Exec(context.Background(), `UPDATE stacks SET labels = labels || $2 WHERE id = $1`, web, []string{long}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, "a label at its length limit", targets(t, s, adminProm, "?label="+long), w0, w1)
+	want(t, "32 label filters", targets(t, s, adminProm, "?"+strings.Repeat("label=web&", 31)+"label=lab"), w0, w1)
+	tooMany := "?" + strings.Repeat("label=web&", 33)
+	for _, q := range []string{"?team_id=red", "?stack_id=1", "?environment_id=x", "?label=", "?label=" + strings.Repeat("a", 65), tooMany} {
 		if r := s.Do("GET", "/v1/prometheus/targets"+q, apitest.Req{Token: adminProm}); r.Status != 400 {
 			t.Fatalf("targets%s: %d %s, want 400", q, r.Status, r.Body)
 		}
