@@ -79,7 +79,7 @@ func benchAPI(ctx context.Context) error {
 		return err
 	}
 	tok := auth.NewToken().Reveal()
-	if _, err := store.TokenCreate(ctx, env.DB, user.ID, "bench", auth.HashToken(tok)); err != nil {
+	if _, err := store.TokenCreate(ctx, env.DB, user.ID, "bench", auth.TokenFull, auth.HashToken(tok)); err != nil {
 		return err
 	}
 	netw, err := store.NetworkCreate(ctx, env.DB, horizon.Network{Name: "bench", CIDR: netip.MustParsePrefix("10.0.0.0/8"),

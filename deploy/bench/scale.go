@@ -278,7 +278,7 @@ func userWithToken(ctx context.Context, env *benchEnv, name string, role auth.Ro
 		return "", err
 	}
 	tok := auth.NewToken().Reveal()
-	if _, err := store.TokenCreate(ctx, env.DB, u.ID, "bench", auth.HashToken(tok)); err != nil {
+	if _, err := store.TokenCreate(ctx, env.DB, u.ID, "bench", auth.TokenFull, auth.HashToken(tok)); err != nil {
 		return "", err
 	}
 	return tok, nil

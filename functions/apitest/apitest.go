@@ -224,7 +224,7 @@ func (s *Server) NewUser(role auth.Role, teams ...uuid.UUID) (uuid.UUID, string)
 		s.t.Fatalf("create user: %v", err)
 	}
 	tok := auth.NewToken()
-	if _, err := store.TokenCreate(ctx, s.DB, u.ID, "test", auth.HashToken(tok.Reveal())); err != nil {
+	if _, err := store.TokenCreate(ctx, s.DB, u.ID, "test", auth.TokenFull, auth.HashToken(tok.Reveal())); err != nil {
 		s.t.Fatalf("create token: %v", err)
 	}
 	return u.ID, tok.Reveal()

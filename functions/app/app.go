@@ -77,6 +77,11 @@ func New(d api.Deps, o Options) *fiber.App {
 	for _, r := range streamRoutes(d) {
 		app.Add(r.method, "/v1"+r.path, deadline, middleware.StreamAuth(d, r.purpose), limit, r.handler)
 	}
+	// Like the streams, the routes limited tokens open are registered before the group, with an
+	// authentication that accepts their scope; the group's refuses every limited token.
+	for _, r := range scopedRoutes(d) {
+		app.Add(r.method, "/v1"+r.path, deadline, middleware.Auth(d, r.scope), limit, r.handler)
+	}
 	// Setup has no bearer token to check: its setup token is the proof (package setup).
 	app.Post("/v1/setup", deadline, setup.Claim(d))
 	v1 := app.Group("/v1", deadline, middleware.Auth(d), limit, middleware.Idempotency(d))

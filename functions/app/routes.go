@@ -14,6 +14,7 @@ import (
 	"horizon/functions/me"
 	"horizon/functions/nagiosservers"
 	"horizon/functions/networks"
+	"horizon/functions/prometheus"
 	"horizon/functions/proxmoxservers"
 	"horizon/functions/sshkeys"
 	"horizon/functions/stacks"
@@ -47,6 +48,21 @@ func streamRoutes(d api.Deps) []streamRoute {
 		// either), straight to disk, instead of holding the whole log in memory.
 		{route{fiber.MethodGet, "/stacks/:id/logs", logs.Download(d)}, auth.StreamLogs},
 		{route{fiber.MethodGet, "/isos/:id/logs/stream", isos.GetLogStream(d)}, auth.StreamISOLogs},
+	}
+}
+
+// scopedRoute is a route that a token limited to scope (auth.TokenScope) opens too; full
+// tokens open it like any other.
+type scopedRoute struct {
+	route
+	scope auth.TokenScope
+}
+
+// scopedRoutes lists the /v1 routes that limited tokens open; a limited token opens no other.
+// openapi.yaml describes them too.
+func scopedRoutes(d api.Deps) []scopedRoute {
+	return []scopedRoute{
+		{route{fiber.MethodGet, "/prometheus/targets", prometheus.Targets(d)}, auth.TokenPrometheus},
 	}
 }
 

@@ -4,46 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
 	"horizon/functions/apitest"
 	"horizon/shared/horizon"
-	"horizon/shared/testkit"
 )
-
-// loseConnectionAt runs request while the table is locked, and kills the API's connection to
-// Postgres as soon as one of its statements waits on the table: a database lost in the middle
-// of a request, after its first reads succeeded. It returns request's response.
-func loseConnectionAt(t *testing.T, s *apitest.Server, table string, request func() *apitest.Response) *apitest.Response {
-	t.Helper()
-	ctx := context.Background()
-	lock, err := s.DB.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lock.Rollback(ctx) }()
-	if _, err := lock.Exec(ctx, `LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan *apitest.Response, 1)
-	go func() { done <- request() }()
-	testkit.Eventually(t, 10*time.Second, "no statement of the request waited on "+table, func() bool {
-		var killed bool
-		err := s.DB.QueryRow(ctx, `SELECT coalesce(bool_or(pg_terminate_backend(pid)), false) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%FROM `+table+`%'`).Scan(&killed)
-		return err == nil && killed
-	})
-	_ = lock.Rollback(ctx)
-	select {
-	case r := <-done:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("the request did not answer once its connection was lost")
-		return nil
-	}
-}
 
 // TestALostDatabaseMidRequestIsA503AndChangesNothing: a retry or a cancel whose connection
 // to Postgres is lost half-way answers 503 problem+json (the client did nothing wrong and may
@@ -72,7 +38,7 @@ func TestALostDatabaseMidRequestIsA503AndChangesNothing(t *testing.T) {
 			stack := s.NewStack(s.NewTeam("red"), "web")
 			tc.setup(s, stack)
 			before := s.State()
-			r := loseConnectionAt(t, s, "runs", func() *apitest.Response {
+			r := s.LoseConnectionAt("runs", func() *apitest.Response {
 				return s.Do("POST", "/v1/stacks/"+stack.String()+tc.path, apitest.Req{Body: tc.body})
 			})
 			if r.Status != 503 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") {

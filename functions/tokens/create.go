@@ -15,10 +15,12 @@ import (
 	"horizon/shared/store"
 )
 
-// CreateRequest is the body of POST /v1/tokens. UserID defaults to the caller.
+// CreateRequest is the body of POST /v1/tokens. UserID defaults to the caller, Scope to
+// "full".
 type CreateRequest struct {
-	UserID *uuid.UUID `json:"user_id"`
-	Name   string     `json:"name"`
+	UserID *uuid.UUID       `json:"user_id"`
+	Name   string           `json:"name"`
+	Scope  *auth.TokenScope `json:"scope"`
 }
 
 // Created is the one answer that carries the token itself.
@@ -44,6 +46,13 @@ func Create(d api.Deps) fiber.Handler {
 		}
 		var p horizon.Problems
 		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
+		scope := auth.TokenFull
+		if req.Scope != nil {
+			scope = *req.Scope
+			if !scope.Valid() {
+				p.Add("scope", `must be "full" or "prometheus"`)
+			}
+		}
 		if err := p.Err(); err != nil {
 			return err
 		}
@@ -54,12 +63,12 @@ func Create(d api.Deps) fiber.Handler {
 			} else if err != nil {
 				return horizon.Token{}, err
 			}
-			t, err := store.TokenCreate(ctx, tx, owner, req.Name, auth.HashToken(secret.Reveal()))
+			t, err := store.TokenCreate(ctx, tx, owner, req.Name, scope, auth.HashToken(secret.Reveal()))
 			if err != nil {
 				return t, err
 			}
 			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "token.create",
-				ObjectType: "token", ObjectID: &t.ID, Details: map[string]any{"user_id": owner, "name": t.Name}})
+				ObjectType: "token", ObjectID: &t.ID, Details: map[string]any{"user_id": owner, "name": t.Name, "scope": t.Scope}})
 		})
 		if err != nil {
 			return err

@@ -19,7 +19,22 @@ const (
 // Valid reports whether r is one of the three roles.
 func (r Role) Valid() bool { return r == RoleAdmin || r == RoleMember || r == RoleViewer }
 
-// Principal is who a request acts as: the token's user, their role and teams.
+// TokenScope is what an API token may call. A full token acts as its user on every route; a
+// prometheus token only reads the Prometheus targets (GET /v1/prometheus/targets), within its
+// user's teams (every team for an admin's), so that the credential a Prometheus server keeps on
+// disk can neither change nor read anything else.
+type TokenScope string
+
+const (
+	TokenFull       TokenScope = "full"
+	TokenPrometheus TokenScope = "prometheus"
+)
+
+// Valid reports whether s is one of the token scopes.
+func (s TokenScope) Valid() bool { return s == TokenFull || s == TokenPrometheus }
+
+// Principal is who a request acts as: the token's user, their role and teams, and what the
+// token may call.
 type Principal struct {
 	UserID  uuid.UUID
 	TokenID uuid.UUID
@@ -27,6 +42,8 @@ type Principal struct {
 	Role    Role
 	// Teams the user belongs to, sorted. Admins see every team regardless.
 	Teams []uuid.UUID
+	// TokenScope limits the routes the token opens (the API's authentication enforces it).
+	TokenScope TokenScope
 }
 
 // IsAdmin reports whether the principal administers the installation.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"horizon/shared/auth"
 )
 
 // Team groups users; stacks belong to a team.
@@ -30,9 +32,11 @@ type User struct {
 
 // Token is an API token's metadata; the token itself is never stored.
 type Token struct {
-	ID         uuid.UUID
-	UserID     uuid.UUID
-	Name       string
+	ID     uuid.UUID
+	UserID uuid.UUID
+	Name   string
+	// Scope is what the token may call.
+	Scope      auth.TokenScope
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time

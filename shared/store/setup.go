@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"horizon/shared/auth"
 	"horizon/shared/horizon"
 )
 
@@ -54,7 +55,7 @@ func SetupClaim(ctx context.Context, q Querier, setupHash []byte, name, email st
 	if err := q.QueryRow(ctx, `INSERT INTO users (name, email, role) VALUES ($1, $2, 'admin') RETURNING id`, name, email).Scan(&user); err != nil {
 		return uuid.Nil, translate(err)
 	}
-	if _, err := TokenCreate(ctx, q, user, "setup", tokenHash); err != nil {
+	if _, err := TokenCreate(ctx, q, user, "setup", auth.TokenFull, tokenHash); err != nil {
 		return uuid.Nil, err
 	}
 	return user, nil

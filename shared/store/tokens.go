@@ -12,18 +12,18 @@ import (
 	"horizon/shared/horizon"
 )
 
-const tokenColumns = `id, user_id, name, created_at, last_used_at, revoked_at`
+const tokenColumns = `id, user_id, name, scope, created_at, last_used_at, revoked_at`
 
 func scanToken(row pgx.Row) (horizon.Token, error) {
 	var t horizon.Token
-	err := row.Scan(&t.ID, &t.UserID, &t.Name, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
+	err := row.Scan(&t.ID, &t.UserID, &t.Name, &t.Scope, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
 	return t, err
 }
 
-// TokenCreate stores a token's hash for user.
-func TokenCreate(ctx context.Context, q Querier, user uuid.UUID, name string, hash []byte) (horizon.Token, error) {
-	t, err := scanToken(q.QueryRow(ctx, `INSERT INTO api_tokens (user_id, name, hash) VALUES ($1, $2, $3)
-		RETURNING `+tokenColumns, user, name, hash))
+// TokenCreate stores a token's hash for user, limited to scope.
+func TokenCreate(ctx context.Context, q Querier, user uuid.UUID, name string, scope auth.TokenScope, hash []byte) (horizon.Token, error) {
+	t, err := scanToken(q.QueryRow(ctx, `INSERT INTO api_tokens (user_id, name, scope, hash) VALUES ($1, $2, $3, $4)
+		RETURNING `+tokenColumns, user, name, scope, hash))
 	return t, translate(err)
 }
 
@@ -39,11 +39,11 @@ type Authenticated struct {
 func TokenAuthenticate(ctx context.Context, q Querier, hash []byte) (Authenticated, error) {
 	var a Authenticated
 	var role string
-	err := q.QueryRow(ctx, `SELECT t.id, t.last_used_at, u.id, u.name, u.role,
+	err := q.QueryRow(ctx, `SELECT t.id, t.scope, t.last_used_at, u.id, u.name, u.role,
 		ARRAY(SELECT m.team_id FROM memberships m WHERE m.user_id = u.id ORDER BY m.team_id)
 		FROM api_tokens t JOIN users u ON u.id = t.user_id
 		WHERE t.hash = $1 AND t.revoked_at IS NULL`, hash).
-		Scan(&a.Principal.TokenID, &a.LastUsedAt, &a.Principal.UserID, &a.Principal.Name, &role, &a.Principal.Teams)
+		Scan(&a.Principal.TokenID, &a.Principal.TokenScope, &a.LastUsedAt, &a.Principal.UserID, &a.Principal.Name, &role, &a.Principal.Teams)
 	if err != nil {
 		return a, translate(err)
 	}
@@ -57,11 +57,11 @@ func TokenAuthenticate(ctx context.Context, q Querier, hash []byte) (Authenticat
 func TokenPrincipal(ctx context.Context, q Querier, id uuid.UUID) (auth.Principal, error) {
 	var p auth.Principal
 	var role string
-	err := q.QueryRow(ctx, `SELECT t.id, u.id, u.name, u.role,
+	err := q.QueryRow(ctx, `SELECT t.id, t.scope, u.id, u.name, u.role,
 		ARRAY(SELECT m.team_id FROM memberships m WHERE m.user_id = u.id ORDER BY m.team_id)
 		FROM api_tokens t JOIN users u ON u.id = t.user_id
 		WHERE t.id = $1 AND t.revoked_at IS NULL`, id).
-		Scan(&p.TokenID, &p.UserID, &p.Name, &role, &p.Teams)
+		Scan(&p.TokenID, &p.TokenScope, &p.UserID, &p.Name, &role, &p.Teams)
 	if err != nil {
 		return p, translate(err)
 	}
@@ -147,6 +147,6 @@ func EnsureBootstrapAdmin(ctx context.Context, q Querier, hash []byte) (restored
 	if err != nil {
 		return false, translate(err)
 	}
-	_, err = TokenCreate(ctx, q, user, "bootstrap", hash)
+	_, err = TokenCreate(ctx, q, user, "bootstrap", auth.TokenFull, hash)
 	return false, err
 }

@@ -23,7 +23,7 @@ func TestReconcileExpiresOldIdempotencyKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := store.TokenCreate(ctx, db, u.ID, "t", auth.HashToken(auth.NewToken().Reveal()))
+	tok, err := store.TokenCreate(ctx, db, u.ID, "t", auth.TokenFull, auth.HashToken(auth.NewToken().Reveal()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1115,6 +1115,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/prometheus/targets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The machines that run Node Exporter, as Prometheus's HTTP service discovery reads them.
+         * @description For `http_sd_configs`: one target group per built machine that chose Node Exporter —
+         *     its address and port 9100, and labels `__meta_horizon_*` only (stack, stack_id, team,
+         *     environment, job, execution, node, proxmox_server, vm_name, and the stack's labels as
+         *     `,a,b,`; `,,` for none). A machine is listed once its first apply succeeded, while its
+         *     stack is deploying, deployed, updating or failed; never for a draft, nor once its
+         *     removal is planned. The list is always whole: when it cannot be read the answer is a
+         *     5xx problem, which Prometheus treats as a failed refresh (it keeps its previous
+         *     targets). The machines are those of your teams (every team for an admin). A token
+         *     minted with scope `prometheus` opens this route and no other.
+         */
+        get: operations["getPrometheusTargets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/nagios-servers": {
         parameters: {
             query?: never;
@@ -1664,6 +1692,7 @@ export interface components {
             /** Format: uuid */
             user_id: string;
             name: string;
+            scope: components["schemas"]["TokenScope"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1677,6 +1706,7 @@ export interface components {
             /** Format: uuid */
             user_id: string;
             name: string;
+            scope: components["schemas"]["TokenScope"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1693,7 +1723,15 @@ export interface components {
              */
             user_id?: string;
             name: string;
+            scope?: components["schemas"]["TokenScope"];
         };
+        /**
+         * @description What the token may call. `full` (the default) acts as its user on every route;
+         *     `prometheus` only reads `GET /v1/prometheus/targets` (403 everywhere else), seeing the
+         *     machines of its user's teams (of every team when the user is an admin). Fixed at minting.
+         * @enum {string}
+         */
+        TokenScope: "full" | "prometheus";
         TokenList: {
             items: components["schemas"]["Token"][];
             next_cursor: string | null;
@@ -5610,6 +5648,54 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getPrometheusTargets: {
+        parameters: {
+            query?: {
+                team_id?: string;
+                environment_id?: string;
+                stack_id?: string;
+                /** @description A label the stack carries; repeat it for several (the stack carries every one). */
+                label?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every target group, in one array. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        targets: string[];
+                        labels: {
+                            __meta_horizon_stack: string;
+                            /** Format: uuid */
+                            __meta_horizon_stack_id: string;
+                            __meta_horizon_team: string;
+                            __meta_horizon_environment: string;
+                            __meta_horizon_job: string;
+                            /** @description The execution's index in its job. */
+                            __meta_horizon_execution: string;
+                            __meta_horizon_node: string;
+                            __meta_horizon_proxmox_server: string;
+                            /** @description The machine's name in Proxmox; empty for machines built before names were reserved. */
+                            __meta_horizon_vm_name: string;
+                            /** @description The stack's labels, as ",a,b,". */
+                            __meta_horizon_labels: string;
+                        };
+                    }[];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             default: components["responses"]["Problem"];
         };
     };
