@@ -21,30 +21,8 @@ import (
 func TestWorkerKilledMidApplyIsReplaced(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{noWorker: true})
-	bin := filepath.Join(t.TempDir(), "workers")
-	build := exec.Command("go", "build", "-o", bin, "./workers")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the workers: %v\n%s", err, out)
-	}
 	e.Sandbox.HangTasks("qmcreate")
-	proc := exec.Command(bin)
-	proc.Env = append(os.Environ(),
-		"HORIZON_DATABASE_URL="+e.API.DB.Config().ConnString(),
-		"HORIZON_REDIS_URL="+testkit.RedisURL(),
-		"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(e.API.SecretKey),
-		"HORIZON_NAMESPACE="+e.API.Deps.Namespace,
-		"HORIZON_GIT_CACHE_DIR="+t.TempDir(),
-		"HORIZON_WORK_DIR="+t.TempDir(),
-		"HORIZON_STEP_HEARTBEAT=1s",
-		"HORIZON_RECONCILE_INTERVAL=1h",
-		"HORIZON_LOG_FORMAT=text",
-	)
-	proc.Stdout, proc.Stderr = testLog{t}, testLog{t}
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
+	proc := e.workerProcess(t)
 
 	stack := e.Draft("phoenix", 1)
 	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
@@ -75,4 +53,35 @@ func TestWorkerKilledMidApplyIsReplaced(t *testing.T) {
 	if attempt := e.pipeline(stack)["db[0]"]["attempt"].(float64); attempt < 2 {
 		t.Fatalf("the db step's attempt is %v, want a new attempt after the kill", attempt)
 	}
+}
+
+// workerProcess builds the workers binary and starts it on the engine's database, Redis
+// namespace and key, with a fast heartbeat, as a process a test can kill; it is killed when the
+// test ends.
+func (e *engine) workerProcess(t *testing.T) *exec.Cmd {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "workers")
+	build := exec.Command("go", "build", "-o", bin, "./workers")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the workers: %v\n%s", err, out)
+	}
+	proc := exec.Command(bin)
+	proc.Env = append(os.Environ(),
+		"HORIZON_DATABASE_URL="+e.API.DB.Config().ConnString(),
+		"HORIZON_REDIS_URL="+testkit.RedisURL(),
+		"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(e.API.SecretKey),
+		"HORIZON_NAMESPACE="+e.API.Deps.Namespace,
+		"HORIZON_GIT_CACHE_DIR="+t.TempDir(),
+		"HORIZON_WORK_DIR="+t.TempDir(),
+		"HORIZON_STEP_HEARTBEAT=1s",
+		"HORIZON_RECONCILE_INTERVAL=1h",
+		"HORIZON_LOG_FORMAT=text",
+	)
+	proc.Stdout, proc.Stderr = testLog{t}, testLog{t}
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
+	return proc
 }

@@ -3,11 +3,9 @@ package worker_test
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -264,29 +262,7 @@ func TestWorkerKilledDuringATerraformAction(t *testing.T) {
 	stack := e.deployed("killtf", 1)
 	e.worker.Shutdown()
 
-	bin := filepath.Join(t.TempDir(), "workers")
-	build := exec.Command("go", "build", "-o", bin, "./workers")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the workers: %v\n%s", err, out)
-	}
-	proc := exec.Command(bin)
-	proc.Env = append(os.Environ(),
-		"HORIZON_DATABASE_URL="+e.API.DB.Config().ConnString(),
-		"HORIZON_REDIS_URL="+testkit.RedisURL(),
-		"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(e.API.SecretKey),
-		"HORIZON_NAMESPACE="+e.API.Deps.Namespace,
-		"HORIZON_GIT_CACHE_DIR="+t.TempDir(),
-		"HORIZON_WORK_DIR="+t.TempDir(),
-		"HORIZON_STEP_HEARTBEAT=1s",
-		"HORIZON_RECONCILE_INTERVAL=1h",
-		"HORIZON_LOG_FORMAT=text",
-	)
-	proc.Stdout, proc.Stderr = testLog{t}, testLog{t}
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
+	proc := e.workerProcess(t)
 
 	run := e.createPool(stack, "hz-phoenix", "")
 	testkit.Eventually(t, 2*time.Minute, "the action did not get going in the worker process", func() bool {
