@@ -105,13 +105,13 @@ func newLab(t testing.TB, web, script string) *lab {
 }
 
 // node runs a script of the console's with the lab in its environment (CONSOLE_URL, API_URL,
-// MEMBER_TOKEN, VIEWER_TOKEN, CHROMIUM) and more.
+// ADMIN_TOKEN, MEMBER_TOKEN, VIEWER_TOKEN, CHROMIUM) and more.
 func (l *lab) node(t testing.TB, script string, within time.Duration, env ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Dir = l.web
-	cmd.Env = append(append(os.Environ(), "CONSOLE_URL="+l.consoleURL, "API_URL="+l.API.URL, "MEMBER_TOKEN="+l.Member, "VIEWER_TOKEN="+l.Viewer,
+	cmd.Env = append(append(os.Environ(), "CONSOLE_URL="+l.consoleURL, "API_URL="+l.API.URL, "ADMIN_TOKEN="+l.API.Admin, "MEMBER_TOKEN="+l.Member, "VIEWER_TOKEN="+l.Viewer,
 		"CHROMIUM="+chromium), env...)
 	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
 	start := time.Now()

@@ -3,7 +3,7 @@
 // Terraform and the Proxmox sandbox. Nothing is mocked. Screenshots of each screen go to
 // OUT_DIR; axe-core checks each screen for serious or critical violations.
 //
-// Env: CONSOLE_URL, API_URL, MEMBER_TOKEN, VIEWER_TOKEN, HANG_FILE, OUT_DIR, CHROMIUM.
+// Env: CONSOLE_URL, API_URL, ADMIN_TOKEN, MEMBER_TOKEN, VIEWER_TOKEN, HANG_FILE, OUT_DIR, CHROMIUM.
 import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -14,7 +14,7 @@ const env = (k) => {
   if (!v) throw new Error(`${k} is not set`);
   return v;
 };
-const CONSOLE = env("CONSOLE_URL"), API = env("API_URL"), MEMBER = env("MEMBER_TOKEN"), VIEWER = env("VIEWER_TOKEN");
+const CONSOLE = env("CONSOLE_URL"), API = env("API_URL"), MEMBER = env("MEMBER_TOKEN"), VIEWER = env("VIEWER_TOKEN"), ADMIN = env("ADMIN_TOKEN");
 const HANG = env("HANG_FILE"), OUT = env("OUT_DIR");
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const t0 = Date.now();
@@ -225,6 +225,25 @@ try {
   await page.locator('.page-head .state-failed').waitFor({ timeout: 60_000 });
   rmSync(HANG);
   log("canceled the hung run");
+  // A member is offered no force-remove; an admin is, with what would be left behind.
+  check((await page.getByRole("button", { name: "Force-remove" }).count()) === 0, "a member is not offered Force-remove");
+  const actx = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads: true });
+  const apage = await actx.newPage();
+  apage.setDefaultTimeout(20_000);
+  apage.on("request", (r) => hosts.add(new URL(r.url()).origin));
+  await apage.goto(`${CONSOLE}/#token=${ADMIN}&next=${encodeURIComponent(`#/stacks/${stackId}`)}`);
+  await apage.getByRole("button", { name: "Force-remove" }).click();
+  const force = apage.getByRole("alertdialog");
+  await force.locator("tr[data-vm]").nth(2).waitFor();
+  check((await force.locator("tr[data-vm]").count()) === 3, "the three VMs that would be left behind are listed");
+  check(await force.getByRole("button", { name: "Yes, force-remove" }).isDisabled(), "force-remove waits for the name");
+  await screen(apage, "detail-force-remove-confirm");
+  const [mdl] = await Promise.all([apage.waitForEvent("download"), force.getByRole("button", { name: "Download the abandon manifest" }).click()]);
+  const manifest = JSON.parse(readFileSync(await mdl.path(), "utf8"));
+  check(manifest.stack_id === stackId && manifest.vms.length === 3 && manifest.addresses.length === 3, `the manifest lists the VMs and addresses: ${JSON.stringify(manifest).slice(0, 300)}`);
+  await force.getByRole("button", { name: "No" }).click();
+  await actx.close();
+  log("force-remove previewed by an admin: 3 VMs listed, manifest downloaded, not confirmed");
   await vpage.locator('tr[data-stack="web-e2e"]').getByText("failed").waitFor();
   check(viewerNavs === 0, "the list turned failed without a reload");
   log("the viewer's list turned failed live");
@@ -241,9 +260,125 @@ try {
   await page.locator('tr[data-stack="web-e2e"]').getByText("deployed").waitFor();
   await screen(page, "stacks-list");
 
+  // Edit the deployed stack. A plain edit saves without a run; one that another save beat
+  // answers 412 and the form reloads, naming what changed.
+  const runs = async () => (await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}/runs?limit=100`)).items.length;
+  const runsBefore = await runs();
+  await page.getByRole("link", { name: "web-e2e" }).click();
+  await page.getByRole("link", { name: "Edit", exact: true }).click();
+  await page.getByRole("heading", { name: "Edit web-e2e" }).waitFor();
+  await page.getByText("No machine is touched").waitFor();
+  check(await page.getByRole("button", { name: "No changes to save" }).isDisabled(), "nothing to save before a change");
+  check(await page.getByLabel("Environment *").isDisabled(), "the environment is read-only once deployed");
+  const cur = await fetch(`${API}/v1/stacks/${stackId}`, { headers: { Authorization: `Bearer ${MEMBER}` } });
+  const botEdit = await fetch(`${API}/v1/stacks/${stackId}`, {
+    method: "PATCH",
+    headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json", "If-Match": cur.headers.get("ETag") },
+    body: JSON.stringify({ description: "described by a bot" }),
+  });
+  await cur.text();
+  check(botEdit.ok, `the bot's edit: ${botEdit.status} ${await botEdit.text()}`);
+  await page.getByLabel("Labels").fill("e2e, web, edited");
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await page.getByText("This stack was changed meanwhile").waitFor();
+  check((await page.getByRole("status").filter({ hasText: "meanwhile" }).textContent()).includes("description"), "the stale save names what changed");
+  check((await page.getByLabel("Description").inputValue()) === "described by a bot", "the form shows the stack as it is now");
+  await page.getByLabel("Labels").fill("e2e, web, edited");
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await page.getByText("Saved; nothing had to run.").waitFor();
+  check((await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}`)).labels.includes("edited"), "the labels were saved");
+  check((await runs()) === runsBefore, "a plain edit starts no run");
+  log("plain edit saved without a run, after a 412 that named the change");
+
+  // Raise app #2's memory: the plan re-applies that machine alone and says why.
+  await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).selectOption("1024");
+  const planned = page.locator('[data-plan-entry="app #2"]');
+  await planned.getByText("memory_mb: 512 → 1024").waitFor();
+  check((await planned.getAttribute("data-action")) === "reapply", "app #2 is re-applied");
+  check((await page.locator("[data-plan-entry]").count()) === 1, "nothing else is touched");
+  check((await page.locator('[data-count="reapply"]').textContent()) === "1 to re-apply", "counted");
+  await screen(page, "edit-plan");
+  // Save and re-apply while the app's script hangs: the run is in progress, editing waits.
+  writeFileSync(HANG, "hang");
+  await page.getByRole("button", { name: "Save and re-apply" }).click();
+  await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
+  await page.getByText("waiting for the license server").first().waitFor({ timeout: 60_000 });
+  check(await page.getByRole("button", { name: "Edit", exact: true }).isDisabled(), "Edit is disabled while the run is in progress");
+  await page.goto(`${CONSOLE}/#/stacks/${stackId}/edit`);
+  await page.getByText(/run is (queued|running): editing is possible again when it ends/).waitFor();
+  check(await page.getByLabel("Labels").isDisabled(), "the form is disabled while a run is in progress");
+  await screen(page, "edit-busy");
+  rmSync(HANG);
+  // The run ends: the form comes back, enabled, with the new memory.
+  await page.waitForFunction(() => !document.querySelector("#f-labels")?.disabled, null, { timeout: 90_000 });
+  await page.getByText("No machine is touched").waitFor();
+  check((await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).inputValue()) === "1024", "the edit is kept");
+  await page.getByRole("link", { name: "Back to the stack" }).click();
+  await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 30_000 });
+  const reapplied = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
+  check(reapplied.join(",") === "app #1=skipped,app #2=succeeded,db #1=skipped", `only app #2 ran: ${reapplied}`);
+  log("save and re-apply ran app #2 only:", reapplied.join(","));
+
+  // Startup: the stack's three machines, with their host and the state Proxmox reports.
+  await page.getByRole("link", { name: "Startup" }).click();
+  await page.locator('tr[data-machine="web-e2e app #2"]').waitFor();
+  const machines = await page.locator('tr[data-machine^="web-e2e "]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
+  check(machines.length === 3 && machines.every((m) => /^pve\d$/.test(m[4]) && /^\d+$/.test(m[5]) && m[6] !== ""), `three machines with host, VM and state: ${JSON.stringify(machines)}`);
+  await screen(page, "startup");
+  await page.getByRole("link", { name: "web-e2e" }).first().click();
+  await page.locator(".card").first().waitFor();
+
+  // Remove: what happens, in order, and the name typed to confirm.
+  await page.getByRole("button", { name: "Remove" }).click();
+  const rm = page.getByRole("alertdialog");
+  check((await rm.locator("li").count()) === 4, "the removal's steps are listed");
+  check((await rm.locator("li").first().textContent()).includes("cleanup scripts of app"), "cleanup first");
+  check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "remove waits for the name");
+  await rm.getByLabel(/Type the stack's name/).fill("web-e2");
+  check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "a wrong name does not confirm");
+  await rm.getByLabel(/Type the stack's name/).fill("web-e2e");
+  await screen(page, "detail-remove-confirm");
+  await rm.getByRole("button", { name: "Yes, remove" }).click();
+  await page.locator(".page-head .state-removed").waitFor({ timeout: 120_000 });
+  log("removed after typing its name");
+
+  // Templates: a member reads them and is offered no write; an admin adds a version, after
+  // a definition the API refuses with its problems named.
+  await page.getByRole("link", { name: "Templates" }).click();
+  await page.getByRole("link", { name: "sandbox-vm" }).click();
+  await page.getByText("The first version.").waitFor();
+  await page.locator('.preview fieldset[data-job="app"]').waitFor();
+  check((await page.getByRole("button", { name: /^(New version|New template|Deactivate.*)$/ }).count()) === 0, "a member is offered no template write");
+  const a2 = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
+  a2.setDefaultTimeout(20_000);
+  a2.on("request", (r) => hosts.add(new URL(r.url()).origin));
+  await a2.goto(`${CONSOLE}/#token=${ADMIN}&next=${encodeURIComponent("#/templates")}`);
+  await a2.getByRole("link", { name: "sandbox-vm" }).click();
+  await a2.getByText("Nothing changed: the branches still point to the commits it pinned.").waitFor();
+  await screen(a2, "template");
+  await a2.getByRole("button", { name: "New version" }).click();
+  const defText = await a2.getByLabel("Definition (YAML or JSON) *").inputValue();
+  check(defText.includes('"name": "sandbox-vm"'), "the new version starts from the current definition");
+  await a2.getByLabel("Definition (YAML or JSON) *").fill('{"name": "sandbox-vm", "phases": []}');
+  await a2.getByRole("button", { name: "Create version" }).click();
+  await a2.getByText(/The definition has \d+ problem/).waitFor({ timeout: 60_000 });
+  await screen(a2, "template-version-invalid");
+  await a2.getByLabel("Definition (YAML or JSON) *").fill(defText.replace('"The application servers"', '"The app servers"'));
+  await a2.getByRole("button", { name: "Create version" }).click();
+  await a2.waitForURL(/v=2$/, { timeout: 60_000 });
+  await a2.locator('[data-change="job app"]').getByText("description changed").waitFor();
+  await screen(a2, "template-version-changes");
+  await a2.context().close();
+  log("an admin added version 2 of the template; its change from v1 is listed");
+
   const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
   check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);
   log(`done: ${shots} screens`);
+} catch (e) {
+  // What each page showed when it failed, for the one reading the test's output.
+  for (const c of browser.contexts())
+    for (const [i, p] of c.pages().entries()) await p.screenshot({ path: join(OUT, `failed-${browser.contexts().indexOf(c)}-${i}.png`), fullPage: true }).catch(() => {});
+  throw e;
 } finally {
   await browser.close();
 }

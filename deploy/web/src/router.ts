@@ -1,5 +1,6 @@
 // Hash routes, so a CDN serves index.html for every screen without a rewrite rule:
-// #/stacks?state=…, #/stacks/new, #/stacks/{id}, #/stacks/{id}/edit.
+// #/stacks?state=…, #/stacks/new, #/stacks/{id}, #/stacks/{id}/edit, #/startup,
+// #/templates, #/templates/{id}?v=….
 import { useSyncExternalStore } from "react";
 
 export interface Route {
