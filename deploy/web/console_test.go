@@ -69,7 +69,13 @@ func e2e(t *testing.T, web string) {
 	l := newLab(t, web, "for i in $(seq 1 20); do echo \"warming up the app: step $i of 20\"; done\n"+
 		"while [ -e '"+hang+"' ]; do echo 'waiting for the license server'; sleep 1; done\n")
 	out := filepath.Join(web, "e2e", "out")
-	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 6*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out)
+	// What an admin types to register the sandbox's cluster from the console.
+	key := filepath.Join(t.TempDir(), "node-key")
+	if err := os.WriteFile(key, []byte(l.Sandbox.NodeKeyPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 6*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out, "NODE_KEY_FILE="+key,
+		"PVE_TOKEN_SECRET="+l.Sandbox.Cluster("demo").TokenSecret())
 }
 
 // lab is Horizon running for the console's tests (labtest's catalogue, with a viewer of the

@@ -3,7 +3,8 @@
 // Terraform and the Proxmox sandbox. Nothing is mocked. Screenshots of each screen go to
 // OUT_DIR; axe-core checks each screen for serious or critical violations.
 //
-// Env: CONSOLE_URL, API_URL, ADMIN_TOKEN, MEMBER_TOKEN, VIEWER_TOKEN, HANG_FILE, OUT_DIR, CHROMIUM.
+// Env: CONSOLE_URL, API_URL, ADMIN_TOKEN, MEMBER_TOKEN, VIEWER_TOKEN, HANG_FILE, OUT_DIR, CHROMIUM,
+// NODE_KEY_FILE and PVE_TOKEN_SECRET (to register the sandbox's cluster again, by hand).
 import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -368,8 +369,88 @@ try {
   await a2.waitForURL(/v=2$/, { timeout: 60_000 });
   await a2.locator('[data-change="job app"]').getByText("description changed").waitFor();
   await screen(a2, "template-version-changes");
-  await a2.context().close();
   log("an admin added version 2 of the template; its change from v1 is listed");
+
+  // Catalogue: the sandbox's inventory, refreshed; a registration with a wrong token shows
+  // the cluster's refusal on the token's field, then the right token registers it.
+  const sandbox = (await apiAs(ADMIN, "GET", "/v1/proxmox-servers")).items[0];
+  await a2.getByRole("link", { name: "Catalogue" }).click();
+  await a2.getByRole("link", { name: sandbox.name, exact: true }).click();
+  await a2.locator('tr[data-node="pve1"]').waitFor();
+  await a2.getByRole("button", { name: "Refresh inventory" }).click();
+  await a2.getByRole("button", { name: "Refresh inventory" }).waitFor();
+  await screen(a2, "catalogue-server");
+  await a2.getByRole("link", { name: "Proxmox servers" }).click();
+  await a2.getByRole("button", { name: "Register a Proxmox server" }).click();
+  const reg = a2.locator("form.resource-form");
+  await reg.getByLabel("Name *").fill("second");
+  await reg.getByLabel("API URL *").fill(sandbox.api_url);
+  await reg.getByLabel("API token id *").fill(sandbox.token_id);
+  await reg.getByLabel("API token secret *").fill("not-the-secret");
+  await reg.getByLabel("TLS fingerprint (SHA-256)").fill(sandbox.tls_fingerprint);
+  await reg.getByLabel("SSH private key *").fill(readFileSync(env("NODE_KEY_FILE"), "utf8"));
+  await reg.getByLabel("Nodes' SSH").fill(sandbox.nodes.map((n) => `${n.name} ${n.ssh_address} ${n.ssh_host_key_fingerprint}`).join("\n"));
+  await reg.getByRole("button", { name: "Check and register" }).click();
+  await reg.locator(".field.has-error").getByText(/refused the API token/).waitFor({ timeout: 30_000 });
+  check((await reg.getByLabel("API token secret *").getAttribute("aria-invalid")) === "true", "the refusal is on the secret's field");
+  await screen(a2, "catalogue-register-refused");
+  await reg.getByLabel("API token secret *").fill(env("PVE_TOKEN_SECRET"));
+  await reg.getByRole("button", { name: "Check and register" }).click();
+  await a2.locator('tr[data-server="second"]').waitFor({ timeout: 30_000 });
+  log("registered a Proxmox server after a refused token");
+
+  // A network's addresses: a wrong IP is refused on its field; free and attached are told.
+  await a2.getByRole("link", { name: "Networks" }).click();
+  await a2.locator("tr[data-network] a").first().click();
+  await a2.getByRole("button", { name: "Add an address" }).click();
+  const addr = a2.locator("form.resource-form");
+  await addr.getByLabel("Name *").fill("spare");
+  await addr.getByLabel("IP address *").fill("10.255.255.300");
+  await addr.getByRole("button", { name: "Save" }).click();
+  await addr.locator(".field.has-error").first().waitFor();
+  check((await addr.getByLabel("IP address *").getAttribute("aria-invalid")) === "true", "the wrong IP is refused on its field");
+  await screen(a2, "catalogue-address-refused");
+  await addr.getByRole("button", { name: "Cancel" }).click();
+  await a2.getByRole("link", { name: "SSH keys" }).click();
+  await a2.getByRole("link", { name: "Environments" }).click();
+  await a2.locator('tr[data-environment="lab"]').waitFor();
+  await screen(a2, "catalogue-environments");
+  await a2.context().close();
+  // A member reads the catalogue and is offered no write but its own SSH keys.
+  await page.getByRole("link", { name: "Catalogue" }).click();
+  await page.locator(`tr[data-server="${sandbox.name}"]`).waitFor();
+  check((await page.getByRole("button", { name: /^(Register a Proxmox server|Refresh inventory)$/ }).count()) === 0, "a member registers no server");
+  await page.getByRole("link", { name: "Environments" }).click();
+  await page.locator('tr[data-environment="lab"]').waitFor();
+  check((await page.getByRole("button", { name: /^(Add an environment|Edit .*)$/ }).count()) === 0, "a member edits no environment");
+  await page.getByRole("link", { name: "SSH keys" }).click();
+  await page.locator('tr[data-key="laptop"]').getByText(/^SHA256:/).waitFor();
+  await screen(page, "catalogue-ssh-keys");
+  log("the catalogue: admins write, members read (and keep their own keys)");
+
+  // People: a minted token is shown once, copied, and works; revoked, it no longer does.
+  await page.getByRole("link", { name: "People" }).click();
+  await page.locator("tr[data-user]").first().waitFor();
+  check((await page.getByRole("button", { name: /^(Add a user|Change .*)$/ }).count()) === 0, "a member changes no user");
+  await page.getByRole("link", { name: "API tokens" }).click();
+  await page.getByRole("button", { name: "Mint a token" }).click();
+  await page.locator("form.resource-form").getByLabel("Name *").fill("ci-pipeline");
+  await page.getByRole("button", { name: "Mint", exact: true }).click();
+  const minted = await page.locator('[data-token="minted"]').textContent();
+  check(/^hzn_/.test(minted), "the token is shown");
+  await page.getByRole("button", { name: "Copy", exact: true }).click();
+  check((await page.evaluate(() => navigator.clipboard.readText())) === minted, "and copied");
+  const meWith = async (t) => (await fetch(`${API}/v1/me`, { headers: { Authorization: `Bearer ${t}` } })).status;
+  check((await meWith(minted)) === 200, "the minted token works");
+  await screen(page, "people-token-minted");
+  await page.getByRole("button", { name: "Done, hide it" }).click();
+  check(!(await page.content()).includes(minted), "the token is never shown again");
+  await page.getByRole("button", { name: "Revoke ci-pipeline" }).click();
+  await page.getByRole("button", { name: "Yes, revoke ci-pipeline" }).click();
+  await page.locator('tr[data-token-name="ci-pipeline"]').getByText(/^revoked/).waitFor();
+  check((await meWith(minted)) === 401, "the revoked token is refused");
+  await screen(page, "people-tokens");
+  log("minted a token, copied it once, revoked it");
 
   const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
   check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);

@@ -7,6 +7,8 @@ import { StacksList } from "./pages/StacksList";
 import { CreateStack } from "./pages/CreateStack";
 import { StackDetail } from "./pages/StackDetail";
 import { Startup } from "./pages/Startup";
+import { Catalogue } from "./pages/Catalogue";
+import { People } from "./pages/People";
 import { TemplateDetail, TemplatesList } from "./pages/Templates";
 import { openStream } from "./sse";
 import { Online } from "./live";
@@ -67,6 +69,8 @@ function Shell() {
   const [, section, id, sub] = ["", ...route.path];
   let page: React.ReactNode;
   if (section === "startup") page = <Startup />;
+  else if (section === "catalogue") page = <Catalogue tab={id ?? "servers"} id={sub} />;
+  else if (section === "people") page = <People tab={id ?? "users"} />;
   else if (section === "templates") page = id ? <TemplateDetail id={id} /> : <TemplatesList />;
   else if (section !== "stacks") page = <p>Not found. <a href="#/stacks">Go to stacks</a></p>;
   else if (!id) page = <StacksList />;
@@ -85,6 +89,8 @@ function Shell() {
           {me.data?.role !== "viewer" && me.data && <a href={href("/stacks/new")}>New stack</a>}
           <a href={href("/startup")}>Startup</a>
           <a href={href("/templates")}>Templates</a>
+          <a href={href("/catalogue/servers")}>Catalogue</a>
+          <a href={href("/people/users")}>People</a>
         </nav>
         <span className="spacer" />
         {me.data && (
