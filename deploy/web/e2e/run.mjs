@@ -329,19 +329,6 @@ try {
   await page.getByRole("link", { name: "web-e2e" }).first().click();
   await page.locator(".card").first().waitFor();
 
-  // Remove: what happens, in order, and the name typed to confirm.
-  await page.getByRole("button", { name: "Remove" }).click();
-  const rm = page.getByRole("alertdialog");
-  check((await rm.locator("li").count()) === 4, "the removal's steps are listed");
-  check((await rm.locator("li").first().textContent()).includes("cleanup scripts of app"), "cleanup first");
-  check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "remove waits for the name");
-  await rm.getByLabel(/Type the stack's name/).fill("web-e2");
-  check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "a wrong name does not confirm");
-  await rm.getByLabel(/Type the stack's name/).fill("web-e2e");
-  await screen(page, "detail-remove-confirm");
-  await rm.getByRole("button", { name: "Yes, remove" }).click();
-  await page.locator(".page-head .state-removed").waitFor({ timeout: 120_000 });
-  log("removed after typing its name");
 
   // Templates: a member reads them and is offered no write; an admin adds a version, after
   // a definition the API refuses with its problems named.
@@ -364,12 +351,49 @@ try {
   await a2.getByRole("button", { name: "Create version" }).click();
   await a2.getByText(/The definition has \d+ problem/).waitFor({ timeout: 60_000 });
   await screen(a2, "template-version-invalid");
-  await a2.getByLabel("Definition (YAML or JSON) *").fill(defText.replace('"The application servers"', '"The app servers"'));
+  // Version 2 drops the app job (and the action that runs on it).
+  const v2 = JSON.parse(defText);
+  v2.phases = v2.phases.filter((p) => !p.jobs.some((j) => j.name === "app"));
+  delete v2.actions;
+  await a2.getByLabel("Definition (YAML or JSON) *").fill(JSON.stringify(v2, null, 2));
   await a2.getByRole("button", { name: "Create version" }).click();
   await a2.waitForURL(/v=2$/, { timeout: 60_000 });
-  await a2.locator('[data-change="job app"]').getByText("description changed").waitFor();
+  await a2.locator('[data-change="job app"]').getByText("removed").waitFor();
   await screen(a2, "template-version-changes");
-  log("an admin added version 2 of the template; its change from v1 is listed");
+  log("an admin added version 2 of the template without app; the change from v1 is listed");
+
+  // Upgrade the stack to it: the plan destroys both apps (their cleanup first), so the name is
+  // typed; the upgrade run destroys them and leaves the db.
+  await a2.goto(`${CONSOLE}/#/stacks/${stackId}/edit`);
+  await a2.getByLabel("Version *").selectOption("2");
+  await a2.getByRole("region", { name: "Template changes" }).locator('[data-change="job app"]').waitFor();
+  await a2.locator('[data-plan-entry="app #2"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
+  check((await a2.locator('[data-action="destroy"]').count()) === 2, "both apps are destroyed");
+  const upgrade = a2.getByRole("button", { name: "Upgrade to v2" });
+  check(await upgrade.isDisabled(), "the upgrade waits for the name");
+  await a2.getByLabel(/Type the stack's name/).fill("web-e2e");
+  await screen(a2, "upgrade-plan");
+  await upgrade.click();
+  await a2.waitForURL(new RegExp(`#/stacks/${stackId}$`));
+  await a2.locator("h2", { hasText: "run upgrade" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  const upgraded = await apiAs(ADMIN, "GET", `/v1/stacks/${stackId}`);
+  check(upgraded.template_version === 2 && (upgraded.jobs.app === undefined || upgraded.jobs.app.executions.every((e) => e.state === "removed")), `upgraded to v2 without apps: ${JSON.stringify(upgraded.jobs).slice(0, 300)}`);
+  log("upgraded the stack to v2: the apps were destroyed");
+
+  // Remove: what happens, in order, and the name typed to confirm.
+  await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
+  await page.getByRole("button", { name: "Remove" }).click();
+  const rm = page.getByRole("alertdialog");
+  check((await rm.locator("li").count()) === 3, "the removal's steps are listed");
+  check((await rm.locator("li").first().textContent()).includes("Its 1 execution is destroyed"), `what is destroyed first: ${await rm.locator("li").first().textContent()}`);
+  check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "remove waits for the name");
+  await rm.getByLabel(/Type the stack's name/).fill("web-e2");
+  check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "a wrong name does not confirm");
+  await rm.getByLabel(/Type the stack's name/).fill("web-e2e");
+  await screen(page, "detail-remove-confirm");
+  await rm.getByRole("button", { name: "Yes, remove" }).click();
+  await page.locator(".page-head .state-removed").waitFor({ timeout: 120_000 });
+  log("removed after typing its name");
 
   // Catalogue: the sandbox's inventory, refreshed; a registration with a wrong token shows
   // the cluster's refusal on the token's field, then the right token registers it.

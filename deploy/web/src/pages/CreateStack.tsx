@@ -30,6 +30,7 @@ import { navigate } from "../router";
 import { PlanView } from "../plan/PlanView";
 import { busyReason, destroysMachines, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
 import { ProblemBox, useDebounced } from "./common";
+import { VersionChanges } from "./Templates";
 import { useEnvironments, useTeams, useTemplates } from "./lookups";
 import { useFormOptions } from "./options";
 
@@ -99,6 +100,9 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   // A deployed (or failed) stack: its live state (the events stream refreshes ["stack", id])
   // says whether a run is in progress; edits are planned as they are made.
   const live = !!stack && stack.state !== "draft";
+  // An admin choosing another version of a deployed stack's template plans its upgrade.
+  const admin = me.data?.role === "admin";
+  const upgrading = live && version > 0 && version !== stack!.template_version;
   const liveStack = useQuery({
     queryKey: ["stack", stackId],
     enabled: live,
@@ -116,7 +120,11 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   }, [busy_]); // eslint-disable-line react-hooks/exhaustive-deps
   const [typed, setTyped] = useState("");
   const planBody = live && form.data && values && !busy_
-    ? JSON.stringify({ name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), jobs: toJobs(values, form.data) })
+    ? JSON.stringify(
+        upgrading
+          ? { template_version: version, jobs: toJobs(values, form.data) }
+          : { name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), jobs: toJobs(values, form.data) },
+      )
     : "";
   const debouncedBody = useDebounced(planBody, 400);
   const plan = useQuery({
@@ -130,7 +138,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const planCurrent = !!plan.data && !plan.isPlaceholderData && !plan.isFetching && debouncedBody === planBody;
   const plainChanged = !!stack && !!values && (header.name !== stack.name || header.description !== stack.description || labelsOf({ ...values!, labels: header.labels }).join(",") !== stack.labels.join(","));
   const kind = saveKind(plan.data as Plan | undefined, plainChanged);
-  const mustType = kind === "reapply" && destroysMachines(plan.data as Plan | undefined);
+  const runs = upgrading ? !!plan.data?.run_needed : kind === "reapply";
+  const mustType = runs && destroysMachines(plan.data as Plan | undefined);
   useEffect(() => {
     // The plan's problems are where the save would fail: shown on their fields as they appear.
     if (!live) return;
@@ -179,6 +188,23 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         // The executions now have ids: the next save must name them, or it would add more.
         setValues(fromStack(s, form.data, options));
         navigate(`/stacks/${s.id}/edit`, undefined, true);
+      } else if (upgrading) {
+        // Jobs the version drops are destroyed first; new jobs go with their answers.
+        const r = await api.POST("/v1/stacks/{id}/upgrade-template", {
+          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag, "Idempotency-Key": idempotencyKey() } },
+          body: { version, jobs: toJobs(values, form.data) },
+        });
+        const out = await call(Promise.resolve(r));
+        void qc.invalidateQueries({ queryKey: ["stacks"] });
+        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        if (r.response.status === 202) {
+          navigate(`/stacks/${stackId}`);
+          return null;
+        }
+        s = out as Stack;
+        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
+        setSaved(`Moved to v${version}; nothing had to run.`);
+        return s;
       } else if (live) {
         // Plain fields alone save without a run; an edit the plan runs Terraform for goes
         // with its jobs and confirm, and the run opens on the stack's page.
@@ -287,10 +313,23 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             </div>
             <div className="field">
               <label htmlFor="f-version">Version *</label>
-              <select id="f-version" value={version || ""} disabled={live} onChange={(e) => setVersion(Number(e.target.value))}>
+              <select
+                id="f-version"
+                value={version || ""}
+                disabled={live && !admin}
+                aria-describedby={live && admin ? "f-version-hint" : undefined}
+                onChange={(e) => {
+                  setVersion(Number(e.target.value));
+                  if (live) {
+                    setValues(null);
+                    setTyped("");
+                  }
+                }}
+              >
                 {versions.map((v) => <option key={v} value={v}>v{v}{v === template?.latest_version ? " (latest)" : ""}</option>)}
               </select>
-              <FieldErrorList msgs={errorsFor(errs, "template_version")} />
+              {live && admin && <span className="hint" id="f-version-hint">Another version plans the stack's upgrade.</span>}
+              <FieldErrorList msgs={errorsFor(errs, "template_version").concat(errorsFor(errs, "version"))} />
             </div>
             <div className="field">
               <label htmlFor="f-name">Name *</label>
@@ -346,6 +385,12 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             <ul>{changed.map((f) => <li key={f}><code>{f}</code></li>)}</ul>
           </div>
         )}
+        {upgrading && (
+          <section className="plan" aria-label="Template changes">
+            <h2>Changes from v{stack!.template_version} to v{version}</h2>
+            <VersionChanges templateId={stack!.template_id} from={stack!.template_version} to={version} />
+          </section>
+        )}
         {live && (plan.data ? <PlanView plan={plan.data} names={names} /> : plan.isFetching || planBody ? <p className="muted">Planning…</p> : null)}
         {live && plan.error && !(plan.error instanceof ApiError && plan.error.status === 422) ? <ProblemBox error={plan.error} /> : null}
         {saved && <p className="saved" role="status">{saved}</p>}
@@ -361,10 +406,10 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           {live ? (
             <button
               type="submit"
-              className={kind === "reapply" ? "primary" : undefined}
-              disabled={!values || !!busy || kind === "nothing" || !planCurrent || (kind === "reapply" && plan.data!.problems.length > 0) || (mustType && !typedNameMatches(typed, stack!.name))}
+              className={runs ? "primary" : undefined}
+              disabled={!values || !!busy || (!upgrading && kind === "nothing") || !planCurrent || (runs && plan.data!.problems.length > 0) || (mustType && !typedNameMatches(typed, stack!.name))}
             >
-              {busy === "save" ? "Saving…" : saveLabel(kind)}
+              {busy === "save" ? "Saving…" : upgrading ? `Upgrade to v${version}` : saveLabel(kind)}
             </button>
           ) : (
             <>

@@ -76,14 +76,7 @@ export function TemplateDetail({ id }: { id: string }) {
   });
   const t = detail.data?.t;
   const v = Number(query.get("v")) || t?.latest_version || 0;
-  const getVersion = (n: number) => ({
-    queryKey: ["version", id, n],
-    enabled: n > 0,
-    staleTime: Infinity,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id, v: String(n) } } })),
-  });
-  const cur = useQuery(getVersion(v));
-  const prev = useQuery(getVersion(v - 1));
+  const cur = useQuery(versionQuery(id, v));
   const changes = useQuery({
     queryKey: ["template", id, "changes", v],
     enabled: v > 0,
@@ -94,7 +87,6 @@ export function TemplateDetail({ id }: { id: string }) {
   const [err, setErr] = useState<unknown>(null);
   if (detail.isLoading) return <p>Loading…</p>;
   if (!t) return <ProblemBox error={detail.error} />;
-  const diff = cur.data && prev.data ? definitionChanges(prev.data.definition, cur.data.definition) : null;
   const refresh = () => void qc.invalidateQueries({ queryKey: ["template", id] }).then(() => qc.invalidateQueries({ queryKey: ["templates"] }));
   return (
     <>
@@ -160,22 +152,7 @@ export function TemplateDetail({ id }: { id: string }) {
           <h2>Version {v}</h2>
           <ProblemBox error={cur.error} />
           <h3>Changes from v{v - 1}</h3>
-          {v <= 1 ? (
-            <p className="muted">The first version.</p>
-          ) : !diff ? (
-            <p>Loading…</p>
-          ) : diff.length === 0 ? (
-            <p className="muted">Same definition; only the pinned commits may differ.</p>
-          ) : (
-            <ul className="changes">
-              {diff.map((c) => (
-                <li key={c.subject} data-change={c.subject}>
-                  <span className={`pbadge pbadge-${c.kind === "added" ? "create" : c.kind === "removed" ? "destroy" : "reapply"}`}>{c.kind}</span> {c.subject}
-                  {c.details.length > 0 && <ul>{c.details.map((d) => <li key={d}>{d}</li>)}</ul>}
-                </li>
-              ))}
-            </ul>
-          )}
+          {v <= 1 ? <p className="muted">The first version.</p> : <VersionChanges templateId={id} from={v - 1} to={v} />}
           <h3>Since this version</h3>
           {changes.data ? (
             <>
@@ -236,6 +213,36 @@ export function TemplateDetail({ id }: { id: string }) {
         </div>
       </div>
     </>
+  );
+}
+
+/** versionQuery is a template version (immutable: fetched once). */
+export function versionQuery(id: string, n: number) {
+  return {
+    queryKey: ["version", id, n],
+    enabled: !!id && n > 0,
+    staleTime: Infinity,
+    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id, v: String(n) } } })),
+  };
+}
+
+/** VersionChanges lists what changes from one version of a template to another. */
+export function VersionChanges({ templateId, from, to }: { templateId: string; from: number; to: number }) {
+  const a = useQuery(versionQuery(templateId, from));
+  const b = useQuery(versionQuery(templateId, to));
+  if (a.error || b.error) return <ProblemBox error={a.error ?? b.error} />;
+  if (!a.data || !b.data) return <p>Loading…</p>;
+  const diff = definitionChanges(a.data.definition, b.data.definition);
+  if (diff.length === 0) return <p className="muted">Same definition; only the pinned commits may differ.</p>;
+  return (
+    <ul className="changes" aria-label={`Changes from v${from} to v${to}`}>
+      {diff.map((c) => (
+        <li key={c.subject} data-change={c.subject}>
+          <span className={`pbadge pbadge-${c.kind === "added" ? "create" : c.kind === "removed" ? "destroy" : "reapply"}`}>{c.kind}</span> {c.subject}
+          {c.details.length > 0 && <ul>{c.details.map((d) => <li key={d}>{d}</li>)}</ul>}
+        </li>
+      ))}
+    </ul>
   );
 }
 
