@@ -350,6 +350,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/networks/{id}/address-ranges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reserve every address from first to last at once, all or nothing (admin).
+         * @description Each address is named name_prefix followed by its last number: the last octet for IPv4
+         *     (vm-10, vm-11 …), the last 16 bits in hex for IPv6. At most 256 addresses. An address
+         *     outside the network, its gateway, network or broadcast address is a problem of `first`
+         *     or `last` (422); a name or address already taken refuses the whole range (409).
+         */
+        post: operations["createAddressRange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/networks/{id}/addresses/{address_id}": {
         parameters: {
             query?: never;
@@ -1696,6 +1722,14 @@ export interface components {
         NetworkList: {
             items: components["schemas"]["Network"][];
             next_cursor: string | null;
+        };
+        AddressRangeCreate: {
+            /** @example vm- */
+            name_prefix: string;
+            /** @example 10.20.0.10 */
+            first: string;
+            /** @example 10.20.0.19 */
+            last: string;
         };
         Address: {
             /** Format: uuid */
@@ -4030,6 +4064,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Address"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    createAddressRange: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddressRangeCreate"];
+            };
+        };
+        responses: {
+            /** @description Created, in address order. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Address"][];
+                    };
                 };
             };
             400: components["responses"]["Malformed"];
