@@ -320,6 +320,48 @@ try {
   check(reapplied.join(",") === "app #1=skipped,app #2=succeeded,db #1=skipped", `only app #2 ran: ${reapplied}`);
   log("save and re-apply ran app #2 only:", reapplied.join(","));
 
+  // Replace app #1 by adding first: the plan says so, the old one's cleanup runs before it is
+  // destroyed (in the log), and the name is typed because a machine goes.
+  await page.getByRole("link", { name: "Edit", exact: true }).click();
+  await page.getByText("No machine is touched").waitFor();
+  await app.getByRole("button", { name: "Remove app #1" }).click();
+  await app.getByRole("button", { name: "Add machine to app" }).click();
+  const added = app.locator(".exec").nth(1);
+  const free = await added.getByLabel("Address *").locator("option", { hasText: "vm-15" }).getAttribute("value");
+  await added.getByLabel("Address *").selectOption(free);
+  await added.getByLabel("Node *").selectOption("pve1");
+  const addedPool = added.getByLabel(/^Resource pool/);
+  if (await addedPool.count()) await addedPool.selectOption("dev");
+  await page.getByText("app: replaced by adding the new machine first, then removing the old one.").waitFor();
+  await page.locator('[data-plan-entry="app #1"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
+  check((await page.locator('[data-action="create"]').count()) === 1, "one machine is added");
+  const replace = page.getByRole("button", { name: "Save and re-apply" });
+  check(await replace.isDisabled(), "a save that destroys a machine waits for the name");
+  await page.getByLabel(/Type the stack's name/).fill("web-e2e");
+  await screen(page, "edit-replace");
+  await replace.click();
+  await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
+  // This run's pipeline has a card for the new machine; wait for it, and for the run to end.
+  await page.waitForFunction(() => [...document.querySelectorAll(".card")].some((c) => !["app #1", "app #2", "db #1"].includes(c.getAttribute("data-card"))), null, { timeout: 30_000 });
+  await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  const replaced = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
+  check(replaced.filter((c) => c.endsWith("=succeeded")).length === 2 && replaced.includes("db #1=skipped") && replaced.includes("app #2=skipped"), `the new app was built and app #1 destroyed, nothing else: ${replaced}`);
+  await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("deregistering");
+  await page.getByText(/^\d+ found/).waitFor();
+  log("replaced app #1 by adding first; its cleanup ran:", replaced.join(","));
+
+  // Duplicate: a new draft in the create form, with what could be copied.
+  await page.getByRole("button", { name: "Duplicate" }).click();
+  await page.waitForURL(/#\/stacks\/[0-9a-f-]+\/edit$/);
+  check(!page.url().includes(stackId), "the duplicate is another stack");
+  await page.getByRole("heading", { name: /^Draft / }).waitFor();
+  await db.waitFor();
+  check((await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "", "answers copied, addresses left empty");
+  await screen(page, "duplicate-draft");
+  await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
+  await page.locator(".card").first().waitFor();
+  log("duplicated into a draft");
+
   // Startup: the stack's three machines, with their host and the state Proxmox reports.
   await page.getByRole("link", { name: "Startup" }).click();
   await page.locator('tr[data-machine="web-e2e app #2"]').waitFor();
@@ -435,6 +477,20 @@ try {
   check((await addr.getByLabel("IP address *").getAttribute("aria-invalid")) === "true", "the wrong IP is refused on its field");
   await screen(a2, "catalogue-address-refused");
   await addr.getByRole("button", { name: "Cancel" }).click();
+  // A range at once: five named addresses, free.
+  const lab = (await apiAs(ADMIN, "GET", "/v1/networks")).items.find((n) => n.name === "loop");
+  const prefix = lab.cidr.replace(/\.0\/24$/, "");
+  await a2.getByRole("button", { name: "Add a range of addresses" }).click();
+  const rng = a2.locator("form.resource-form");
+  await rng.getByLabel("Name prefix *").fill("spare-");
+  await rng.getByLabel("First IP *").fill(`${prefix}.100`);
+  await rng.getByLabel("Last IP *").fill(`${prefix}.104`);
+  await rng.getByRole("button", { name: "Add the range" }).click();
+  await a2.locator('tr[data-address="spare-104"]').waitFor();
+  check((await a2.locator('tr[data-address^="spare-"]').count()) === 5, "five addresses added at once");
+  check((await a2.locator('tr[data-address="spare-100"] td').nth(2).textContent()) === "free", "free");
+  await screen(a2, "catalogue-address-range");
+  log("added a range of five addresses");
   await a2.getByRole("link", { name: "SSH keys" }).click();
   await a2.getByRole("link", { name: "Environments" }).click();
   await a2.locator('tr[data-environment="lab"]').waitFor();

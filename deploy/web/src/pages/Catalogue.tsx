@@ -2,7 +2,7 @@
 // are not offered to others, and the API refuses them anyway). One page per kind, reached from
 // the catalogue's own tabs: Proxmox servers (registered after the API's connection checks,
 // whose messages land on their fields; inventory refreshed on demand), environments, networks
-// and their named addresses, SSH keys (yours; admins everyone's), Nagios servers (read only
+// and their named addresses (one or a range at once), SSH keys (yours; admins everyone's), Nagios servers (read only
 // here) and git credentials.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
@@ -311,7 +311,20 @@ function Networks({ admin }: { admin: boolean }) {
 function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
   const qc = useQueryClient();
   const network = useQuery({ queryKey: ["network", id], queryFn: () => call(api.GET("/v1/networks/{id}", { params: { path: { id } } })) });
-  const addrs = useQuery({ queryKey: ["network", id, "addresses"], queryFn: () => call(api.GET("/v1/networks/{id}/addresses", { params: { path: { id }, query: { limit: "500" } } })) });
+  // Every address, page by page (a /24 holds more than one page).
+  const addrs = useQuery({
+    queryKey: ["network", id, "addresses"],
+    queryFn: async () => {
+      const items = [];
+      let cursor: string | undefined;
+      do {
+        const page = await call(api.GET("/v1/networks/{id}/addresses", { params: { path: { id }, query: { limit: "200", cursor } } }));
+        items.push(...page.items);
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor);
+      return { items };
+    },
+  });
   const refresh = () => void qc.invalidateQueries({ queryKey: ["network", id] });
   const n = network.data;
   if (!n) return <ProblemBox error={network.error} />;
@@ -328,6 +341,26 @@ function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
               onCancel={close}
               onDone={() => { close(); refresh(); }}
               submit={(v) => call(api.POST("/v1/networks/{id}/addresses", { params: { path: { id }, header: key() }, body: { name: str(v, "name"), ip: str(v, "ip") } }))}
+            />
+          )}
+        </Adder>
+      )}
+      {admin && (
+        <Adder label="Add a range of addresses">
+          {(close) => (
+            <ResourceForm
+              title="Add a range of addresses"
+              submitLabel="Add the range"
+              fields={[
+                { name: "name_prefix", label: "Name prefix", required: true, placeholder: "vm-", hint: "Each is named the prefix and its last number: vm-10, vm-11…" },
+                { name: "first", label: "First IP", required: true },
+                { name: "last", label: "Last IP", required: true, hint: "Inclusive; at most 256 at once. All or nothing." },
+              ]}
+              onCancel={close}
+              onDone={() => { close(); refresh(); }}
+              submit={(v) =>
+                call(api.POST("/v1/networks/{id}/address-ranges", { params: { path: { id }, header: key() }, body: { name_prefix: str(v, "name_prefix"), first: str(v, "first"), last: str(v, "last") } }))
+              }
             />
           )}
         </Adder>
