@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
@@ -66,7 +67,8 @@ func CreateAddress(d api.Deps) fiber.Handler {
 	}
 }
 
-// ListAddresses returns a network's addresses, optionally only ?state=free or attached.
+// ListAddresses returns a network's addresses, optionally only ?state=free or attached; an
+// attached one names its stack when the caller may see that stack.
 func ListAddresses(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		netID, err := api.ParamID(c, "id")
@@ -96,7 +98,25 @@ func ListAddresses(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		return c.JSON(api.NewList(api.Map(as, toAddress), next))
+		var held []uuid.UUID
+		for _, a := range as {
+			if a.ExecutionID != nil {
+				held = append(held, *a.ExecutionID)
+			}
+		}
+		stacks, err := store.AddressStacks(ctx, d.DB, api.Principal(c).Scope(), held)
+		if err != nil {
+			return err
+		}
+		out := api.Map(as, toAddress)
+		for i := range out {
+			if e := out[i].ExecutionID; e != nil {
+				if r, ok := stacks[*e]; ok {
+					out[i].Stack = &AddressStack{ID: r.ID, Name: r.Name}
+				}
+			}
+		}
+		return c.JSON(api.NewList(out, next))
 	}
 }
 

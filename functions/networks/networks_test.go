@@ -1,14 +1,19 @@
 package networks_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"horizon/functions/apitest"
 	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/store"
 )
 
 func validNetwork(name string) map[string]any {
@@ -227,5 +232,50 @@ func TestAddressRange(t *testing.T) {
 	}
 	if r := s.Do("POST", "/v1/networks/018f0000-0000-7000-8000-000000000000/address-ranges", apitest.Req{Body: map[string]any{"name_prefix": "x-", "first": "10.20.0.30", "last": "10.20.0.31"}}); r.Status != 404 {
 		t.Fatalf("a missing network: %d", r.Status)
+	}
+}
+
+// An attached address names its stack to those who may see the stack, and to no one else.
+func TestAddressesNameTheirStack(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	net := s.Do("POST", "/v1/networks", apitest.Req{Body: validNetwork("lab")}).Map()
+	ranges := "/v1/networks/" + net["id"].(string) + "/address-ranges"
+	addrs := s.Do("POST", ranges, apitest.Req{Body: map[string]any{"name_prefix": "vm-", "first": "10.20.0.10", "last": "10.20.0.12"}}).Map()["items"].([]any)
+	ctx := context.Background()
+	ops, dev := s.NewTeam("ops"), s.NewTeam("dev")
+	attach := func(team uuid.UUID, stack string, addr int) {
+		st := s.NewStack(team, stack)
+		e, err := store.ExecutionInsert(ctx, s.DB, horizon.Execution{StackID: st, Job: "vm", Index: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.AddressAttach(ctx, s.DB, uuid.MustParse(addrs[addr].(map[string]any)["id"].(string)), e.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attach(ops, "ops-web", 0)
+	attach(dev, "dev-secret-project", 1)
+	_, opsMember := s.NewUser(auth.RoleMember, ops)
+	list := func(token string) map[string]string {
+		r := s.Do("GET", "/v1/networks/"+net["id"].(string)+"/addresses", apitest.Req{Token: token})
+		if r.Status != 200 {
+			t.Fatalf("list: %d %s", r.Status, r.Body)
+		}
+		out := map[string]string{}
+		for _, a := range r.Map()["items"].([]any) {
+			a := a.(map[string]any)
+			out[a["name"].(string)] = a["state"].(string)
+			if st, ok := a["stack"].(map[string]any); ok {
+				out[a["name"].(string)] += " " + st["name"].(string)
+			}
+		}
+		return out
+	}
+	if got, want := list(""), map[string]string{"vm-10": "attached ops-web", "vm-11": "attached dev-secret-project", "vm-12": "free"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("the admin sees %v, want %v", got, want)
+	}
+	if got, want := list(opsMember), map[string]string{"vm-10": "attached ops-web", "vm-11": "attached", "vm-12": "free"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("a member of ops sees %v, want %v (another team's stack is not named)", got, want)
 	}
 }

@@ -368,6 +368,14 @@ try {
   const machines = await page.locator('tr[data-machine^="web-e2e "]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
   check(machines.length === 3 && machines.every((m) => /^pve\d$/.test(m[4]) && /^\d+$/.test(m[5]) && m[6] !== ""), `three machines with host, VM and state: ${JSON.stringify(machines)}`);
   await screen(page, "startup");
+  // The network's addresses say which stack holds them.
+  await page.getByRole("link", { name: "Catalogue" }).click();
+  await page.getByRole("link", { name: "Networks" }).click();
+  await page.locator("tr[data-network] a").first().click();
+  const held = page.locator("tr[data-address]", { has: page.getByRole("link", { name: "web-e2e" }) });
+  await held.first().waitFor();
+  check((await held.count()) === 3, `three addresses held by web-e2e (saw ${await held.count()})`);
+  await screen(page, "catalogue-addresses");
   await page.getByRole("link", { name: "web-e2e" }).first().click();
   await page.locator(".card").first().waitFor();
 

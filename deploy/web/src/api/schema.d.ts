@@ -1746,6 +1746,12 @@ export interface components {
             attached_at: string | null;
             /** Format: date-time */
             created_at: string;
+            /** @description In lists, the stack an attached address belongs to, when you may see that stack. */
+            stack?: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+            };
         };
         AddressCreate: {
             name: string;

@@ -2,7 +2,7 @@
 // are not offered to others, and the API refuses them anyway). One page per kind, reached from
 // the catalogue's own tabs: Proxmox servers (registered after the API's connection checks,
 // whose messages land on their fields; inventory refreshed on demand), environments, networks
-// and their named addresses (one or a range at once), SSH keys (yours; admins everyone's), Nagios servers (read only
+// and their named addresses (free, or attached to which stack; one or a range at once), SSH keys (yours; admins everyone's), Nagios servers (read only
 // here) and git credentials.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
@@ -368,13 +368,14 @@ function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
       <ProblemBox error={addrs.error} />
       <p className="muted">{items.filter((a) => a.state === "free").length} free of {items.length}.</p>
       <table>
-        <thead><tr><th scope="col">Name</th><th scope="col">IP</th><th scope="col">State</th><th scope="col">Since</th>{admin && <th scope="col"><span className="muted">Actions</span></th>}</tr></thead>
+        <thead><tr><th scope="col">Name</th><th scope="col">IP</th><th scope="col">State</th><th scope="col">Stack</th><th scope="col">Since</th>{admin && <th scope="col"><span className="muted">Actions</span></th>}</tr></thead>
         <tbody>
           {items.map((a) => (
             <tr key={a.id} data-address={a.name}>
               <td>{a.name}</td>
               <td>{a.ip}</td>
               <td>{a.state}</td>
+              <td>{a.stack ? <a href={href(`/stacks/${a.stack.id}`)}>{a.stack.name}</a> : a.state === "attached" ? <span className="muted">another team's</span> : ""}</td>
               <td>{when(a.attached_at)}</td>
               {admin && <td>{a.state === "free" && <Delete what={a.name} run={() => call(api.DELETE("/v1/networks/{id}/addresses/{address_id}", { params: { path: { id, address_id: a.id } } }))} onDone={refresh} />}</td>}
             </tr>
