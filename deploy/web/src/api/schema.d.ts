@@ -2436,6 +2436,7 @@ export interface components {
             updated_at: string;
             versions: components["schemas"]["TemplateVersionSummary"][];
         };
+        /** @description The definition, or the source to read it from (one of the two). */
         TemplateCreate: {
             /** @description Defaults to the definition's name. */
             name?: string;
@@ -2443,7 +2444,8 @@ export interface components {
             description?: string;
             /** @default true */
             active: boolean;
-            definition: components["schemas"]["DefinitionInput"];
+            definition?: components["schemas"]["DefinitionInput"];
+            source?: components["schemas"]["TemplateSource"];
         };
         TemplateUpdate: {
             name?: string;
@@ -2454,8 +2456,21 @@ export interface components {
             items: components["schemas"]["Template"][];
             next_cursor: string | null;
         };
+        /** @description The definition, or the source to read it from (one of the two). */
         TemplateVersionCreate: {
-            definition: components["schemas"]["DefinitionInput"];
+            definition?: components["schemas"]["DefinitionInput"];
+            source?: components["schemas"]["TemplateSource"];
+        };
+        /**
+         * @description A file of a git branch holding the definition, read at the branch's current commit with
+         *     the registered git credentials (matched by URL prefix). Problems are named under
+         *     `source.repo`, `source.branch` or `source.path`.
+         */
+        TemplateSource: {
+            repo: string;
+            branch: string;
+            /** @default template.yaml */
+            path: string;
         };
         /**
          * @description The template document: a string holding it as YAML or JSON (comments allowed; at most
