@@ -395,6 +395,13 @@ try {
   await a2.getByText("Nothing changed: the branches still point to the commits it pinned.").waitFor();
   await screen(a2, "template");
   await a2.getByRole("button", { name: "New version" }).click();
+  // From git: a file the branch lacks is refused on the path's field.
+  check((await a2.getByLabel("Repository *").inputValue()) !== "", "the repository is prefilled");
+  await a2.getByLabel("Path", { exact: true }).fill("nope.yaml");
+  await a2.getByRole("button", { name: "Create version" }).click();
+  await a2.locator(".field.has-error").getByText(/is not a file of main/).waitFor({ timeout: 60_000 });
+  await screen(a2, "template-version-from-git-refused");
+  await a2.getByLabel("pasted here").check();
   const defText = await a2.getByLabel("Definition (YAML or JSON) *").inputValue();
   check(defText.includes('"name": "sandbox-vm"'), "the new version starts from the current definition");
   await a2.getByLabel("Definition (YAML or JSON) *").fill('{"name": "sandbox-vm", "phases": []}');

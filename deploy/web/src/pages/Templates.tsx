@@ -2,13 +2,13 @@
 // a version's definition with the commits it pinned, what changed from the version before it
 // (definitionChanges) and whether the template moved since (GET …/changes: a new definition or
 // a branch that moved), and its form as a stack's creator sees it (FormRenderer, not saved).
-// Admins add a version (the definition as YAML or JSON; the API resolves every branch to a
-// commit) and switch a template on or off for new stacks.
+// Admins add a template or a version (the definition read from a git branch's file, or pasted
+// as YAML or JSON; the API resolves every branch to a commit) and switch a template on or off.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type TemplateForm } from "../api/client";
 import { useMe } from "../App";
-import { FormRenderer } from "../form/FormRenderer";
+import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import { emptyOptions, fieldErrors, initialValues, type FormValues } from "../form/model";
 import { href, navigate, useRoute } from "../router";
 import { definitionChanges } from "../templates/diff";
@@ -31,8 +31,8 @@ export function TemplatesList() {
           submit="Create template"
           initial=""
           onCancel={() => setAdding(false)}
-          onSubmit={async (definition) => {
-            const t = await call(api.POST("/v1/templates", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { definition, active: true } }));
+          onSubmit={async (body) => {
+            const t = await call(api.POST("/v1/templates", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { ...body, active: true } }));
             navigate(`/templates/${t.id}`);
           }}
         />
@@ -123,9 +123,10 @@ export function TemplateDetail({ id }: { id: string }) {
           hint="Each job's branch is resolved to the commit it points to now, and its Terraform module inspected."
           initial={cur.data ? JSON.stringify(cur.data.definition, null, 2) : ""}
           onCancel={() => setAdding(false)}
-          onSubmit={async (definition) => {
+          initialRepo={cur.data?.definition.phases[0]?.jobs[0]?.source.repo}
+          onSubmit={async (body) => {
             const nv = await call(
-              api.POST("/v1/templates/{id}/versions", { params: { path: { id }, header: { "Idempotency-Key": idempotencyKey(), "If-Match": detail.data!.etag } }, body: { definition } }),
+              api.POST("/v1/templates/{id}/versions", { params: { path: { id }, header: { "Idempotency-Key": idempotencyKey(), "If-Match": detail.data!.etag } }, body }),
             );
             setAdding(false);
             refresh();
@@ -267,12 +268,30 @@ function FormPreview({ id, v }: { id: string; v: number }) {
   );
 }
 
-/** DefinitionForm takes a template definition (YAML or JSON) and shows the API's problems by path. */
-function DefinitionForm(props: { title: string; submit: string; hint?: string; initial: string; onCancel: () => void; onSubmit: (definition: string) => Promise<void> }) {
+/** What a new template or version is made from: a pasted definition, or a file of a git branch. */
+export type DefinitionBody = { definition: string } | { source: { repo: string; branch: string; path: string } };
+
+/**
+ * DefinitionForm takes a template definition, pasted (YAML or JSON) or read from a git branch's
+ * file, and shows the API's problems by path (source.repo, definition.phases[0]…).
+ */
+function DefinitionForm(props: { title: string; submit: string; hint?: string; initial: string; initialRepo?: string; onCancel: () => void; onSubmit: (body: DefinitionBody) => Promise<void> }) {
+  const [mode, setMode] = useState<"git" | "paste">("git");
   const [text, setText] = useState(props.initial);
+  const [src, setSrc] = useState({ repo: props.initialRepo ?? "", branch: "main", path: "template.yaml" });
   const [err, setErr] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const errs = err instanceof ApiError && err.status === 422 ? err.problem.errors ?? [] : [];
+  const on = (f: string) => errs.filter((e) => e.field === f).map((e) => e.message);
+  const others = errs.filter((e) => !["source.repo", "source.branch", "source.path"].includes(e.field));
+  const srcField = (f: "repo" | "branch" | "path", label: string, hint?: string) => (
+    <div className={`field${on(`source.${f}`).length ? " has-error" : ""}`}>
+      <label htmlFor={`f-source-${f}`}>{label}</label>
+      <input id={`f-source-${f}`} value={src[f]} aria-invalid={on(`source.${f}`).length > 0} onChange={(e) => setSrc({ ...src, [f]: e.target.value })} />
+      {hint && <span className="hint">{hint}</span>}
+      <FieldErrorList msgs={on(`source.${f}`)} />
+    </div>
+  );
   return (
     <form
       className="definition-form"
@@ -281,7 +300,7 @@ function DefinitionForm(props: { title: string; submit: string; hint?: string; i
         setErr(null);
         setBusy(true);
         try {
-          await props.onSubmit(text);
+          await props.onSubmit(mode === "paste" ? { definition: text } : { source: { repo: src.repo.trim(), branch: src.branch.trim(), path: src.path.trim() || "template.yaml" } });
         } catch (x) {
           setErr(x);
         } finally {
@@ -291,20 +310,32 @@ function DefinitionForm(props: { title: string; submit: string; hint?: string; i
     >
       <fieldset>
         <legend>{props.title}</legend>
-        <div className="field">
-          <label htmlFor="f-definition">Definition (YAML or JSON) *</label>
-          <textarea id="f-definition" rows={16} value={text} onChange={(e) => setText(e.target.value)} aria-invalid={errs.length > 0} aria-describedby="f-definition-hint" />
-          <span className="hint" id="f-definition-hint">{props.hint ?? "The template document; see the template authors' guide."}</span>
+        <div role="radiogroup" aria-label="The definition comes" className="actions">
+          <label><input type="radio" name="def-mode" checked={mode === "git"} onChange={() => setMode("git")} /> from a file in git</label>
+          <label><input type="radio" name="def-mode" checked={mode === "paste"} onChange={() => setMode("paste")} /> pasted here</label>
         </div>
-        {errs.length > 0 && (
+        {mode === "git" ? (
+          <div className="grid">
+            {srcField("repo", "Repository *", "Credentials are the registered git credential whose URL prefix matches.")}
+            {srcField("branch", "Branch *")}
+            {srcField("path", "Path", "The definition file in the repository")}
+          </div>
+        ) : (
+          <div className="field">
+            <label htmlFor="f-definition">Definition (YAML or JSON) *</label>
+            <textarea id="f-definition" rows={16} value={text} onChange={(e) => setText(e.target.value)} aria-invalid={errs.length > 0} aria-describedby="f-definition-hint" />
+            <span className="hint" id="f-definition-hint">{props.hint ?? "The template document; see the template authors' guide."}</span>
+          </div>
+        )}
+        {others.length > 0 && (
           <div className="problem" role="alert">
-            <strong>The definition has {errs.length} problem(s):</strong>
-            <ul>{errs.map((x, i) => <li key={i}><code>{x.field}</code>: {x.message}</li>)}</ul>
+            <strong>The definition has {others.length} problem(s):</strong>
+            <ul>{others.map((x, i) => <li key={i}><code>{x.field}</code>: {x.message}</li>)}</ul>
           </div>
         )}
         {!errs.length && <ProblemBox error={err} />}
         <div className="actions">
-          <button type="submit" className="primary" disabled={busy || !text.trim()}>{busy ? "Checking the sources…" : props.submit}</button>
+          <button type="submit" className="primary" disabled={busy || (mode === "paste" ? !text.trim() : !src.repo.trim())}>{busy ? "Checking the sources…" : props.submit}</button>
           <button type="button" onClick={props.onCancel}>Cancel</button>
         </div>
       </fieldset>
