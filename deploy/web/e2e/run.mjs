@@ -354,6 +354,7 @@ try {
   await page.getByRole("button", { name: "Duplicate" }).click();
   await page.waitForURL(/#\/stacks\/[0-9a-f-]+\/edit$/);
   check(!page.url().includes(stackId), "the duplicate is another stack");
+  const dupId = /stacks\/([0-9a-f-]+)\/edit/.exec(page.url())[1];
   await page.getByRole("heading", { name: /^Draft / }).waitFor();
   await db.waitFor();
   check((await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "", "answers copied, addresses left empty");
@@ -451,6 +452,36 @@ try {
   await rm.getByRole("button", { name: "Yes, remove" }).click();
   await page.locator(".page-head .state-removed").waitFor({ timeout: 120_000 });
   log("removed after typing its name");
+
+  // Force-remove for real: the duplicate is deployed, its app hangs and the run is canceled;
+  // the failed stack is force-removed by an admin, and the manifest downloaded.
+  writeFileSync(HANG, "hang");
+  await page.goto(`${CONSOLE}/#/stacks/${dupId}/edit`);
+  await app.locator(".exec").nth(1).waitFor();
+  const dupName = await page.getByLabel("Name *").inputValue();
+  await fill(db.locator(".exec").nth(0), 0);
+  await fill(app.locator(".exec").nth(0), 1);
+  await fill(app.locator(".exec").nth(1), 2);
+  await page.getByRole("button", { name: "Deploy" }).click();
+  await page.waitForURL(new RegExp(`#/stacks/${dupId}$`));
+  await page.getByText("waiting for the license server").first().waitFor({ timeout: 90_000 });
+  await page.getByRole("button", { name: "Cancel run" }).click();
+  await page.getByRole("button", { name: "Yes, cancel the run" }).click();
+  await page.locator(".page-head .state-failed").waitFor({ timeout: 60_000 });
+  rmSync(HANG);
+  await a2.goto(`${CONSOLE}/#/stacks/${dupId}`);
+  await a2.getByRole("button", { name: "Force-remove" }).click();
+  const fr = a2.getByRole("alertdialog");
+  await fr.locator("tr[data-vm]").first().waitFor();
+  const leftVMs = await fr.locator("tr[data-vm]").count();
+  await fr.getByLabel(/Type the stack's name/).fill(dupName);
+  const [fdl] = await Promise.all([a2.waitForEvent("download"), fr.getByRole("button", { name: "Yes, force-remove" }).click()]);
+  const abandoned = JSON.parse(readFileSync(await fdl.path(), "utf8"));
+  check(abandoned.stack_id === dupId && abandoned.vms.length === leftVMs && leftVMs >= 1, `the manifest lists the ${leftVMs} VMs shown: ${JSON.stringify(abandoned).slice(0, 300)}`);
+  await a2.locator(".page-head .state-removed").waitFor();
+  await a2.getByText(/It was force-removed/).waitFor();
+  await screen(a2, "detail-force-removed");
+  log(`force-removed the failed duplicate: ${leftVMs} VM(s) left behind, manifest downloaded`);
 
   // Catalogue: the sandbox's inventory, refreshed; a registration with a wrong token shows
   // the cluster's refusal on the token's field, then the right token registers it.
