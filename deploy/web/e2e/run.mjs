@@ -459,11 +459,18 @@ try {
   await page.goto(`${CONSOLE}/#/stacks/${dupId}/edit`);
   await app.locator(".exec").nth(1).waitFor();
   const dupName = await page.getByLabel("Name *").inputValue();
-  await fill(db.locator(".exec").nth(0), 0);
-  await fill(app.locator(".exec").nth(0), 1);
-  await fill(app.locator(".exec").nth(1), 2);
+  // Addresses by name: the free list moved while the first stack was removed.
+  const place = async (scope, addr, node) => {
+    await scope.getByLabel("Address *").selectOption(await scope.getByLabel("Address *").locator("option", { hasText: `${addr} (` }).getAttribute("value"));
+    await scope.getByLabel("Node *").selectOption(node);
+    const pool = scope.getByLabel(/^Resource pool/);
+    if (await pool.count()) await pool.selectOption("dev");
+  };
+  await place(db.locator(".exec").nth(0), "vm-16", "pve1");
+  await place(app.locator(".exec").nth(0), "vm-17", "pve2");
+  await place(app.locator(".exec").nth(1), "vm-18", "pve3");
   await page.getByRole("button", { name: "Deploy" }).click();
-  await page.waitForURL(new RegExp(`#/stacks/${dupId}$`));
+  await page.waitForURL(new RegExp(`#/stacks/${dupId}$`), { timeout: 30_000 });
   await page.getByText("waiting for the license server").first().waitFor({ timeout: 90_000 });
   await page.getByRole("button", { name: "Cancel run" }).click();
   await page.getByRole("button", { name: "Yes, cancel the run" }).click();
@@ -541,6 +548,23 @@ try {
   await a2.getByRole("link", { name: "Environments" }).click();
   await a2.locator('tr[data-environment="lab"]').waitFor();
   await screen(a2, "catalogue-environments");
+  // People (admin): a user with a wrong e-mail is refused on its field, then added to a team.
+  await a2.getByRole("link", { name: "People" }).click();
+  await a2.getByRole("button", { name: "Add a user" }).click();
+  const uf = a2.locator("form.resource-form");
+  await uf.getByLabel("Name *").fill("Nora Ops");
+  await uf.getByLabel("E-mail *").fill("not-an-email");
+  await uf.getByLabel("ops", { exact: true }).check();
+  await uf.getByRole("button", { name: "Save" }).click();
+  await uf.locator(".field.has-error").first().waitFor();
+  check((await uf.getByLabel("E-mail *").getAttribute("aria-invalid")) === "true", "the wrong e-mail is refused on its field");
+  await screen(a2, "people-user-refused");
+  await uf.getByLabel("E-mail *").fill("nora@example.org");
+  await uf.getByRole("button", { name: "Save" }).click();
+  await a2.locator('tr[data-user="nora@example.org"]').getByText("ops", { exact: true }).waitFor();
+  await a2.getByRole("link", { name: "Teams" }).click();
+  await a2.locator('tr[data-team="ops"]').getByText(/Nora Ops \(member\)/).waitFor();
+  log("an admin added a user to a team after a refused e-mail");
   await a2.context().close();
   // A member reads the catalogue and is offered no write but its own SSH keys.
   await page.getByRole("link", { name: "Catalogue" }).click();

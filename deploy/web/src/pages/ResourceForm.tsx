@@ -72,7 +72,11 @@ export function ResourceForm({
             const common = { id, "aria-invalid": msgs.length > 0, "aria-describedby": f.hint ? `${id}-hint` : undefined };
             return (
               <div key={f.name} className={`field${msgs.length ? " has-error" : ""}${f.kind === "textarea" || f.kind === "multi" ? " wide" : ""}`}>
-                <label htmlFor={id}>{f.label}{f.required ? " *" : ""}</label>
+                {f.kind === "multi" ? (
+                  <span className="group-label" id={`${id}-label`}>{f.label}{f.required ? " *" : ""}</span>
+                ) : (
+                  <label htmlFor={id}>{f.label}{f.required ? " *" : ""}</label>
+                )}
                 {f.kind === "textarea" ? (
                   <textarea {...common} rows={4} value={String(val)} placeholder={f.placeholder} onChange={(e) => set(e.target.value)} />
                 ) : f.kind === "select" ? (
@@ -81,7 +85,7 @@ export function ResourceForm({
                     {f.options?.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
                   </select>
                 ) : f.kind === "multi" ? (
-                  <div {...common} role="group" aria-labelledby={undefined} aria-label={f.label} className="checks">
+                  <div id={id} role="group" aria-labelledby={`${id}-label`} aria-describedby={common["aria-describedby"]} className="checks">
                     {f.options?.length ? f.options.map((o) => (
                       <label key={o.value}>
                         <input
