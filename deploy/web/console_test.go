@@ -92,7 +92,13 @@ func e2e(t *testing.T, web string) {
 	l := newLab(t, web, "for i in $(seq 1 20); do echo \"warming up the app: step $i of 20\"; done\n"+
 		"while [ -e '"+hang+"' ]; do echo 'waiting for the license server'; sleep 1; done\n")
 	out := filepath.Join(web, "e2e", "out")
-	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 6*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out)
+	// What an admin types to register the sandbox's cluster from the console.
+	key := filepath.Join(t.TempDir(), "node-key")
+	if err := os.WriteFile(key, []byte(l.Sandbox.NodeKeyPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 6*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out, "NODE_KEY_FILE="+key,
+		"PVE_TOKEN_SECRET="+l.Sandbox.Cluster("demo").TokenSecret())
 }
 
 // lab is Horizon running for the console's tests (labtest's catalogue, with a viewer of the
@@ -145,13 +151,13 @@ func (c *console) serve(t testing.TB, api string) {
 }
 
 // node runs a script of the console's with the lab in its environment (CONSOLE_URL, API_URL,
-// MEMBER_TOKEN, VIEWER_TOKEN, CHROMIUM) and more.
+// ADMIN_TOKEN, MEMBER_TOKEN, VIEWER_TOKEN, CHROMIUM) and more.
 func (l *lab) node(t testing.TB, script string, within time.Duration, env ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Dir = l.web
-	cmd.Env = append(append(os.Environ(), "CONSOLE_URL="+l.consoleURL, "API_URL="+l.API.URL, "MEMBER_TOKEN="+l.Member, "VIEWER_TOKEN="+l.Viewer,
+	cmd.Env = append(append(os.Environ(), "CONSOLE_URL="+l.consoleURL, "API_URL="+l.API.URL, "ADMIN_TOKEN="+l.API.Admin, "MEMBER_TOKEN="+l.Member, "VIEWER_TOKEN="+l.Viewer,
 		"CHROMIUM="+chromium), env...)
 	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
 	start := time.Now()

@@ -97,6 +97,7 @@ func routes(d api.Deps) []route {
 		{fiber.MethodGet, "/networks/:id", networks.Get(d)},
 		{fiber.MethodDelete, "/networks/:id", networks.Delete(d)},
 		{fiber.MethodPost, "/networks/:id/addresses", networks.CreateAddress(d)},
+		{fiber.MethodPost, "/networks/:id/address-ranges", networks.CreateRange(d)},
 		{fiber.MethodGet, "/networks/:id/addresses", networks.ListAddresses(d)},
 		{fiber.MethodGet, "/networks/:id/addresses/:address_id", networks.GetAddress(d)},
 		{fiber.MethodDelete, "/networks/:id/addresses/:address_id", networks.DeleteAddress(d)},

@@ -3,8 +3,10 @@ package networks
 import (
 	"context"
 	"net/netip"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
@@ -65,7 +67,8 @@ func CreateAddress(d api.Deps) fiber.Handler {
 	}
 }
 
-// ListAddresses returns a network's addresses, optionally only ?state=free or attached.
+// ListAddresses returns a network's addresses, optionally only ?state=free or attached; an
+// attached one names its stack when the caller may see that stack.
 func ListAddresses(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		netID, err := api.ParamID(c, "id")
@@ -95,7 +98,25 @@ func ListAddresses(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		return c.JSON(api.NewList(api.Map(as, toAddress), next))
+		var held []uuid.UUID
+		for _, a := range as {
+			if a.ExecutionID != nil {
+				held = append(held, *a.ExecutionID)
+			}
+		}
+		stacks, err := store.AddressStacks(ctx, d.DB, api.Principal(c).Scope(), held)
+		if err != nil {
+			return err
+		}
+		out := api.Map(as, toAddress)
+		for i := range out {
+			if e := out[i].ExecutionID; e != nil {
+				if r, ok := stacks[*e]; ok {
+					out[i].Stack = &AddressStack{ID: r.ID, Name: r.Name}
+				}
+			}
+		}
+		return c.JSON(api.NewList(out, next))
 	}
 }
 
@@ -147,4 +168,107 @@ func DeleteAddress(d api.Deps) fiber.Handler {
 		}
 		return c.SendStatus(fiber.StatusNoContent)
 	}
+}
+
+// RangeRequest is the body of POST /v1/networks/{id}/address-ranges: every address from first
+// to last, inclusive, named name_prefix followed by the address's last number (its last octet
+// for IPv4, e.g. vm-10, vm-11; its last 16 bits in hex for IPv6).
+type RangeRequest struct {
+	NamePrefix string `json:"name_prefix"`
+	First      string `json:"first"`
+	Last       string `json:"last"`
+}
+
+// MaxRange bounds the addresses one range request reserves.
+const MaxRange = 256
+
+// CreateRange reserves a range of named addresses on a network at once (admin), all or
+// nothing: an address outside the network, its gateway, or a name or ip already taken (409)
+// refuses the whole range.
+func CreateRange(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireAdmin(c); err != nil {
+			return err
+		}
+		netID, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		req, err := api.Decode[RangeRequest](c)
+		if err != nil {
+			return err
+		}
+		ctx := c.UserContext()
+		n, err := store.NetworkGet(ctx, d.DB, netID)
+		if err != nil {
+			return err
+		}
+		net := ipam.Network{CIDR: n.CIDR, Gateway: n.Gateway}
+		var p horizon.Problems
+		// The longest name is the prefix and up to 4 more characters.
+		horizon.CheckName(&p, "name_prefix", req.NamePrefix+"0000", horizon.MaxNameLength)
+		parse := func(field, s string) netip.Addr {
+			ip, err := netip.ParseAddr(s)
+			if err != nil || ip.Zone() != "" {
+				p.Add(field, "must be an IP address")
+				return netip.Addr{}
+			}
+			if !n.CIDR.Contains(ip) {
+				p.Add(field, "is outside %s", n.CIDR)
+				return netip.Addr{}
+			}
+			return ip
+		}
+		first, last := parse("first", req.First), parse("last", req.Last)
+		var ips []netip.Addr
+		if first.IsValid() && last.IsValid() {
+			if last.Less(first) {
+				p.Add("last", "comes before first")
+			}
+			for ip := first; ip.IsValid() && !last.Less(ip) && len(ips) <= MaxRange; ip = ip.Next() {
+				ips = append(ips, ip)
+			}
+			if len(ips) > MaxRange {
+				p.Add("last", "makes more than %d addresses: reserve them in several ranges", MaxRange)
+			}
+			for _, ip := range ips {
+				if msg := ipam.CheckAddress(net, ip); msg != "" && len(ips) <= MaxRange {
+					p.Add("first", "%s %s: the range must hold host addresses only", ip, msg)
+					break
+				}
+			}
+		}
+		if err := p.Err(); err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		created := make([]horizon.Address, 0, len(ips))
+		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			for _, ip := range ips {
+				name := req.NamePrefix + lastNumber(ip)
+				a, err := store.AddressCreate(ctx, tx, horizon.Address{NetworkID: netID, Name: name, IP: ip}, store.Activity{
+					ActorID: &who.UserID, Action: "address.create", ObjectType: "address",
+					Details: map[string]any{"network_id": netID, "name": name, "ip": ip.String()}})
+				if err != nil {
+					return err
+				}
+				created = append(created, a)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return c.Status(fiber.StatusCreated).JSON(fiber.Map{"items": api.Map(created, toAddress)})
+	}
+}
+
+// lastNumber is what tells an address from its neighbours: its last octet (IPv4) or its last
+// 16 bits in hex (IPv6).
+func lastNumber(ip netip.Addr) string {
+	b := ip.AsSlice()
+	if ip.Is4() {
+		return strconv.Itoa(int(b[3]))
+	}
+	return strconv.FormatUint(uint64(b[len(b)-2])<<8|uint64(b[len(b)-1]), 16)
 }

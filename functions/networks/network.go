@@ -43,6 +43,14 @@ type Address struct {
 	ExecutionID *uuid.UUID `json:"execution_id"`
 	AttachedAt  *time.Time `json:"attached_at"`
 	CreatedAt   time.Time  `json:"created_at"`
+	// Stack is the stack an attached address belongs to, in lists, when the caller may see it.
+	Stack *AddressStack `json:"stack,omitempty"`
+}
+
+// AddressStack names the stack an attached address belongs to.
+type AddressStack struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
 }
 
 func toAddress(a horizon.Address) Address {

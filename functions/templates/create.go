@@ -19,6 +19,8 @@ type CreateRequest struct {
 	Description *string         `json:"description"`
 	Active      *bool           `json:"active"`
 	Definition  json.RawMessage `json:"definition"`
+	// Source reads the definition from git instead.
+	Source *Source `json:"source"`
 }
 
 // Create adds a template and its version 1 (admin): it parses and validates the definition,
@@ -32,6 +34,9 @@ func Create(d api.Deps) fiber.Handler {
 		}
 		req, err := api.Decode[CreateRequest](c)
 		if err != nil {
+			return err
+		}
+		if req.Definition, err = definitionOf(c.UserContext(), d, req.Definition, req.Source); err != nil {
 			return err
 		}
 		var p horizon.Problems

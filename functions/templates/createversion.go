@@ -15,6 +15,8 @@ import (
 // CreateVersionRequest is the body of POST /v1/templates/{id}/versions.
 type CreateVersionRequest struct {
 	Definition json.RawMessage `json:"definition"`
+	// Source reads the definition from git instead.
+	Source *Source `json:"source"`
 }
 
 // CreateVersion adds the next immutable version of a template (admin), checked and pinned as
@@ -42,6 +44,9 @@ func CreateVersion(d api.Deps) fiber.Handler {
 		// A missing template answers 404 before any git work; one deleted meanwhile fails the
 		// insert below the same way.
 		if _, err := store.TemplateGet(ctx, d.DB, id); err != nil {
+			return err
+		}
+		if req.Definition, err = definitionOf(ctx, d, req.Definition, req.Source); err != nil {
 			return err
 		}
 		var p horizon.Problems

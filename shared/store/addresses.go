@@ -7,6 +7,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"horizon/shared/auth"
+
 	"horizon/shared/horizon"
 )
 
@@ -120,6 +122,34 @@ func AddressBridges(ctx context.Context, q Querier, ids []uuid.UUID) (map[uuid.U
 			return nil, translate(err)
 		}
 		out[id] = bridge
+	}
+	return out, translate(rows.Err())
+}
+
+// StackRef names a stack: what an attached address shows of the stack that holds it.
+type StackRef struct {
+	ID   uuid.UUID
+	Name string
+}
+
+// AddressStacks returns, for each of the executions that exists in a stack scope may see, that
+// stack: the addresses it holds name it. Executions of other teams' stacks are left out, so their
+// names never reach another team.
+func AddressStacks(ctx context.Context, q Querier, scope auth.Scope, executions []uuid.UUID) (map[uuid.UUID]StackRef, error) {
+	rows, err := q.Query(ctx, `SELECT e.id, s.id, s.name FROM executions e JOIN stacks s ON s.id = e.stack_id
+		WHERE e.id = ANY($1) AND ($2 OR s.team_id = ANY($3))`, executions, scope.All, scope.TeamIDs())
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]StackRef{}
+	for rows.Next() {
+		var e uuid.UUID
+		var r StackRef
+		if err := rows.Scan(&e, &r.ID, &r.Name); err != nil {
+			return nil, translate(err)
+		}
+		out[e] = r
 	}
 	return out, translate(rows.Err())
 }

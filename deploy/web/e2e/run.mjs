@@ -3,7 +3,8 @@
 // Terraform and the Proxmox sandbox. Nothing is mocked. Screenshots of each screen go to
 // OUT_DIR; axe-core checks each screen for serious or critical violations.
 //
-// Env: CONSOLE_URL, API_URL, MEMBER_TOKEN, VIEWER_TOKEN, HANG_FILE, OUT_DIR, CHROMIUM.
+// Env: CONSOLE_URL, API_URL, ADMIN_TOKEN, MEMBER_TOKEN, VIEWER_TOKEN, HANG_FILE, OUT_DIR, CHROMIUM,
+// NODE_KEY_FILE and PVE_TOKEN_SECRET (to register the sandbox's cluster again, by hand).
 import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -14,7 +15,7 @@ const env = (k) => {
   if (!v) throw new Error(`${k} is not set`);
   return v;
 };
-const CONSOLE = env("CONSOLE_URL"), API = env("API_URL"), MEMBER = env("MEMBER_TOKEN"), VIEWER = env("VIEWER_TOKEN");
+const CONSOLE = env("CONSOLE_URL"), API = env("API_URL"), MEMBER = env("MEMBER_TOKEN"), VIEWER = env("VIEWER_TOKEN"), ADMIN = env("ADMIN_TOKEN");
 const HANG = env("HANG_FILE"), OUT = env("OUT_DIR");
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const t0 = Date.now();
@@ -225,6 +226,25 @@ try {
   await page.locator('.page-head .state-failed').waitFor({ timeout: 60_000 });
   rmSync(HANG);
   log("canceled the hung run");
+  // A member is offered no force-remove; an admin is, with what would be left behind.
+  check((await page.getByRole("button", { name: "Force-remove" }).count()) === 0, "a member is not offered Force-remove");
+  const actx = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads: true });
+  const apage = await actx.newPage();
+  apage.setDefaultTimeout(20_000);
+  apage.on("request", (r) => hosts.add(new URL(r.url()).origin));
+  await apage.goto(`${CONSOLE}/#token=${ADMIN}&next=${encodeURIComponent(`#/stacks/${stackId}`)}`);
+  await apage.getByRole("button", { name: "Force-remove" }).click();
+  const force = apage.getByRole("alertdialog");
+  await force.locator("tr[data-vm]").nth(2).waitFor();
+  check((await force.locator("tr[data-vm]").count()) === 3, "the three VMs that would be left behind are listed");
+  check(await force.getByRole("button", { name: "Yes, force-remove" }).isDisabled(), "force-remove waits for the name");
+  await screen(apage, "detail-force-remove-confirm");
+  const [mdl] = await Promise.all([apage.waitForEvent("download"), force.getByRole("button", { name: "Download the abandon manifest" }).click()]);
+  const manifest = JSON.parse(readFileSync(await mdl.path(), "utf8"));
+  check(manifest.stack_id === stackId && manifest.vms.length === 3 && manifest.addresses.length === 3, `the manifest lists the VMs and addresses: ${JSON.stringify(manifest).slice(0, 300)}`);
+  await force.getByRole("button", { name: "No" }).click();
+  await actx.close();
+  log("force-remove previewed by an admin: 3 VMs listed, manifest downloaded, not confirmed");
   await vpage.locator('tr[data-stack="web-e2e"]').getByText("failed").waitFor();
   check(viewerNavs === 0, "the list turned failed without a reload");
   log("the viewer's list turned failed live");
@@ -240,8 +260,8 @@ try {
   const me = await apiAs(MEMBER, "GET", "/v1/me");
   await page.getByRole("table", { name: "State changes" }).getByRole("cell", { name: me.name, exact: true }).first().waitFor();
   // An older run's log is that run's alone, not followed into the later ones.
-  const runs = (await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}/runs?limit=20`)).items;
-  const deployRun = runs.find((r) => r.kind === "deploy");
+  const runList = (await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}/runs?limit=20`)).items;
+  const deployRun = runList.find((r) => r.kind === "deploy");
   const deployLines = (await (await fetch(`${API}/v1/stacks/${stackId}/logs?run=${deployRun.id}`, { headers: { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" } })).text()).trim().split("\n").length;
   await page.getByRole("table", { name: "Runs" }).getByRole("link", { name: "deploy", exact: true }).click();
   await page.getByText(/run deploy/).waitFor();
@@ -294,10 +314,358 @@ try {
   await page.keyboard.press("Space");
   await page.getByRole("button", { name: "Pause" }).waitFor();
   log("walked to a stack and paused its log from the keyboard");
+  await page.getByRole("link", { name: "Stacks" }).first().click();
+  await page.locator('tr[data-stack="web-e2e"]').getByText("deployed").waitFor();
+
+  // Edit the deployed stack. A plain edit saves without a run; one that another save beat
+  // answers 412 and the form reloads, naming what changed.
+  const runs = async () => (await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}/runs?limit=100`)).items.length;
+  const runsBefore = await runs();
+  await page.getByRole("link", { name: "web-e2e" }).click();
+  await page.getByRole("link", { name: "Edit", exact: true }).click();
+  await page.getByRole("heading", { name: "Edit web-e2e" }).waitFor();
+  await page.getByText("No machine is touched").waitFor();
+  check(await page.getByRole("button", { name: "No changes to save" }).isDisabled(), "nothing to save before a change");
+  check(await page.getByLabel("Environment *").isDisabled(), "the environment is read-only once deployed");
+  const cur = await fetch(`${API}/v1/stacks/${stackId}`, { headers: { Authorization: `Bearer ${MEMBER}` } });
+  const botEdit = await fetch(`${API}/v1/stacks/${stackId}`, {
+    method: "PATCH",
+    headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json", "If-Match": cur.headers.get("ETag") },
+    body: JSON.stringify({ description: "described by a bot" }),
+  });
+  await cur.text();
+  check(botEdit.ok, `the bot's edit: ${botEdit.status} ${await botEdit.text()}`);
+  await page.getByLabel("Labels").fill("e2e, web, edited");
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await page.getByText("This stack was changed meanwhile").waitFor();
+  check((await page.getByRole("status").filter({ hasText: "meanwhile" }).textContent()).includes("description"), "the stale save names what changed");
+  check((await page.getByLabel("Description").inputValue()) === "described by a bot", "the form shows the stack as it is now");
+  await page.getByLabel("Labels").fill("e2e, web, edited");
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await page.getByText("Saved; nothing had to run.").waitFor();
+  check((await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}`)).labels.includes("edited"), "the labels were saved");
+  check((await runs()) === runsBefore, "a plain edit starts no run");
+  log("plain edit saved without a run, after a 412 that named the change");
+
+  // Raise app #2's memory: the plan re-applies that machine alone and says why.
+  await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).selectOption("1024");
+  const planned = page.locator('[data-plan-entry="app #2"]');
+  await planned.getByText("memory_mb: 512 → 1024").waitFor();
+  check((await planned.getAttribute("data-action")) === "reapply", "app #2 is re-applied");
+  check((await page.locator("[data-plan-entry]").count()) === 1, "nothing else is touched");
+  check((await page.locator('[data-count="reapply"]').textContent()) === "1 to re-apply", "counted");
+  await screen(page, "edit-plan");
+  // Save and re-apply while the app's script hangs: the run is in progress, editing waits.
+  writeFileSync(HANG, "hang");
+  await page.getByRole("button", { name: "Save and re-apply" }).click();
+  await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
+  await page.getByText("waiting for the license server").first().waitFor({ timeout: 60_000 });
+  check(await page.getByRole("button", { name: "Edit", exact: true }).isDisabled(), "Edit is disabled while the run is in progress");
+  await page.goto(`${CONSOLE}/#/stacks/${stackId}/edit`);
+  await page.getByText(/run is (queued|running): editing is possible again when it ends/).waitFor();
+  check(await page.getByLabel("Labels").isDisabled(), "the form is disabled while a run is in progress");
+  await screen(page, "edit-busy");
+  rmSync(HANG);
+  // The run ends: the form comes back, enabled, with the new memory.
+  await page.waitForFunction(() => !document.querySelector("#f-labels")?.disabled, null, { timeout: 90_000 });
+  await page.getByText("No machine is touched").waitFor();
+  check((await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).inputValue()) === "1024", "the edit is kept");
+  await page.getByRole("link", { name: "Back to the stack" }).click();
+  await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 30_000 });
+  const reapplied = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
+  check(reapplied.join(",") === "app #1=skipped,app #2=succeeded,db #1=skipped", `only app #2 ran: ${reapplied}`);
+  log("save and re-apply ran app #2 only:", reapplied.join(","));
+
+  // Replace app #1 by adding first: the plan says so, the old one's cleanup runs before it is
+  // destroyed (in the log), and the name is typed because a machine goes.
+  await page.getByRole("link", { name: "Edit", exact: true }).click();
+  await page.getByText("No machine is touched").waitFor();
+  await app.getByRole("button", { name: "Remove app #1" }).click();
+  await app.getByRole("button", { name: "Add machine to app" }).click();
+  const added = app.locator(".exec").nth(1);
+  const free = await added.getByLabel("Address *").locator("option", { hasText: "vm-15" }).getAttribute("value");
+  await added.getByLabel("Address *").selectOption(free);
+  await added.getByLabel("Node *").selectOption("pve1");
+  const addedPool = added.getByLabel(/^Resource pool/);
+  if (await addedPool.count()) await addedPool.selectOption("dev");
+  await page.getByText("app: replaced by adding the new machine first, then removing the old one.").waitFor();
+  await page.locator('[data-plan-entry="app #1"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
+  check((await page.locator('[data-action="create"]').count()) === 1, "one machine is added");
+  const replace = page.getByRole("button", { name: "Save and re-apply" });
+  check(await replace.isDisabled(), "a save that destroys a machine waits for the name");
+  await page.getByLabel(/Type the stack's name/).fill("web-e2e");
+  await screen(page, "edit-replace");
+  await replace.click();
+  await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
+  // This run's pipeline has a card for the new machine; wait for it, and for the run to end.
+  await page.waitForFunction(() => [...document.querySelectorAll(".card")].some((c) => !["app #1", "app #2", "db #1"].includes(c.getAttribute("data-card"))), null, { timeout: 30_000 });
+  await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  const replaced = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
+  check(replaced.filter((c) => c.endsWith("=succeeded")).length === 2 && replaced.includes("db #1=skipped") && replaced.includes("app #2=skipped"), `the new app was built and app #1 destroyed, nothing else: ${replaced}`);
+  await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("deregistering");
+  await page.getByText(/^\d+ found/).waitFor();
+  log("replaced app #1 by adding first; its cleanup ran:", replaced.join(","));
+
+  // Duplicate: a new draft in the create form, with what could be copied.
+  await page.getByRole("button", { name: "Duplicate" }).click();
+  await page.waitForURL(/#\/stacks\/[0-9a-f-]+\/edit$/);
+  check(!page.url().includes(stackId), "the duplicate is another stack");
+  const dupId = /stacks\/([0-9a-f-]+)\/edit/.exec(page.url())[1];
+  await page.getByRole("heading", { name: /^Draft / }).waitFor();
+  await db.waitFor();
+  check((await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "", "answers copied, addresses left empty");
+  await screen(page, "duplicate-draft");
+  await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
+  await page.locator(".card").first().waitFor();
+  log("duplicated into a draft");
+
+  // Startup: the stack's three machines, with their host and the state Proxmox reports.
+  await page.getByRole("link", { name: "Startup" }).click();
+  await page.locator('tr[data-machine="web-e2e app #2"]').waitFor();
+  const machines = await page.locator('tr[data-machine^="web-e2e "]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
+  check(machines.length === 3 && machines.every((m) => /^pve\d$/.test(m[4]) && /^\d+$/.test(m[5]) && m[6] !== ""), `three machines with host, VM and state: ${JSON.stringify(machines)}`);
+  await screen(page, "startup");
+  // The network's addresses say which stack holds them.
+  await page.getByRole("link", { name: "Catalogue" }).click();
+  await page.getByRole("link", { name: "Networks" }).click();
+  await page.locator("tr[data-network] a").first().click();
+  const held = page.locator("tr[data-address]", { has: page.getByRole("link", { name: "web-e2e" }) });
+  await held.first().waitFor();
+  check((await held.count()) === 3, `three addresses held by web-e2e (saw ${await held.count()})`);
+  await screen(page, "catalogue-addresses");
+  await page.getByRole("link", { name: "web-e2e" }).first().click();
+  await page.locator(".card").first().waitFor();
+
+
+  // Templates: a member reads them and is offered no write; an admin adds a version, after
+  // a definition the API refuses with its problems named.
+  await page.getByRole("link", { name: "Templates" }).click();
+  await page.getByRole("link", { name: "sandbox-vm" }).click();
+  await page.getByText("The first version.").waitFor();
+  await page.locator('.preview fieldset[data-job="app"]').waitFor();
+  check((await page.getByRole("button", { name: /^(New version|New template|Deactivate.*)$/ }).count()) === 0, "a member is offered no template write");
+  const a2 = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
+  a2.setDefaultTimeout(20_000);
+  a2.on("request", (r) => hosts.add(new URL(r.url()).origin));
+  await a2.goto(`${CONSOLE}/#token=${ADMIN}&next=${encodeURIComponent("#/templates")}`);
+  await a2.getByRole("link", { name: "sandbox-vm" }).click();
+  await a2.getByText("Nothing changed: the branches still point to the commits it pinned.").waitFor();
+  await screen(a2, "template");
+  await a2.getByRole("button", { name: "New version" }).click();
+  // From git: a file the branch lacks is refused on the path's field.
+  check((await a2.getByLabel("Repository *").inputValue()) !== "", "the repository is prefilled");
+  await a2.getByLabel("Path", { exact: true }).fill("nope.yaml");
+  await a2.getByRole("button", { name: "Create version" }).click();
+  await a2.locator(".field.has-error").getByText(/is not a file of main/).waitFor({ timeout: 60_000 });
+  await screen(a2, "template-version-from-git-refused");
+  await a2.getByLabel("pasted here").check();
+  const defText = await a2.getByLabel("Definition (YAML or JSON) *").inputValue();
+  check(defText.includes('"name": "sandbox-vm"'), "the new version starts from the current definition");
+  await a2.getByLabel("Definition (YAML or JSON) *").fill('{"name": "sandbox-vm", "phases": []}');
+  await a2.getByRole("button", { name: "Create version" }).click();
+  await a2.getByText(/The definition has \d+ problem/).waitFor({ timeout: 60_000 });
+  await screen(a2, "template-version-invalid");
+  // Version 2 drops the app job (and the action that runs on it).
+  const v2 = JSON.parse(defText);
+  v2.phases = v2.phases.filter((p) => !p.jobs.some((j) => j.name === "app"));
+  delete v2.actions;
+  await a2.getByLabel("Definition (YAML or JSON) *").fill(JSON.stringify(v2, null, 2));
+  await a2.getByRole("button", { name: "Create version" }).click();
+  await a2.waitForURL(/v=2$/, { timeout: 60_000 });
+  await a2.locator('[data-change="job app"]').getByText("removed").waitFor();
+  await screen(a2, "template-version-changes");
+  log("an admin added version 2 of the template without app; the change from v1 is listed");
+
+  // Upgrade the stack to it: the plan destroys both apps (their cleanup first), so the name is
+  // typed; the upgrade run destroys them and leaves the db.
+  await a2.goto(`${CONSOLE}/#/stacks/${stackId}/edit`);
+  await a2.getByLabel("Version *").selectOption("2");
+  await a2.getByRole("region", { name: "Template changes" }).locator('[data-change="job app"]').waitFor();
+  await a2.locator('[data-plan-entry="app #2"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
+  check((await a2.locator('[data-action="destroy"]').count()) === 2, "both apps are destroyed");
+  const upgrade = a2.getByRole("button", { name: "Upgrade to v2" });
+  check(await upgrade.isDisabled(), "the upgrade waits for the name");
+  await a2.getByLabel(/Type the stack's name/).fill("web-e2e");
+  await screen(a2, "upgrade-plan");
+  await upgrade.click();
+  await a2.waitForURL(new RegExp(`#/stacks/${stackId}$`));
+  await a2.locator("h2", { hasText: "run upgrade" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  const upgraded = await apiAs(ADMIN, "GET", `/v1/stacks/${stackId}`);
+  check(upgraded.template_version === 2 && (upgraded.jobs.app === undefined || upgraded.jobs.app.executions.every((e) => e.state === "removed")), `upgraded to v2 without apps: ${JSON.stringify(upgraded.jobs).slice(0, 300)}`);
+  log("upgraded the stack to v2: the apps were destroyed");
+
+  // Remove: what happens, in order, and the name typed to confirm.
+  await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
+  await page.getByRole("button", { name: "Remove" }).click();
+  const rm = page.getByRole("alertdialog");
+  check((await rm.locator("li").count()) === 3, "the removal's steps are listed");
+  check((await rm.locator("li").first().textContent()).includes("Its 1 execution is destroyed"), `what is destroyed first: ${await rm.locator("li").first().textContent()}`);
+  check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "remove waits for the name");
+  await rm.getByLabel(/Type the stack's name/).fill("web-e2");
+  check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "a wrong name does not confirm");
+  await rm.getByLabel(/Type the stack's name/).fill("web-e2e");
+  await screen(page, "detail-remove-confirm");
+  await rm.getByRole("button", { name: "Yes, remove" }).click();
+  await page.locator(".page-head .state-removed").waitFor({ timeout: 120_000 });
+  log("removed after typing its name");
+
+  // Force-remove for real: the duplicate is deployed, its app hangs and the run is canceled;
+  // the failed stack is force-removed by an admin, and the manifest downloaded.
+  writeFileSync(HANG, "hang");
+  await page.goto(`${CONSOLE}/#/stacks/${dupId}/edit`);
+  await app.locator(".exec").nth(1).waitFor();
+  const dupName = await page.getByLabel("Name *").inputValue();
+  // Addresses by name: the free list moved while the first stack was removed.
+  const place = async (scope, addr, node) => {
+    await scope.getByLabel("Address *").selectOption(await scope.getByLabel("Address *").locator("option", { hasText: `${addr} (` }).getAttribute("value"));
+    await scope.getByLabel("Node *").selectOption(node);
+    const pool = scope.getByLabel(/^Resource pool/);
+    if (await pool.count()) await pool.selectOption("dev");
+  };
+  await place(db.locator(".exec").nth(0), "vm-16", "pve1");
+  await place(app.locator(".exec").nth(0), "vm-17", "pve2");
+  await place(app.locator(".exec").nth(1), "vm-18", "pve3");
+  await page.getByRole("button", { name: "Deploy" }).click();
+  await page.waitForURL(new RegExp(`#/stacks/${dupId}$`), { timeout: 30_000 });
+  await page.getByText("waiting for the license server").first().waitFor({ timeout: 90_000 });
+  await page.getByRole("button", { name: "Cancel run" }).click();
+  await page.getByRole("button", { name: "Yes, cancel the run" }).click();
+  await page.locator(".page-head .state-failed").waitFor({ timeout: 60_000 });
+  rmSync(HANG);
+  await a2.goto(`${CONSOLE}/#/stacks/${dupId}`);
+  await a2.getByRole("button", { name: "Force-remove" }).click();
+  const fr = a2.getByRole("alertdialog");
+  await fr.locator("tr[data-vm]").first().waitFor();
+  const leftVMs = await fr.locator("tr[data-vm]").count();
+  await fr.getByLabel(/Type the stack's name/).fill(dupName);
+  const [fdl] = await Promise.all([a2.waitForEvent("download"), fr.getByRole("button", { name: "Yes, force-remove" }).click()]);
+  const abandoned = JSON.parse(readFileSync(await fdl.path(), "utf8"));
+  check(abandoned.stack_id === dupId && abandoned.vms.length === leftVMs && leftVMs >= 1, `the manifest lists the ${leftVMs} VMs shown: ${JSON.stringify(abandoned).slice(0, 300)}`);
+  await a2.locator(".page-head .state-removed").waitFor();
+  await a2.getByText(/It was force-removed/).waitFor();
+  await screen(a2, "detail-force-removed");
+  log(`force-removed the failed duplicate: ${leftVMs} VM(s) left behind, manifest downloaded`);
+
+  // Catalogue: the sandbox's inventory, refreshed; a registration with a wrong token shows
+  // the cluster's refusal on the token's field, then the right token registers it.
+  const sandbox = (await apiAs(ADMIN, "GET", "/v1/proxmox-servers")).items[0];
+  await a2.getByRole("link", { name: "Catalogue" }).click();
+  await a2.getByRole("link", { name: sandbox.name, exact: true }).click();
+  await a2.locator('tr[data-node="pve1"]').waitFor();
+  await a2.getByRole("button", { name: "Refresh inventory" }).click();
+  await a2.getByRole("button", { name: "Refresh inventory" }).waitFor();
+  await screen(a2, "catalogue-server");
+  await a2.getByRole("link", { name: "Proxmox servers" }).click();
+  await a2.getByRole("button", { name: "Register a Proxmox server" }).click();
+  const reg = a2.locator("form.resource-form");
+  await reg.getByLabel("Name *").fill("second");
+  await reg.getByLabel("API URL *").fill(sandbox.api_url);
+  await reg.getByLabel("API token id *").fill(sandbox.token_id);
+  await reg.getByLabel("API token secret *").fill("not-the-secret");
+  await reg.getByLabel("TLS fingerprint (SHA-256)").fill(sandbox.tls_fingerprint);
+  await reg.getByLabel("SSH private key *").fill(readFileSync(env("NODE_KEY_FILE"), "utf8"));
+  await reg.getByLabel("Nodes' SSH").fill(sandbox.nodes.map((n) => `${n.name} ${n.ssh_address} ${n.ssh_host_key_fingerprint}`).join("\n"));
+  await reg.getByRole("button", { name: "Check and register" }).click();
+  await reg.locator(".field.has-error").getByText(/refused the API token/).waitFor({ timeout: 30_000 });
+  check((await reg.getByLabel("API token secret *").getAttribute("aria-invalid")) === "true", "the refusal is on the secret's field");
+  await screen(a2, "catalogue-register-refused");
+  await reg.getByLabel("API token secret *").fill(env("PVE_TOKEN_SECRET"));
+  await reg.getByRole("button", { name: "Check and register" }).click();
+  await a2.locator('tr[data-server="second"]').waitFor({ timeout: 30_000 });
+  log("registered a Proxmox server after a refused token");
+
+  // A network's addresses: a wrong IP is refused on its field; free and attached are told.
+  await a2.getByRole("link", { name: "Networks" }).click();
+  await a2.locator("tr[data-network] a").first().click();
+  await a2.getByRole("button", { name: "Add an address" }).click();
+  const addr = a2.locator("form.resource-form");
+  await addr.getByLabel("Name *").fill("spare");
+  await addr.getByLabel("IP address *").fill("10.255.255.300");
+  await addr.getByRole("button", { name: "Save" }).click();
+  await addr.locator(".field.has-error").first().waitFor();
+  check((await addr.getByLabel("IP address *").getAttribute("aria-invalid")) === "true", "the wrong IP is refused on its field");
+  await screen(a2, "catalogue-address-refused");
+  await addr.getByRole("button", { name: "Cancel" }).click();
+  // A range at once: five named addresses, free.
+  const lab = (await apiAs(ADMIN, "GET", "/v1/networks")).items.find((n) => n.name === "loop");
+  const prefix = lab.cidr.replace(/\.0\/24$/, "");
+  await a2.getByRole("button", { name: "Add a range of addresses" }).click();
+  const rng = a2.locator("form.resource-form");
+  await rng.getByLabel("Name prefix *").fill("spare-");
+  await rng.getByLabel("First IP *").fill(`${prefix}.100`);
+  await rng.getByLabel("Last IP *").fill(`${prefix}.104`);
+  await rng.getByRole("button", { name: "Add the range" }).click();
+  await a2.locator('tr[data-address="spare-104"]').waitFor();
+  check((await a2.locator('tr[data-address^="spare-"]').count()) === 5, "five addresses added at once");
+  check((await a2.locator('tr[data-address="spare-100"] td').nth(2).textContent()) === "free", "free");
+  await screen(a2, "catalogue-address-range");
+  log("added a range of five addresses");
+  await a2.getByRole("link", { name: "SSH keys" }).click();
+  await a2.getByRole("link", { name: "Environments" }).click();
+  await a2.locator('tr[data-environment="lab"]').waitFor();
+  await screen(a2, "catalogue-environments");
+  // People (admin): a user with a wrong e-mail is refused on its field, then added to a team.
+  await a2.getByRole("link", { name: "People" }).click();
+  await a2.getByRole("button", { name: "Add a user" }).click();
+  const uf = a2.locator("form.resource-form");
+  await uf.getByLabel("Name *").fill("Nora Ops");
+  await uf.getByLabel("E-mail *").fill("not-an-email");
+  await uf.getByLabel("ops", { exact: true }).check();
+  await uf.getByRole("button", { name: "Save" }).click();
+  await uf.locator(".field.has-error").first().waitFor();
+  check((await uf.getByLabel("E-mail *").getAttribute("aria-invalid")) === "true", "the wrong e-mail is refused on its field");
+  await screen(a2, "people-user-refused");
+  await uf.getByLabel("E-mail *").fill("nora@example.org");
+  await uf.getByRole("button", { name: "Save" }).click();
+  await a2.locator('tr[data-user="nora@example.org"]').getByText("ops", { exact: true }).waitFor();
+  await a2.getByRole("link", { name: "Teams" }).click();
+  await a2.locator('tr[data-team="ops"]').getByText(/Nora Ops \(member\)/).waitFor();
+  log("an admin added a user to a team after a refused e-mail");
+  await a2.context().close();
+  // A member reads the catalogue and is offered no write but its own SSH keys.
+  await page.getByRole("link", { name: "Catalogue" }).click();
+  await page.locator(`tr[data-server="${sandbox.name}"]`).waitFor();
+  check((await page.getByRole("button", { name: /^(Register a Proxmox server|Refresh inventory)$/ }).count()) === 0, "a member registers no server");
+  await page.getByRole("link", { name: "Environments" }).click();
+  await page.locator('tr[data-environment="lab"]').waitFor();
+  check((await page.getByRole("button", { name: /^(Add an environment|Edit .*)$/ }).count()) === 0, "a member edits no environment");
+  await page.getByRole("link", { name: "SSH keys" }).click();
+  await page.locator('tr[data-key="laptop"]').getByText(/^SHA256:/).waitFor();
+  await screen(page, "catalogue-ssh-keys");
+  log("the catalogue: admins write, members read (and keep their own keys)");
+
+  // People: a minted token is shown once, copied, and works; revoked, it no longer does.
+  await page.getByRole("link", { name: "People" }).click();
+  await page.locator("tr[data-user]").first().waitFor();
+  check((await page.getByRole("button", { name: /^(Add a user|Change .*)$/ }).count()) === 0, "a member changes no user");
+  await page.getByRole("link", { name: "API tokens" }).click();
+  await page.getByRole("button", { name: "Mint a token" }).click();
+  await page.locator("form.resource-form").getByLabel("Name *").fill("ci-pipeline");
+  await page.getByRole("button", { name: "Mint", exact: true }).click();
+  const minted = await page.locator('[data-token="minted"]').textContent();
+  check(/^hzn_/.test(minted), "the token is shown");
+  await page.getByRole("button", { name: "Copy", exact: true }).click();
+  check((await page.evaluate(() => navigator.clipboard.readText())) === minted, "and copied");
+  const meWith = async (t) => (await fetch(`${API}/v1/me`, { headers: { Authorization: `Bearer ${t}` } })).status;
+  check((await meWith(minted)) === 200, "the minted token works");
+  await screen(page, "people-token-minted");
+  await page.getByRole("button", { name: "Done, hide it" }).click();
+  check(!(await page.content()).includes(minted), "the token is never shown again");
+  await page.getByRole("button", { name: "Revoke ci-pipeline" }).click();
+  await page.getByRole("button", { name: "Yes, revoke ci-pipeline" }).click();
+  await page.locator('tr[data-token-name="ci-pipeline"]').getByText(/^revoked/).waitFor();
+  check((await meWith(minted)) === 401, "the revoked token is refused");
+  await screen(page, "people-tokens");
+  log("minted a token, copied it once, revoked it");
 
   const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
   check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);
   log(`done: ${shots} screens`);
+} catch (e) {
+  // What each page showed when it failed, for the one reading the test's output.
+  for (const c of browser.contexts())
+    for (const [i, p] of c.pages().entries()) await p.screenshot({ path: join(OUT, `failed-${browser.contexts().indexOf(c)}-${i}.png`), fullPage: true }).catch(() => {});
+  throw e;
 } finally {
   await browser.close();
 }

@@ -6,6 +6,10 @@ import { SignIn } from "./pages/SignIn";
 import { StacksList } from "./pages/StacksList";
 import { CreateStack } from "./pages/CreateStack";
 import { StackDetail } from "./pages/StackDetail";
+import { Startup } from "./pages/Startup";
+import { Catalogue } from "./pages/Catalogue";
+import { People } from "./pages/People";
+import { TemplateDetail, TemplatesList } from "./pages/Templates";
 import { openStream } from "./sse";
 import { Online } from "./live";
 
@@ -49,6 +53,7 @@ function useEvents() {
           const e = data as HorizonEvent;
           const stack = e.stack_id ?? (e.type === "stack" ? e.id : undefined);
           void qc.invalidateQueries({ queryKey: ["stacks"] });
+          void qc.invalidateQueries({ queryKey: ["startup"] });
           if (stack) void qc.invalidateQueries({ queryKey: ["stack", stack] });
         },
       }),
@@ -63,7 +68,11 @@ function Shell() {
   const online = useSyncExternalStore(Online.subscribe, Online.get);
   const [, section, id, sub] = ["", ...route.path];
   let page: React.ReactNode;
-  if (section !== "stacks") page = <p>Not found. <a href="#/stacks">Go to stacks</a></p>;
+  if (section === "startup") page = <Startup />;
+  else if (section === "catalogue") page = <Catalogue tab={id ?? "servers"} id={sub} />;
+  else if (section === "people") page = <People tab={id ?? "users"} />;
+  else if (section === "templates") page = id ? <TemplateDetail id={id} /> : <TemplatesList />;
+  else if (section !== "stacks") page = <p>Not found. <a href="#/stacks">Go to stacks</a></p>;
   else if (!id) page = <StacksList />;
   else if (id === "new") page = <CreateStack />;
   else if (sub === "edit") page = <CreateStack stackId={id} />;
@@ -78,6 +87,10 @@ function Shell() {
         <nav aria-label="Main">
           <a href={href("/stacks")}>Stacks</a>
           {me.data?.role !== "viewer" && me.data && <a href={href("/stacks/new")}>New stack</a>}
+          <a href={href("/startup")}>Startup</a>
+          <a href={href("/templates")}>Templates</a>
+          <a href={href("/catalogue/servers")}>Catalogue</a>
+          <a href={href("/people/users")}>People</a>
         </nav>
         <span className="spacer" />
         {me.data && (

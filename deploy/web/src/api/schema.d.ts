@@ -350,6 +350,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/networks/{id}/address-ranges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reserve every address from first to last at once, all or nothing (admin).
+         * @description Each address is named name_prefix followed by its last number: the last octet for IPv4
+         *     (vm-10, vm-11 …), the last 16 bits in hex for IPv6. At most 256 addresses. An address
+         *     outside the network, its gateway, network or broadcast address is a problem of `first`
+         *     or `last` (422); a name or address already taken refuses the whole range (409).
+         */
+        post: operations["createAddressRange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/networks/{id}/addresses/{address_id}": {
         parameters: {
             query?: never;
@@ -1823,6 +1849,14 @@ export interface components {
             items: components["schemas"]["Network"][];
             next_cursor: string | null;
         };
+        AddressRangeCreate: {
+            /** @example vm- */
+            name_prefix: string;
+            /** @example 10.20.0.10 */
+            first: string;
+            /** @example 10.20.0.19 */
+            last: string;
+        };
         Address: {
             /** Format: uuid */
             id: string;
@@ -1838,6 +1872,12 @@ export interface components {
             attached_at: string | null;
             /** Format: date-time */
             created_at: string;
+            /** @description In lists, the stack an attached address belongs to, when you may see that stack. */
+            stack?: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+            };
         };
         AddressCreate: {
             name: string;
@@ -2576,6 +2616,7 @@ export interface components {
             updated_at: string;
             versions: components["schemas"]["TemplateVersionSummary"][];
         };
+        /** @description The definition, or the source to read it from (one of the two). */
         TemplateCreate: {
             /** @description Defaults to the definition's name. */
             name?: string;
@@ -2583,7 +2624,8 @@ export interface components {
             description?: string;
             /** @default true */
             active: boolean;
-            definition: components["schemas"]["DefinitionInput"];
+            definition?: components["schemas"]["DefinitionInput"];
+            source?: components["schemas"]["TemplateSource"];
         };
         TemplateUpdate: {
             name?: string;
@@ -2594,8 +2636,21 @@ export interface components {
             items: components["schemas"]["Template"][];
             next_cursor: string | null;
         };
+        /** @description The definition, or the source to read it from (one of the two). */
         TemplateVersionCreate: {
-            definition: components["schemas"]["DefinitionInput"];
+            definition?: components["schemas"]["DefinitionInput"];
+            source?: components["schemas"]["TemplateSource"];
+        };
+        /**
+         * @description A file of a git branch holding the definition, read at the branch's current commit with
+         *     the registered git credentials (matched by URL prefix). Problems are named under
+         *     `source.repo`, `source.branch` or `source.path`.
+         */
+        TemplateSource: {
+            repo: string;
+            branch: string;
+            /** @default template.yaml */
+            path: string;
         };
         /**
          * @description The template document: a string holding it as YAML or JSON (comments allowed; at most
@@ -4210,6 +4265,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Address"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    createAddressRange: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddressRangeCreate"];
+            };
+        };
+        responses: {
+            /** @description Created, in address order. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["Address"][];
+                    };
                 };
             };
             400: components["responses"]["Malformed"];

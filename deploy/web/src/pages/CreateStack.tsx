@@ -1,9 +1,15 @@
-// Create (and edit a draft): pick an active template and version, team, environment and name;
-// then the version's form, drawn by FormRenderer. "Save draft" creates (POST) or saves (PATCH
-// with If-Match) the draft, and the server's problems appear on their fields; "Deploy" saves,
-// then starts the deploy run and opens the stack.
+// Create, edit a draft, and edit a deployed (or failed) stack. Pick an active template and
+// version, team, environment and name; then the version's form, drawn by FormRenderer. For a
+// draft, "Save draft" creates (POST) or saves (PATCH with If-Match) it, and the server's
+// problems appear on their fields; "Deploy" saves, then starts the deploy run and opens the
+// stack. For a deployed stack, every change of the form is planned (POST /plan, debounced) and
+// the plan is shown as counts and causes (PlanView); the button reads "Save and re-apply" when
+// the plan runs Terraform (a plan that destroys machines wants the stack's name typed) and
+// "Save" when only name, description or labels changed (no run). The template version, team
+// and environment are read-only there; while a run is in progress the form is disabled with
+// the reason. A stale save (412) reloads the stack and names what changed.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Stack, type TemplateForm } from "../api/client";
 import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import {
@@ -21,7 +27,10 @@ import {
 } from "../form/model";
 import { useMe } from "../App";
 import { navigate } from "../router";
-import { ProblemBox } from "./common";
+import { PlanView } from "../plan/PlanView";
+import { busyReason, destroysMachines, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
+import { ProblemBox, useDebounced } from "./common";
+import { VersionChanges } from "./Templates";
 import { useEnvironments, useTeams, useTemplates } from "./lookups";
 import { useFormOptions } from "./options";
 
@@ -88,6 +97,60 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const opts = useFormOptions(header.environment_id, stack);
   const options = opts.data ?? emptyOptions;
 
+  // A deployed (or failed) stack: its live state (the events stream refreshes ["stack", id])
+  // says whether a run is in progress; edits are planned as they are made.
+  const live = !!stack && stack.state !== "draft";
+  // An admin choosing another version of a deployed stack's template plans its upgrade.
+  const admin = me.data?.role === "admin";
+  const upgrading = live && version > 0 && version !== stack!.template_version;
+  const liveStack = useQuery({
+    queryKey: ["stack", stackId],
+    enabled: live,
+    queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id: stackId! } } })),
+  });
+  const busy_ = live ? busyReason(liveStack.data ?? stack) : "";
+  const wasBusy = useRef(busy_);
+  useEffect(() => {
+    // The run ended: the form starts again from the stack as it is now.
+    if (wasBusy.current && !busy_) {
+      setValues(null);
+      void existing.refetch();
+    }
+    wasBusy.current = busy_;
+  }, [busy_]); // eslint-disable-line react-hooks/exhaustive-deps
+  const [typed, setTyped] = useState("");
+  const planBody = live && form.data && values && !busy_
+    ? JSON.stringify(
+        upgrading
+          ? { template_version: version, jobs: toJobs(values, form.data) }
+          : { name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), jobs: toJobs(values, form.data) },
+      )
+    : "";
+  const debouncedBody = useDebounced(planBody, 400);
+  const plan = useQuery({
+    queryKey: ["plan", stackId, existing.data?.etag, debouncedBody],
+    enabled: live && !!debouncedBody && debouncedBody === planBody,
+    retry: false,
+    gcTime: 0,
+    placeholderData: (prev) => prev,
+    queryFn: () => call(api.POST("/v1/stacks/{id}/plan", { params: { path: { id: stackId! } }, body: JSON.parse(debouncedBody) })),
+  });
+  const planCurrent = !!plan.data && !plan.isPlaceholderData && !plan.isFetching && debouncedBody === planBody;
+  const plainChanged = !!stack && !!values && (header.name !== stack.name || header.description !== stack.description || labelsOf({ ...values!, labels: header.labels }).join(",") !== stack.labels.join(","));
+  const kind = saveKind(plan.data as Plan | undefined, plainChanged);
+  const runs = upgrading ? !!plan.data?.run_needed : kind === "reapply";
+  const mustType = runs && destroysMachines(plan.data as Plan | undefined);
+  useEffect(() => {
+    // The plan's problems are where the save would fail: shown on their fields as they appear.
+    if (!live) return;
+    if (plan.data) setProblems(plan.data.problems);
+    else if (plan.error instanceof ApiError && plan.error.status === 422) setProblems(plan.error.problem.errors ?? []);
+  }, [plan.data, plan.error, live]);
+  const names: Names = (field, id) => {
+    const list = field === "address_id" ? options.addresses : field === "ssh_key_id" ? options.sshKeys : field === "proxmox_server_id" ? options.servers : field === "iso_id" ? options.isos : [];
+    return list.find((o) => o.value === id)?.label;
+  };
+
   // (Re)build the values when the form or the options arrive.
   useEffect(() => {
     if (!form.data || (header.environment_id && !opts.data)) return;
@@ -125,6 +188,42 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         // The executions now have ids: the next save must name them, or it would add more.
         setValues(fromStack(s, form.data, options));
         navigate(`/stacks/${s.id}/edit`, undefined, true);
+      } else if (upgrading) {
+        // Jobs the version drops are destroyed first; new jobs go with their answers.
+        const r = await api.POST("/v1/stacks/{id}/upgrade-template", {
+          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag, "Idempotency-Key": idempotencyKey() } },
+          body: { version, jobs: toJobs(values, form.data) },
+        });
+        const out = await call(Promise.resolve(r));
+        void qc.invalidateQueries({ queryKey: ["stacks"] });
+        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        if (r.response.status === 202) {
+          navigate(`/stacks/${stackId}`);
+          return null;
+        }
+        s = out as Stack;
+        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
+        setSaved(`Moved to v${version}; nothing had to run.`);
+        return s;
+      } else if (live) {
+        // Plain fields alone save without a run; an edit the plan runs Terraform for goes
+        // with its jobs and confirm, and the run opens on the stack's page.
+        const body =
+          kind === "reapply"
+            ? { ...JSON.parse(planBody), confirm: true }
+            : { name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }) };
+        const r = await api.PATCH("/v1/stacks/{id}", { params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } }, body });
+        const out = await call(Promise.resolve(r));
+        void qc.invalidateQueries({ queryKey: ["stacks"] });
+        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        if (r.response.status === 202) {
+          navigate(`/stacks/${stackId}`);
+          return null;
+        }
+        s = out as Stack;
+        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
+        setSaved("Saved; nothing had to run.");
+        return s;
       } else {
         const r = await api.PATCH("/v1/stacks/{id}", {
           params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } },
@@ -145,6 +244,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         // Changed meanwhile: reload it and say what changed (the edits made here are lost).
         const fresh = await existing.refetch();
         if (fresh.data && form.data) {
+          setTyped("");
           const theirs = fromStack(fresh.data.stack, form.data, options);
           const mine = { ...values, ...header };
           setChanged(changedFields(mine, theirs));
@@ -175,18 +275,20 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   };
 
   if (stackId && existing.isLoading) return <p>Loading…</p>;
-  if (stack && stack.state !== "draft")
+  if (stack && stack.state === "removed")
     return (
       <p>
-        This stack is {stack.state}; only drafts are edited here. <a href={`#/stacks/${stack.id}`}>Open it</a>.
+        This stack is removed; it cannot be edited. <a href={`#/stacks/${stack.id}`}>Open it</a>.
       </p>
     );
   const versions = template ? Array.from({ length: template.latest_version }, (_, i) => template.latest_version - i) : [];
   return (
     <>
       <div className="page-head">
-        <h1>{stackId ? `Draft ${stack?.name ?? ""}` : "New stack"}</h1>
+        <h1>{live ? `Edit ${stack?.name ?? ""}` : stackId ? `Draft ${stack?.name ?? ""}` : "New stack"}</h1>
+        {live && <a href={`#/stacks/${stackId}`}>Back to the stack</a>}
       </div>
+      {busy_ && <p className="notice" role="status">{busy_}</p>}
       <ProblemBox error={existing.error ?? templates.error ?? form.error ?? opts.error} />
       <form
         className="stack-form"
@@ -197,6 +299,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           void save().finally(() => setBusy(""));
         }}
       >
+        <fieldset className="plain" disabled={!!busy_}>
         <fieldset className="basics">
           <legend>Stack</legend>
           <div className="grid">
@@ -210,10 +313,23 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             </div>
             <div className="field">
               <label htmlFor="f-version">Version *</label>
-              <select id="f-version" value={version || ""} onChange={(e) => setVersion(Number(e.target.value))}>
+              <select
+                id="f-version"
+                value={version || ""}
+                disabled={live && !admin}
+                aria-describedby={live && admin ? "f-version-hint" : undefined}
+                onChange={(e) => {
+                  setVersion(Number(e.target.value));
+                  if (live) {
+                    setValues(null);
+                    setTyped("");
+                  }
+                }}
+              >
                 {versions.map((v) => <option key={v} value={v}>v{v}{v === template?.latest_version ? " (latest)" : ""}</option>)}
               </select>
-              <FieldErrorList msgs={errorsFor(errs, "template_version")} />
+              {live && admin && <span className="hint" id="f-version-hint">Another version plans the stack's upgrade.</span>}
+              <FieldErrorList msgs={errorsFor(errs, "template_version").concat(errorsFor(errs, "version"))} />
             </div>
             <div className="field">
               <label htmlFor="f-name">Name *</label>
@@ -230,7 +346,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             </div>
             <div className="field">
               <label htmlFor="f-env">Environment *</label>
-              <select id="f-env" value={header.environment_id} onChange={(e) => setHeader({ ...header, environment_id: e.target.value })}>
+              <select id="f-env" value={header.environment_id} disabled={!!stack?.deployed_at} onChange={(e) => setHeader({ ...header, environment_id: e.target.value })}>
                 {envs.data?.items.length !== 1 && <option value="">Choose…</option>}
                 {envs.data?.items.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
               </select>
@@ -265,17 +381,46 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         <ProblemBox error={error} />
         {changed.length > 0 && (
           <div className="problem" role="status">
-            Someone saved this draft meanwhile; the form now shows their version. What differed from yours:
+            {live ? "This stack was changed meanwhile" : "Someone saved this draft meanwhile"}; the form now shows their version. What differed from yours:
             <ul>{changed.map((f) => <li key={f}><code>{f}</code></li>)}</ul>
           </div>
         )}
+        {upgrading && (
+          <section className="plan" aria-label="Template changes">
+            <h2>Changes from v{stack!.template_version} to v{version}</h2>
+            <VersionChanges templateId={stack!.template_id} from={stack!.template_version} to={version} />
+          </section>
+        )}
+        {live && (plan.data ? <PlanView plan={plan.data} names={names} /> : plan.isFetching || planBody ? <p className="muted">Planning…</p> : null)}
+        {live && plan.error && !(plan.error instanceof ApiError && plan.error.status === 422) ? <ProblemBox error={plan.error} /> : null}
         {saved && <p className="saved" role="status">{saved}</p>}
+        {mustType && planCurrent && (
+          <div className="confirm block">
+            <label htmlFor="f-typed">
+              This save destroys {plan.data!.destroy.length} machine(s). Type the stack's name, <strong>{stack!.name}</strong>, to confirm:
+            </label>{" "}
+            <input id="f-typed" value={typed} autoComplete="off" onChange={(e) => setTyped(e.target.value)} />
+          </div>
+        )}
         <div className="actions sticky">
-          <button type="submit" disabled={!values || !!busy}>{busy === "save" ? "Saving…" : "Save draft"}</button>
-          <button type="button" className="primary" disabled={!values || !!busy} onClick={() => void deploy()}>
-            {busy === "deploy" ? "Deploying…" : "Deploy"}
-          </button>
+          {live ? (
+            <button
+              type="submit"
+              className={runs ? "primary" : undefined}
+              disabled={!values || !!busy || (!upgrading && kind === "nothing") || !planCurrent || (runs && plan.data!.problems.length > 0) || (mustType && !typedNameMatches(typed, stack!.name))}
+            >
+              {busy === "save" ? "Saving…" : upgrading ? `Upgrade to v${version}` : saveLabel(kind)}
+            </button>
+          ) : (
+            <>
+              <button type="submit" disabled={!values || !!busy}>{busy === "save" ? "Saving…" : "Save draft"}</button>
+              <button type="button" className="primary" disabled={!values || !!busy} onClick={() => void deploy()}>
+                {busy === "deploy" ? "Deploying…" : "Deploy"}
+              </button>
+            </>
+          )}
         </div>
+        </fieldset>
       </form>
     </>
   );

@@ -1,14 +1,18 @@
 // A stack: header, the buttons its allowed_actions permit, the pipeline of its latest run (or a
 // chosen one), the live log, the outputs (secret ones behind Copy and Reveal) and its history.
+// Remove confirms with what happens, in order (a built stack wants its name typed); force-remove
+// (admins, failed stacks) lists every VM, address and workspace left behind, offers the abandon
+// manifest for download, and wants the name typed too.
 // Everything refreshes from GET /v1/events (the shell invalidates ["stack", id]); no polling.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Card } from "../api/client";
-import { useNow } from "../App";
+import { useMe, useNow } from "../App";
 import { LogView } from "../log/LogView";
 import { PipelineView } from "../pipeline/PipelineView";
 import { href, navigate, useRoute } from "../router";
 import { ProblemBox, StateBadge, when } from "./common";
+import { busyReason, manifestSummary, removeSteps, typedNameMatches, type Manifest } from "../plan/plan";
 import { nameOf, useEnvironments, useTemplates } from "./lookups";
 
 export function StackDetail({ id }: { id: string }) {
@@ -32,14 +36,18 @@ export function StackDetail({ id }: { id: string }) {
   });
   const templates = useTemplates();
   const envs = useEnvironments();
+  const me = useMe();
   const [actionErr, setActionErr] = useState<unknown>(null);
-  const [confirm, setConfirm] = useState<"" | "cancel" | "remove">("");
+  const [confirm, setConfirm] = useState<"" | "cancel" | "remove" | "force">("");
+  const [typed, setTyped] = useState("");
+  const [manifest, setManifest] = useState<Manifest | null>(null);
 
   const act = async (what: string, fn: () => Promise<unknown>) => {
     setActionErr(null);
     try {
       await fn();
       setConfirm("");
+      setTyped("");
       void qc.invalidateQueries({ queryKey: ["stack", id] });
       void qc.invalidateQueries({ queryKey: ["stacks"] });
     } catch (e) {
@@ -59,6 +67,26 @@ export function StackDetail({ id }: { id: string }) {
   if (stack.isLoading) return <p>Loading…</p>;
   if (!s) return <ProblemBox error={stack.error} />;
   const allowed = new Set(s.allowed_actions);
+  const busy = s.state !== "draft" && s.state !== "removed" && me.data && me.data.role !== "viewer" ? busyReason(s) : "";
+  const built = s.state !== "draft";
+  const phases = version.data?.definition.phases ?? [];
+  const steps = removeSteps(
+    s,
+    phases.flatMap((p) => p.jobs).filter((j) => (j.cleanup ?? []).length > 0 && (s.jobs[j.name]?.executions.length ?? 0) > 0).map((j) => j.name),
+    phases.map((p) => p.name),
+  );
+  // The preview changes nothing: what would be left behind, before anything is confirmed.
+  const openForce = async () => {
+    setActionErr(null);
+    try {
+      const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: {} }));
+      setManifest(r.manifest);
+      setTyped("");
+      setConfirm("force");
+    } catch (e) {
+      setActionErr(e);
+    }
+  };
   const jobs = Object.entries(s.jobs).map(([job, j]) => ({ job, executions: j.executions.length }));
   return (
     <>
@@ -67,7 +95,10 @@ export function StackDetail({ id }: { id: string }) {
           {s.name} <StateBadge state={s.state} />
         </h1>
         <div className="actions" role="group" aria-label="Stack actions">
-          {allowed.has("edit") && s.state === "draft" && <a className="button" href={href(`/stacks/${id}/edit`)}>Edit draft</a>}
+          {allowed.has("edit") && <a className="button" href={href(`/stacks/${id}/edit`)}>{s.state === "draft" ? "Edit draft" : "Edit"}</a>}
+          {busy && (
+            <button type="button" disabled aria-describedby="busy-reason">Edit</button>
+          )}
           {allowed.has("deploy") && (
             <button type="button" className="primary" onClick={() => void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id }, header: key() } })))}>
               Deploy
@@ -97,35 +128,81 @@ export function StackDetail({ id }: { id: string }) {
               Duplicate
             </button>
           )}
-          {allowed.has("remove") && <button type="button" className="danger" onClick={() => setConfirm("remove")}>Remove</button>}
+          {allowed.has("remove") && <button type="button" className="danger" onClick={() => { setTyped(""); setConfirm("remove"); }}>Remove</button>}
+          {allowed.has("force_remove") && <button type="button" className="danger" onClick={() => void openForce()}>Force-remove</button>}
         </div>
       </div>
-      {confirm && (
+      {busy && <p id="busy-reason" className="small muted">{busy}</p>}
+      {confirm === "cancel" && (
         <div className="confirm" role="alertdialog" aria-labelledby="confirm-text">
-          <p id="confirm-text">
-            {confirm === "cancel"
-              ? "Cancel the run in progress? Terraform is interrupted; nothing is rolled back."
-              : s.state === "draft"
-                ? "Remove this draft?"
-                : "Remove this stack? Its machines are destroyed and its addresses freed."}
-          </p>
+          <p id="confirm-text">Cancel the run in progress? Terraform is interrupted; nothing is rolled back.</p>
           <button
             type="button"
             className="danger"
             autoFocus
-            onClick={() =>
-              void act(confirm, async () => {
-                if (confirm === "cancel") await call(api.POST("/v1/stacks/{id}/cancel", { params: { path: { id }, header: key() } }));
-                else {
-                  await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id }, header: key() } }));
-                  if (s.state === "draft") navigate("/stacks");
-                }
-              })
-            }
+            onClick={() => void act("cancel", () => call(api.POST("/v1/stacks/{id}/cancel", { params: { path: { id }, header: key() } })))}
           >
-            Yes, {confirm === "cancel" ? "cancel the run" : "remove"}
+            Yes, cancel the run
           </button>
           <button type="button" onClick={() => setConfirm("")}>No</button>
+        </div>
+      )}
+      {confirm === "remove" && (
+        <div className="confirm block" role="alertdialog" aria-labelledby="remove-title">
+          <strong id="remove-title">{built ? `Remove ${s.name}? In order:` : `Remove the draft ${s.name}?`}</strong>
+          <ol>{steps.map((t, i) => <li key={i}>{t}</li>)}</ol>
+          {built && (
+            <p>
+              <label htmlFor="remove-typed">Type the stack's name, <strong>{s.name}</strong>, to confirm:</label>{" "}
+              <input id="remove-typed" value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)} />
+            </p>
+          )}
+          <div className="actions">
+            <button
+              type="button"
+              className="danger"
+              disabled={built && !typedNameMatches(typed, s.name)}
+              onClick={() =>
+                void act("remove", async () => {
+                  await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id }, header: key() } }));
+                  if (!built) navigate("/stacks");
+                })
+              }
+            >
+              Yes, remove
+            </button>
+            <button type="button" onClick={() => setConfirm("")}>No</button>
+          </div>
+        </div>
+      )}
+      {confirm === "force" && manifest && (
+        <div className="confirm block" role="alertdialog" aria-labelledby="force-title">
+          <strong id="force-title">Force-remove {s.name}? Horizon forgets it and destroys nothing.</strong>
+          <p>Left behind for you to clean up by hand: {manifestSummary(manifest)}.</p>
+          <ManifestView m={manifest} />
+          <p>
+            <button type="button" className="link" onClick={() => downloadManifest(manifest)}>Download the abandon manifest</button>
+          </p>
+          <p>
+            <label htmlFor="force-typed">Type the stack's name, <strong>{s.name}</strong>, to confirm:</label>{" "}
+            <input id="force-typed" value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)} />
+          </p>
+          <div className="actions">
+            <button
+              type="button"
+              className="danger"
+              disabled={!typedNameMatches(typed, s.name)}
+              onClick={() =>
+                void act("force", async () => {
+                  const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: { confirm: true } }));
+                  downloadManifest(r.manifest);
+                })
+              }
+            >
+              Yes, force-remove
+            </button>
+            <button type="button" onClick={() => setConfirm("")}>No</button>
+          </div>
         </div>
       )}
       <ProblemBox error={actionErr} />
@@ -148,6 +225,7 @@ export function StackDetail({ id }: { id: string }) {
         <dd>{when(s.updated_at)}{s.deployed_at ? ` · deployed ${when(s.deployed_at)}` : ""}</dd>
       </dl>
       {s.description && <p>{s.description}</p>}
+      {s.state === "removed" && me.data?.role === "admin" && <AbandonManifestLink id={id} />}
       {s.problems.length > 0 && (
         <div className="problem" role="status">
           <strong>Before it can deploy:</strong>
@@ -310,5 +388,65 @@ function HistoryView({ id }: { id: string }) {
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** ManifestView lists what a force-remove leaves behind. */
+function ManifestView({ m }: { m: Manifest }) {
+  return (
+    <div className="manifest">
+      <table>
+        <caption>VMs left running</caption>
+        <thead>
+          <tr><th scope="col">VM</th><th scope="col">Name</th><th scope="col">Node</th><th scope="col">Pool</th><th scope="col">Execution</th></tr>
+        </thead>
+        <tbody>
+          {m.vms.length === 0 && <tr><td colSpan={5} className="muted">none</td></tr>}
+          {m.vms.map((v) => (
+            <tr key={`${v.proxmox_server_id}/${v.vm_id}`} data-vm={v.vm_id}>
+              <td>{v.vm_id}</td><td>{v.name}</td><td>{v.node}</td><td>{v.pool}</td><td>{v.job} #{v.execution + 1}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h3>Addresses freed although a VM may still use them</h3>
+      {m.addresses.length ? <ul>{m.addresses.map((a) => <li key={a.id}>{a.name} ({a.ip})</li>)}</ul> : <p className="muted">none</p>}
+      <h3>Terraform workspaces left</h3>
+      {m.workspaces.length ? <ul>{m.workspaces.map((w) => <li key={w}><code>{w}</code></li>)}</ul> : <p className="muted">none</p>}
+      {m.nagios_hosts.length > 0 && (
+        <>
+          <h3>Nagios hosts left</h3>
+          <ul>{m.nagios_hosts.map((h) => <li key={h}>{h}</li>)}</ul>
+        </>
+      )}
+    </div>
+  );
+}
+
+/** downloadManifest saves a manifest as JSON through a link: nothing leaves the browser. */
+function downloadManifest(m: Manifest) {
+  const url = URL.createObjectURL(new Blob([JSON.stringify(m, null, 2)], { type: "application/json" }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = `abandon-manifest-${m.stack_name}.json`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** AbandonManifestLink downloads what a force-remove recorded (admins; 404 when none was). */
+function AbandonManifestLink({ id }: { id: string }) {
+  const m = useQuery({
+    queryKey: ["stack", id, "abandon-manifest"],
+    retry: false,
+    queryFn: () => call(api.GET("/v1/stacks/{id}/abandon-manifest", { params: { path: { id } } })),
+  });
+  if (!m.data) return null;
+  return (
+    <p>
+      It was force-removed: {manifestSummary(m.data)} were left behind.{" "}
+      <button type="button" className="link" onClick={() => downloadManifest(m.data!)}>Download the abandon manifest</button>
+    </p>
   );
 }

@@ -1,3 +1,4 @@
+import { useEffect, useState } from "react";
 import { ApiError } from "../api/client";
 
 /** ProblemBox shows an API problem in plain words: its title and detail. */
@@ -36,4 +37,14 @@ export function when(iso: string | null | undefined): string {
   if (!iso) return "";
   const d = new Date(iso);
   return d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+/** useDebounced is value once it has stayed the same for ms: what is sent as the user types. */
+export function useDebounced<T>(value: T, ms: number): T {
+  const [v, setV] = useState(value);
+  useEffect(() => {
+    const t = setTimeout(() => setV(value), ms);
+    return () => clearTimeout(t);
+  }, [value, ms]);
+  return v;
 }

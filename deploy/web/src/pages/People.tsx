@@ -1,0 +1,223 @@
+// People: users and their roles and teams, teams and their members, and API tokens. Admins
+// create and change users and teams and see everyone's tokens; everyone mints and revokes
+// their own. A minted token is shown once, with a copy button, and never again.
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { api, call, idempotencyKey } from "../api/client";
+import { useMe } from "../App";
+import { href } from "../router";
+import { ProblemBox, when } from "./common";
+import { nameOf, useTeams } from "./lookups";
+import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
+
+const TABS = [
+  ["users", "Users"],
+  ["teams", "Teams"],
+  ["tokens", "API tokens"],
+] as const;
+const ROLES = ["admin", "member", "viewer"] as const;
+type Role = (typeof ROLES)[number];
+
+function useUsers() {
+  return useQuery({ queryKey: ["users"], queryFn: () => call(api.GET("/v1/users", { params: { query: { limit: "200" } } })) });
+}
+
+export function People({ tab }: { tab: string }) {
+  const me = useMe();
+  const admin = me.data?.role === "admin";
+  const current = TABS.find(([t]) => t === tab) ? tab : "users";
+  return (
+    <>
+      <div className="page-head">
+        <h1>People</h1>
+      </div>
+      <nav className="tabs" aria-label="People">
+        {TABS.map(([t, label]) => (
+          <a key={t} href={href(`/people/${t}`)} aria-current={t === current ? "page" : undefined}>{label}</a>
+        ))}
+      </nav>
+      {current === "users" && <Users admin={admin} />}
+      {current === "teams" && <Teams admin={admin} />}
+      {current === "tokens" && <Tokens admin={admin} />}
+    </>
+  );
+}
+
+function Users({ admin }: { admin: boolean }) {
+  const qc = useQueryClient();
+  const users = useUsers();
+  const teams = useTeams();
+  const [editing, setEditing] = useState("");
+  const fields: FieldSpec[] = [
+    { name: "name", label: "Name", required: true },
+    { name: "email", label: "E-mail", required: true },
+    { name: "role", label: "Role", kind: "select", required: true, options: ROLES.map((r) => ({ value: r, label: r })) },
+    { name: "teams", label: "Teams", kind: "multi", options: (teams.data?.items ?? []).map((t) => ({ value: t.id, label: t.name })) },
+  ];
+  const done = () => { setEditing(""); void qc.invalidateQueries({ queryKey: ["users"] }); };
+  return (
+    <section aria-label="Users">
+      {admin && (
+        <Adder label="Add a user">
+          {(close) => (
+            <ResourceForm
+              title="Add a user"
+              fields={fields}
+              initial={{ role: "member" }}
+              onCancel={close}
+              onDone={() => { close(); done(); }}
+              submit={(v) =>
+                call(api.POST("/v1/users", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") } }))
+              }
+            />
+          )}
+        </Adder>
+      )}
+      <ProblemBox error={users.error} />
+      <table>
+        <thead><tr><th scope="col">Name</th><th scope="col">E-mail</th><th scope="col">Role</th><th scope="col">Teams</th>{admin && <th scope="col"><span className="muted">Actions</span></th>}</tr></thead>
+        <tbody>
+          {users.data?.items.map((u) => (
+            <tr key={u.id} data-user={u.email}>
+              <td>{u.name}</td>
+              <td>{u.email}</td>
+              <td><span className="label">{u.role}</span></td>
+              <td>{u.teams.map((t) => nameOf(teams.data, t)).join(", ")}</td>
+              {admin && (
+                <td>
+                  {editing === u.id ? (
+                    <ResourceForm
+                      title={`Change ${u.name}`}
+                      fields={fields}
+                      initial={{ name: u.name, email: u.email, role: u.role, teams: u.teams }}
+                      onCancel={() => setEditing("")}
+                      onDone={done}
+                      submit={(v) =>
+                        call(api.PATCH("/v1/users/{id}", {
+                          params: { path: { id: u.id }, header: { "If-Match": `"${u.version}"` } },
+                          body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") },
+                        }))
+                      }
+                    />
+                  ) : (
+                    <button type="button" className="link" onClick={() => setEditing(u.id)} aria-label={`Change ${u.name}`}>Change</button>
+                  )}
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function Teams({ admin }: { admin: boolean }) {
+  const qc = useQueryClient();
+  const teams = useTeams();
+  const users = useUsers();
+  return (
+    <section aria-label="Teams">
+      {admin && (
+        <Adder label="Add a team">
+          {(close) => (
+            <ResourceForm
+              title="Add a team"
+              fields={[{ name: "name", label: "Name", required: true }]}
+              onCancel={close}
+              onDone={() => { close(); void qc.invalidateQueries({ queryKey: ["teams"] }); }}
+              submit={(v) => call(api.POST("/v1/teams", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name") } }))}
+            />
+          )}
+        </Adder>
+      )}
+      <ProblemBox error={teams.error} />
+      <table>
+        <thead><tr><th scope="col">Team</th><th scope="col">Members</th><th scope="col">Since</th></tr></thead>
+        <tbody>
+          {teams.data?.items.map((t) => (
+            <tr key={t.id} data-team={t.name}>
+              <td>{t.name}</td>
+              <td>{(users.data?.items ?? []).filter((u) => u.teams.includes(t.id)).map((u) => `${u.name} (${u.role})`).join(", ") || <span className="muted">none</span>}</td>
+              <td>{when(t.created_at)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {admin && <p className="muted small">Members join a team from their user (People → Users → Change).</p>}
+    </section>
+  );
+}
+
+function Tokens({ admin }: { admin: boolean }) {
+  const qc = useQueryClient();
+  const me = useMe();
+  const users = useUsers();
+  const tokens = useQuery({ queryKey: ["tokens"], queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })) });
+  const [minted, setMinted] = useState<{ name: string; token: string } | null>(null);
+  const [note, setNote] = useState("");
+  const refresh = () => void qc.invalidateQueries({ queryKey: ["tokens"] });
+  const fields: FieldSpec[] = [{ name: "name", label: "Name", required: true, hint: "What it is for, e.g. ci-pipeline" }];
+  if (admin) fields.push({ name: "user_id", label: "For", kind: "select", options: (users.data?.items ?? []).map((u) => ({ value: u.id, label: `${u.name} (${u.email})` })) });
+  return (
+    <section aria-label="API tokens">
+      {minted ? (
+        <div className="minted" role="status">
+          <p>
+            <strong>Token {minted.name}</strong> — copy it now: it is shown only this once.
+          </p>
+          <p>
+            <code className="wrap" data-token="minted">{minted.token}</code>{" "}
+            <button
+              type="button"
+              onClick={async () => {
+                await navigator.clipboard.writeText(minted.token);
+                setNote("Copied");
+              }}
+            >
+              Copy
+            </button>{" "}
+            <span className="small">{note}</span>
+          </p>
+          <button type="button" onClick={() => { setMinted(null); setNote(""); }}>Done, hide it</button>
+        </div>
+      ) : (
+        <Adder label="Mint a token">
+          {(close) => (
+            <ResourceForm
+              title="Mint an API token"
+              submitLabel="Mint"
+              fields={fields}
+              onCancel={close}
+              onDone={(r) => {
+                const t = r as { name: string; token: string };
+                close();
+                setMinted({ name: t.name, token: t.token });
+                refresh();
+              }}
+              submit={(v) =>
+                call(api.POST("/v1/tokens", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name"), ...(str(v, "user_id") ? { user_id: str(v, "user_id") } : {}) } }))
+              }
+            />
+          )}
+        </Adder>
+      )}
+      <ProblemBox error={tokens.error} />
+      <table>
+        <thead><tr><th scope="col">Name</th><th scope="col">For</th><th scope="col">Minted</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col"><span className="muted">Actions</span></th></tr></thead>
+        <tbody>
+          {tokens.data?.items.map((t) => (
+            <tr key={t.id} data-token-name={t.name}>
+              <td>{t.name}{t.id === me.data?.token_id && <span className="muted small"> (signed in with it)</span>}</td>
+              <td>{users.data?.items.find((u) => u.id === t.user_id)?.name ?? t.user_id.slice(0, 8)}</td>
+              <td>{when(t.created_at)}</td>
+              <td>{when(t.last_used_at) || "never"}</td>
+              <td>{t.revoked_at ? `revoked ${when(t.revoked_at)}` : "active"}</td>
+              <td>{!t.revoked_at && <Delete what={t.name} verb="Revoke" run={() => call(api.DELETE("/v1/tokens/{id}", { params: { path: { id: t.id } } }))} onDone={refresh} />}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}

@@ -1,0 +1,69 @@
+// The catalogue's and people's one form: the API's problems land on the field they name (also
+// on a field's sub-fields, e.g. nodes[0].ssh_address under nodes), the others above the
+// buttons, and what was typed stays.
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { afterEach, describe, expect, it } from "vitest";
+import { ApiError } from "../api/client";
+import { ResourceForm, type Values } from "./ResourceForm";
+
+afterEach(cleanup);
+
+const invalid = (errors: { field: string; message: string }[]) =>
+  new ApiError(422, { type: "urn:horizon:problem:invalid", title: "Invalid request", status: 422, detail: "See errors.", errors });
+
+describe("ResourceForm", () => {
+  it("shows each problem on its field and keeps what was typed", async () => {
+    let sent: Values | null = null;
+    render(
+      <ResourceForm
+        title="Register"
+        fields={[
+          { name: "name", label: "Name", required: true },
+          { name: "token_secret", label: "Token secret", kind: "secret", required: true },
+          { name: "nodes", label: "Nodes", kind: "textarea" },
+        ]}
+        submit={async (v) => {
+          sent = v;
+          throw invalid([
+            { field: "token_secret", message: "the cluster refused the API token" },
+            { field: "nodes[1].ssh_address", message: "must be host:port" },
+            { field: "tls_fingerprint", message: "is required unless ca_cert is given" },
+          ]);
+        }}
+      />,
+    );
+    fireEvent.change(screen.getByLabelText("Name *"), { target: { value: "pve" } });
+    fireEvent.change(screen.getByLabelText("Token secret *"), { target: { value: "wrong" } });
+    fireEvent.click(screen.getByRole("button", { name: "Save" }));
+    await screen.findByText("the cluster refused the API token");
+    expect(sent).toEqual({ name: "pve", token_secret: "wrong", nodes: "" });
+    expect(screen.getByLabelText("Token secret *").getAttribute("aria-invalid")).toBe("true");
+    expect(screen.getByLabelText("Name *").getAttribute("aria-invalid")).toBe("false");
+    expect(screen.getByLabelText("Nodes").getAttribute("aria-invalid")).toBe("true");
+    expect(screen.getByText("must be host:port")).toBeTruthy();
+    // No field shows tls_fingerprint: it is listed with its name.
+    expect(screen.getByText("tls_fingerprint").closest(".problem")).toBeTruthy();
+    expect((screen.getByLabelText("Name *") as HTMLInputElement).value).toBe("pve");
+  });
+
+  it("says what went wrong when it is not a field's fault, and calls onDone on success", async () => {
+    let done = 0;
+    let fail = true;
+    render(
+      <ResourceForm
+        title="Add"
+        fields={[{ name: "name", label: "Name" }]}
+        submit={async () => {
+          if (fail) throw new ApiError(409, { type: "urn:horizon:problem:conflict", title: "Conflict", status: 409, detail: "name is taken" });
+        }}
+        onDone={() => done++}
+      />,
+    );
+    fireEvent.click(screen.getByRole("button", { name: "Save" }));
+    await screen.findByText(/name is taken/);
+    expect(done).toBe(0);
+    fail = false;
+    fireEvent.click(screen.getByRole("button", { name: "Save" }));
+    await waitFor(() => expect(done).toBe(1));
+  });
+});

@@ -1,0 +1,56 @@
+// Startup: every VM of every stack the caller may see, in the order they boot when a host
+// restarts (startup order ascending; machines without an order last, as the API sorts them),
+// with its stack, environment, job, host (Proxmox node) and the state Proxmox reports now.
+// Stack events refresh it (the shell invalidates ["startup"]).
+import { useQuery } from "@tanstack/react-query";
+import { api, call } from "../api/client";
+import { href } from "../router";
+import { ProblemBox, StateBadge } from "./common";
+import { nameOf, useEnvironments } from "./lookups";
+
+export function Startup() {
+  const machines = useQuery({ queryKey: ["startup"], queryFn: () => call(api.GET("/v1/startup")) });
+  const envs = useEnvironments();
+  const rows = machines.data?.items ?? [];
+  return (
+    <>
+      <div className="page-head">
+        <h1>Startup order</h1>
+      </div>
+      <p className="muted">The order the machines boot in when their host restarts; machines without an order start last.</p>
+      <ProblemBox error={machines.error} />
+      {machines.isLoading ? (
+        <p>Loading…</p>
+      ) : rows.length === 0 ? (
+        <p className="empty">No machine is deployed.</p>
+      ) : (
+        <table className="startup">
+          <thead>
+            <tr>
+              <th scope="col">Order</th>
+              <th scope="col">Stack</th>
+              <th scope="col">Environment</th>
+              <th scope="col">Job</th>
+              <th scope="col">Host</th>
+              <th scope="col">VM</th>
+              <th scope="col">State</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((m) => (
+              <tr key={`${m.stack_id}/${m.job}/${m.execution}`} data-machine={`${m.stack} ${m.job} #${m.execution + 1}`}>
+                <td>{m.startup_order ?? <span className="muted">none</span>}</td>
+                <td><a href={href(`/stacks/${m.stack_id}`)}>{m.stack}</a></td>
+                <td>{nameOf(envs.data, m.environment_id)}</td>
+                <td>{m.job} #{m.execution + 1}</td>
+                <td>{m.node}</td>
+                <td>{m.vm_id}</td>
+                <td><StateBadge state={m.state} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
