@@ -419,6 +419,12 @@ function ManifestView({ m }: { m: Manifest }) {
           <ul>{m.nagios_hosts.map((h) => <li key={h}>{h}</li>)}</ul>
         </>
       )}
+      {m.action_instances.length > 0 && (
+        <>
+          <h3>Action instances left (not undone)</h3>
+          <ul>{m.action_instances.map((a) => <li key={a.id}>{a.action} #{a.number} (v{a.template_version}, workspace <code>{a.workspace}</code>)</li>)}</ul>
+        </>
+      )}
     </div>
   );
 }

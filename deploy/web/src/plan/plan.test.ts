@@ -103,7 +103,8 @@ describe("confirmation rules", () => {
       stack_id: "s", stack_name: "n", team_id: "t", workspaces: ["ws1", "ws2"], nagios_hosts: [],
       vms: [{ job: "db", execution: 0, name: "n-db-1", proxmox_server_id: null, vm_id: 100, node: "pve1", pool: "dev", tags: [] }],
       addresses: [{ id: "a", network_id: "n", name: "vm-10", ip: "127.0.0.10" }],
+      action_instances: [{ id: "i", action: "create-pool", number: 1, template_version: 1, workspace: "ws2" }],
     };
-    expect(manifestSummary(m)).toBe("1 VM, 1 address, 2 Terraform workspaces, 0 Nagios hosts");
+    expect(manifestSummary(m)).toBe("1 VM, 1 address, 2 Terraform workspaces, 0 Nagios hosts, 1 action instance");
   });
 });

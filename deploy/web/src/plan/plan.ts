@@ -147,5 +147,6 @@ export function manifestSummary(m: Manifest): string {
     n(m.addresses.length, "address", "addresses"),
     n(m.workspaces.length, "Terraform workspace", "Terraform workspaces"),
     n(m.nagios_hosts.length, "Nagios host", "Nagios hosts"),
+    n(m.action_instances.length, "action instance", "action instances"),
   ].join(", ");
 }
