@@ -271,3 +271,10 @@ func (s *Server) WaitHosts(t testing.TB, ok func(hosts []string) bool) []string 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Registration is the body of POST /v1/nagios-servers that registers this server.
+func (s *Server) Registration(name string) map[string]any {
+	return map[string]any{"name": name, "url": s.URL, "username": s.Username, "password": s.Password,
+		"ssh_address": s.SSH.Addr, "ssh_user": "root", "ssh_private_key": s.ClientKeyPEM,
+		"ssh_host_key_fingerprint": s.SSH.Fingerprint, "config_dir": s.Dir, "verify_command": s.Verify, "reload_command": s.Reload}
+}
