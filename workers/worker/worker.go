@@ -163,11 +163,12 @@ func New(cfg Config) (*Worker, error) {
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
 	handlers := map[string]asynq.Handler{
-		queue.TypeReconcile:  w.Reconcile,
-		queue.TypeStackTags:  tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
-		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
-		queue.TypeStepRun:    stepHandler,
-		queue.TypeActionRun:  &steps.Actions{Steps: stepHandler},
+		queue.TypeReconcile:     w.Reconcile,
+		queue.TypeStackTags:     tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
+		queue.TypeRunAdvance:    runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
+		queue.TypeStepRun:       stepHandler,
+		queue.TypeActionRun:     &steps.Actions{Steps: stepHandler},
+		queue.TypeNagiosPublish: &steps.Nagios{Steps: stepHandler},
 		queue.TypeISOStage: &isos.Handler{Lifecycle: lifecycle, Box: cfg.Box, DownloadAttempts: cfg.ISODownloadAttempts,
 			RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll},
 	}
