@@ -98,7 +98,9 @@ func TestNagiosPublishesDeploysAndUnpublishesRemovals(t *testing.T) {
 	if got := e.nagiosSteps(shop); !slices.Equal(got, []string{"nagios_publish@2:succeeded"}) {
 		t.Fatalf("shop's Nagios steps %v, want one publish in the last phase", got)
 	}
-	hosts := n.WaitHosts(t, func(h []string) bool { return hasAll(h, "shop-db-0", "shop-app-0", "shop-app-1", "blog-db-0", "blog-app-0") })
+	hosts := n.WaitHosts(t, func(h []string) bool {
+		return hasAll(h, "shop-db-0", "shop-app-0", "shop-app-1", "blog-db-0", "blog-app-0")
+	})
 	svc, err := n.Client().Services(t.Context())
 	if err != nil || !slices.Equal(svc["shop-app-1"], []string{"check_http", "check_ssh"}) || !slices.Equal(svc["shop-db-0"], []string{"check_ssh"}) {
 		t.Fatalf("services %v (%v); hosts %v", svc, err, hosts)
@@ -118,7 +120,9 @@ func TestNagiosPublishesDeploysAndUnpublishesRemovals(t *testing.T) {
 		t.Fatalf("save: %d %s", r.Status, r.Body)
 	}
 	e.waitState(shop, "deployed", 3*time.Minute)
-	n.WaitHosts(t, func(h []string) bool { return !slices.Contains(h, "shop-app-1") && hasAll(h, "shop-app-0", "shop-db-0") })
+	n.WaitHosts(t, func(h []string) bool {
+		return !slices.Contains(h, "shop-app-1") && hasAll(h, "shop-app-0", "shop-db-0")
+	})
 
 	// Removing the stack unpublishes it first.
 	if r := e.API.Do("DELETE", "/v1/stacks/"+shop, apitest.Req{Token: e.Member}); r.Status != 202 {
@@ -146,7 +150,7 @@ func TestNagiosRefusesUnknownChecksAndFailedDeploysPublishNothing(t *testing.T) 
 	t.Parallel()
 	tmpl := strings.Replace(labtest.ExampleFile(t, "template.yaml"), "command: check_http", "command: check_nothing_such", 1)
 	e := newEngine(t, engineOpts{override: map[string]string{
-		"template.yaml":    tmpl,
+		"template.yaml":   tmpl,
 		labtest.AppScript: labtest.AppScriptWith(t, "echo 'configure: refused' >&2; exit 3\n")}})
 	n := e.withNagios()
 	stack := e.nagiosDraft("bad", 0, 1)
@@ -181,7 +185,9 @@ func TestNagiosRefusesUnknownChecksAndFailedDeploysPublishNothing(t *testing.T) 
 	}
 	// A known (empty) group: the deploy starts, the app's script fails, nothing is published.
 	cur, etag = e2.get(stack2)
-	body = editBody(cur, func(job string, ex map[string]any) { ex["nagios"] = map[string]any{"hostgroup": nagiostest.EmptyHostgroup} })
+	body = editBody(cur, func(job string, ex map[string]any) {
+		ex["nagios"] = map[string]any{"hostgroup": nagiostest.EmptyHostgroup}
+	})
 	if p := e2.API.Do("PATCH", "/v1/stacks/"+stack2, apitest.Req{Token: e2.Member, Headers: map[string]string{"If-Match": etag}, Body: body}); p.Status != 200 {
 		t.Fatalf("edit the draft: %d %s", p.Status, p.Body)
 	}
