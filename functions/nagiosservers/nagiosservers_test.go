@@ -11,6 +11,7 @@ import (
 	"horizon/functions/nagiosservers"
 	"horizon/shared/auth"
 	"horizon/shared/horizon"
+	"horizon/shared/nagios"
 	"horizon/shared/nagios/nagiostest"
 	"horizon/shared/sshx/sshxtest"
 )
@@ -49,6 +50,21 @@ func TestRegisterChecksBothSidesAndDiscovers(t *testing.T) {
 	if f := s.Do("POST", "/v1/nagios-servers/"+srv.ID.String()+"/refresh", apitest.Req{}); f.Status != 200 {
 		t.Fatalf("refresh: %d %s", f.Status, f.Body)
 	}
+	// The periodic discovery sees what changed: a host published into the empty group makes
+	// hostgrouplist list it.
+	if err := nagios.Publish(t.Context(), n.Target(), "test.cfg", nagios.Render("t", []nagios.Host{{Name: "t-0", Address: "10.0.0.9",
+		Alias: "t", Hostgroups: []string{nagiostest.EmptyHostgroup}}})); err != nil {
+		t.Fatal(err)
+	}
+	n.WaitHosts(t, func(h []string) bool { return slices.Contains(h, "t-0") })
+	if failed, err := nagios.RediscoverAll(t.Context(), s.DB, s.Deps.Box); err != nil || failed != 0 {
+		t.Fatalf("rediscover: %d failed, %v", failed, err)
+	}
+	var seen nagiosservers.NagiosServer
+	s.Do("GET", "/v1/nagios-servers/"+srv.ID.String(), apitest.Req{}).JSON(&seen)
+	if !slices.Contains(seen.Hostgroups, nagiostest.EmptyHostgroup) || !seen.DiscoveredAt.After(*srv.DiscoveredAt) {
+		t.Fatalf("after rediscovery: host groups %v, discovered at %v", seen.Hostgroups, seen.DiscoveredAt)
+	}
 	// Nagios down: the refresh answers 503, records why and keeps the lists.
 	if _, err := s.DB.Exec(t.Context(), `UPDATE nagios_servers SET url = 'http://127.0.0.1:1/cgi-bin/nagios4' WHERE id = $1`, srv.ID); err != nil {
 		t.Fatal(err)
@@ -58,7 +74,7 @@ func TestRegisterChecksBothSidesAndDiscovers(t *testing.T) {
 	}
 	var after nagiosservers.NagiosServer
 	s.Do("GET", "/v1/nagios-servers/"+srv.ID.String(), apitest.Req{}).JSON(&after)
-	if after.DiscoveryError == nil || !slices.Equal(after.Commands, srv.Commands) {
+	if after.DiscoveryError == nil || !slices.Equal(after.Commands, seen.Commands) || !slices.Equal(after.Hostgroups, seen.Hostgroups) {
 		t.Fatalf("after a failed refresh: error %v, commands %d", after.DiscoveryError, len(after.Commands))
 	}
 	if f := s.Do("POST", "/v1/nagios-servers/01900000-0000-7000-8000-000000000000/refresh", apitest.Req{}); f.Status != 404 {

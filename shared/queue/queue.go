@@ -42,6 +42,9 @@ const (
 	TypeActionRun = "action:run"
 	// TypeNagiosPublish executes one attempt of a nagios_publish or nagios_unpublish step.
 	TypeNagiosPublish = "nagios:publish"
+	// TypeNagiosDiscover re-reads what every registered Nagios server offers (host groups,
+	// commands); scheduled every NagiosDiscoverInterval.
+	TypeNagiosDiscover = "nagios:discover"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -68,6 +71,15 @@ func (q Queues) Weights() map[string]int {
 func NewReconcile(q Queues, period time.Duration) *asynq.Task {
 	return asynq.NewTask(TypeReconcile, nil,
 		asynq.Queue(q.Control), asynq.MaxRetry(0), asynq.Timeout(period), asynq.Unique(period))
+}
+
+// NagiosDiscoverInterval is how often the workers re-discover the Nagios servers.
+const NagiosDiscoverInterval = 10 * time.Minute
+
+// NewNagiosDiscover returns the nagios:discover task.
+func NewNagiosDiscover(q Queues) *asynq.Task {
+	return asynq.NewTask(TypeNagiosDiscover, nil, asynq.Queue(q.Control), asynq.MaxRetry(0),
+		asynq.Timeout(NagiosDiscoverInterval), asynq.Unique(NagiosDiscoverInterval))
 }
 
 // RunAdvance is the payload of run:advance.
