@@ -168,8 +168,12 @@ func TestNagiosRefusesUnknownChecksAndFailedDeploysPublishNothing(t *testing.T) 
 
 	// Checks Nagios knows, an unknown host group: refused on the field.
 	e2 := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: labtest.AppScriptWith(t, "echo 'configure: refused' >&2; exit 3\n")}})
-	n2 := e2.withNagios()
+	// Without a Nagios server in the environment, choosing a host group is a problem.
 	stack2 := e2.nagiosDraft("fail", 0, 1)
+	if d := e2.API.Do("GET", "/v1/stacks/"+stack2, apitest.Req{Token: e2.Member}); !strings.Contains(string(d.Body), "has no Nagios server") {
+		t.Fatalf("a host group without a Nagios server is no problem: %s", d.Body)
+	}
+	n2 := e2.withNagios()
 	cur, etag := e2.get(stack2)
 	body := editBody(cur, func(job string, ex map[string]any) {
 		if job == "app" {

@@ -629,7 +629,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Preflight and start the deploy run of a draft or failed stack. */
+        /**
+         * Preflight and start the deploy run of a draft or failed stack.
+         * @description The preflight reports every problem at once (422) and starts nothing. Besides the answers
+         *     and what Proxmox says, it asks the environment's Nagios server, when machines choose a host
+         *     group: each chosen host group must exist (field jobs.JOB.executions[N].nagios.hostgroup)
+         *     and each command of the checks the stack will publish must be defined (field
+         *     jobs.JOB.nagios[I].command, the message naming the job and the command). The run ends with
+         *     a nagios_publish step in a last "monitoring" phase when the environment has a Nagios server.
+         */
         post: operations["deployStack"];
         delete?: never;
         options?: never;
