@@ -1,12 +1,12 @@
 // Package nagiostest runs a real Nagios Core 4 for tests: Debian's nagios4 in the foreground with
 // a configuration of its own (Debian's object templates and commands, plus a directory Horizon
 // owns), its real objectjson.cgi served by net/http/cgi behind Basic or Digest authentication on
-// loopback, and an SSH server (shared/sshx/sshxtest: real SFTP, commands run by /bin/sh) through
-// which Horizon writes, verifies (nagios4 -v) and reloads (a HUP to the daemon's pid: in the
-// foreground Nagios writes no lock file).
+// loopback, and OpenSSH's sshd -D on a loopback port (its own host key, one authorized key, the
+// user running the test) through which Horizon writes over SFTP, verifies (nagios4 -v) and
+// reloads (a HUP to the daemon's pid: in the foreground Nagios writes no lock file).
 //
-// It needs /usr/sbin/nagios4 and /usr/lib/cgi-bin/nagios4 (Debian packages nagios4-core and
-// nagios4-cgi, which .ci/run installs).
+// It needs /usr/sbin/nagios4, /usr/lib/cgi-bin/nagios4 and /usr/sbin/sshd (Debian packages
+// nagios4-core, nagios4-cgi and openssh-server, which .ci/run installs).
 package nagiostest
 
 import (
@@ -32,7 +32,6 @@ import (
 
 	"horizon/shared/nagios"
 	"horizon/shared/sshx"
-	"horizon/shared/sshx/sshxtest"
 )
 
 const (
@@ -61,7 +60,7 @@ type Server struct {
 	// Dir is the directory Horizon owns (in the daemon's cfg_dir); Verify and Reload the commands.
 	Dir, Verify, Reload string
 	// SSH is the SSH server; ClientKey is authorized there, ClientKeyPEM is it in OpenSSH format.
-	SSH          *sshxtest.Server
+	SSH          *SSHD
 	ClientKey    ssh.Signer
 	ClientKeyPEM string
 
@@ -130,6 +129,7 @@ authorized_for_all_services=%[2]s
 
 	s.cmd = exec.Command(daemon, mainCfg)
 	s.cmd.Stdout, s.cmd.Stderr = nil, nil
+	s.cmd.WaitDelay = 2 * time.Second
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("nagiostest: start nagios4: %v", err)
@@ -164,7 +164,7 @@ authorized_for_all_services=%[2]s
 		t.Fatal(err)
 	}
 	s.ClientKeyPEM = string(pem.EncodeToMemory(block))
-	s.SSH = sshxtest.Start(t, sshxtest.Options{AuthorizedKeys: []ssh.PublicKey{s.ClientKey.PublicKey()}})
+	s.SSH = StartSSHD(t, d, s.ClientKey.PublicKey())
 
 	// Ready once the CGIs read the object cache the daemon writes at start.
 	deadline := time.Now().Add(20 * time.Second)
@@ -250,7 +250,7 @@ func (s *Server) Client() *nagios.Client {
 
 // Target writes to this server.
 func (s *Server) Target() nagios.Target {
-	return nagios.Target{SSH: sshx.Config{Addr: s.SSH.Addr, User: "root", Signer: s.ClientKey, HostKey: s.SSH.Fingerprint},
+	return nagios.Target{SSH: sshx.Config{Addr: s.SSH.Addr, User: s.SSH.User, Signer: s.ClientKey, HostKey: s.SSH.Fingerprint},
 		Dir: s.Dir, Verify: s.Verify, Reload: s.Reload}
 }
 
@@ -275,6 +275,6 @@ func (s *Server) WaitHosts(t testing.TB, ok func(hosts []string) bool) []string 
 // Registration is the body of POST /v1/nagios-servers that registers this server.
 func (s *Server) Registration(name string) map[string]any {
 	return map[string]any{"name": name, "url": s.URL, "username": s.Username, "password": s.Password,
-		"ssh_address": s.SSH.Addr, "ssh_user": "root", "ssh_private_key": s.ClientKeyPEM,
+		"ssh_address": s.SSH.Addr, "ssh_user": s.SSH.User, "ssh_private_key": s.ClientKeyPEM,
 		"ssh_host_key_fingerprint": s.SSH.Fingerprint, "config_dir": s.Dir, "verify_command": s.Verify, "reload_command": s.Reload}
 }
