@@ -19,7 +19,8 @@ import (
 // phase) when the stack has something published. Any other run that applies executions ends
 // with a publish (its last phase) when the environment has a Nagios server or the stack has
 // something published somewhere: the step writes the stack's file as its executions then are,
-// or removes it when no machine chooses Nagios any more (and skips when there is nothing to do).
+// or removes it when no machine chooses Nagios any more (and skips when there is nothing to do);
+// when the environment changed Nagios servers since, the old server's file is removed too.
 func withNagios(ctx context.Context, q store.Querier, l *loaded, kind horizon.RunKind, steps []horizon.Step) ([]horizon.Step, error) {
 	if kind == horizon.RunAction {
 		return steps, nil
@@ -40,6 +41,8 @@ func withNagios(ctx context.Context, q store.Querier, l *loaded, kind horizon.Ru
 		return nil, err
 	}
 	switch {
+	case env.NagiosServerID != nil && published && pub.NagiosServerID != *env.NagiosServerID:
+		return runplan.Moved(runplan.Publish(steps, *env.NagiosServerID), pub.NagiosServerID), nil
 	case env.NagiosServerID != nil:
 		return runplan.Publish(steps, *env.NagiosServerID), nil
 	case published:

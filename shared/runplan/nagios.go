@@ -19,6 +19,17 @@ func Publish(steps []horizon.Step, nagiosServer uuid.UUID) []horizon.Step {
 	return append(steps, nagiosStep(last+1, horizon.StepNagiosPublish, nagiosServer))
 }
 
+// Moved adds, to a run that ends with Publish, the step that removes the stack from the Nagios
+// server it was published to before the environment changed servers: in the same last phase,
+// under that server's own gate.
+func Moved(steps []horizon.Step, previous uuid.UUID) []horizon.Step {
+	last := 0
+	for _, s := range steps {
+		last = max(last, s.Phase)
+	}
+	return append(steps, nagiosStep(last, horizon.StepNagiosUnpublish, previous))
+}
+
 // Unpublish puts before a removal's steps the step that removes the stack from the Nagios server:
 // its first phase, before anything is destroyed.
 func Unpublish(steps []horizon.Step, nagiosServer uuid.UUID) []horizon.Step {

@@ -73,9 +73,10 @@ func NagiosPublicationSet(ctx context.Context, q Querier, p NagiosPublication) e
 	return translate(err)
 }
 
-// NagiosPublicationDelete records that a stack has nothing published.
-func NagiosPublicationDelete(ctx context.Context, q Querier, stackID uuid.UUID) error {
-	_, err := q.Exec(ctx, `DELETE FROM nagios_publications WHERE stack_id = $1`, stackID)
+// NagiosPublicationDelete records that a stack has nothing published on a server (a
+// publication on another server is kept).
+func NagiosPublicationDelete(ctx context.Context, q Querier, stackID, server uuid.UUID) error {
+	_, err := q.Exec(ctx, `DELETE FROM nagios_publications WHERE stack_id = $1 AND nagios_server_id = $2`, stackID, server)
 	return translate(err)
 }
 

@@ -131,9 +131,12 @@ func (n *Nagios) hosts(ctx context.Context, stack horizon.Stack) ([]nagios.Host,
 	return hosts, nil
 }
 
-// Unneeded implements attempt.Kind: nothing to write and nothing to remove.
+// Unneeded implements attempt.Kind: a publish with nothing to write and nothing published there
+// to remove. An unpublish always looks at the server (removing a file that is not there is a
+// no-op): when the environment moved servers, the publish to the new one may already have
+// re-recorded the stack's publication.
 func (n *Nagios) Unneeded(w *nagiosWork) string {
-	if len(w.hosts) == 0 && !w.published {
+	if w.Step.Kind == horizon.StepNagiosPublish && len(w.hosts) == 0 && !w.published {
 		return "no machine chooses Nagios"
 	}
 	return ""
@@ -163,7 +166,7 @@ func (n *Nagios) Do(ctx context.Context, w *nagiosWork, out *attempt.Log, lease 
 	server := w.server.ID
 	return attempt.Result{Record: func(ctx context.Context, tx pgx.Tx) error {
 		if contents == nil {
-			return store.NagiosPublicationDelete(ctx, tx, w.stack.ID)
+			return store.NagiosPublicationDelete(ctx, tx, w.stack.ID, server)
 		}
 		return store.NagiosPublicationSet(ctx, tx, store.NagiosPublication{StackID: w.stack.ID, NagiosServerID: server, Hosts: names})
 	}}, nil
