@@ -16,10 +16,10 @@ import (
 )
 
 // withNagios registers a real Nagios (nagiostest) and makes it the lab environment's.
-func (e *engine) withNagios() *nagiostest.Server {
+func (e *engine) withNagios(name string) *nagiostest.Server {
 	e.t.Helper()
 	n := nagiostest.Start(e.t, nagiostest.Options{})
-	r := e.API.Do("POST", "/v1/nagios-servers", apitest.Req{Body: n.Registration("nagios")})
+	r := e.API.Do("POST", "/v1/nagios-servers", apitest.Req{Body: n.Registration(name)})
 	if r.Status != 201 {
 		e.t.Fatalf("register nagios: %d %s", r.Status, r.Body)
 	}
@@ -82,11 +82,12 @@ func hasNone(hosts []string, prefix string) bool {
 // TestNagiosPublishesDeploysAndUnpublishesRemovals: two stacks deploying at once both land in
 // the real Nagios (hosts with their host groups, one service per declared check), published by
 // one step in a last phase; removing an execution re-publishes the stack without it; removing
-// the stack unpublishes it first and leaves the other stack's hosts alone.
+// the stack unpublishes it first and leaves the other stack's hosts alone; moving the environment
+// to another Nagios server moves the stack there at its next run.
 func TestNagiosPublishesDeploysAndUnpublishesRemovals(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, engineOpts{})
-	n := e.withNagios()
+	n := e.withNagios("nagios")
 	shop, blog := e.nagiosDraft("shop", 0, 2), e.nagiosDraft("blog", 3, 1)
 	for _, s := range []string{shop, blog} {
 		if r := e.API.Do("POST", "/v1/stacks/"+s+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
@@ -139,6 +140,16 @@ func TestNagiosPublishesDeploysAndUnpublishesRemovals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(n.Dir, nagios.FileName(mustUUID(t, shop)))); !os.IsNotExist(err) {
 		t.Fatalf("the removed stack's file is still there: %v", err)
 	}
+
+	// The environment moves to another Nagios server: the next run publishes there and removes
+	// the stack from the old one.
+	moved := e.withNagios("nagios-2")
+	if r := e.API.Do("POST", "/v1/stacks/"+blog+"/jobs/db/executions/0/run-again", apitest.Req{Token: e.Member}); r.Status != 202 {
+		t.Fatalf("run again: %d %s", r.Status, r.Body)
+	}
+	e.waitState(blog, "deployed", 3*time.Minute)
+	moved.WaitHosts(t, func(h []string) bool { return hasAll(h, "blog-db-0", "blog-app-0") })
+	n.WaitHosts(t, func(h []string) bool { return hasNone(h, "blog-") })
 	e.gateLinesEmpty()
 }
 
@@ -152,7 +163,7 @@ func TestNagiosRefusesUnknownChecksAndFailedDeploysPublishNothing(t *testing.T) 
 	e := newEngine(t, engineOpts{override: map[string]string{
 		"template.yaml":   tmpl,
 		labtest.AppScript: labtest.AppScriptWith(t, "echo 'configure: refused' >&2; exit 3\n")}})
-	n := e.withNagios()
+	n := e.withNagios("nagios")
 	stack := e.nagiosDraft("bad", 0, 1)
 	d := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member})
 	if !strings.Contains(string(d.Body), `jobs.app.nagios[1].command`) || !strings.Contains(string(d.Body), "check_nothing_such") {
@@ -173,7 +184,7 @@ func TestNagiosRefusesUnknownChecksAndFailedDeploysPublishNothing(t *testing.T) 
 	if d := e2.API.Do("GET", "/v1/stacks/"+stack2, apitest.Req{Token: e2.Member}); !strings.Contains(string(d.Body), "has no Nagios server") {
 		t.Fatalf("a host group without a Nagios server is no problem: %s", d.Body)
 	}
-	n2 := e2.withNagios()
+	n2 := e2.withNagios("nagios")
 	cur, etag := e2.get(stack2)
 	body := editBody(cur, func(job string, ex map[string]any) {
 		if job == "app" {
