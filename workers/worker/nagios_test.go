@@ -213,6 +213,11 @@ func TestNagiosRefusesUnknownChecksAndFailedDeploysPublishNothing(t *testing.T) 
 	if got := e2.nagiosSteps(stack2); !slices.Equal(got, []string{"nagios_publish@2:held"}) {
 		t.Fatalf("a failed deploy's Nagios steps %v, want the publish held", got)
 	}
+	// Force-remove lists no Nagios host: the machine that was built was never published.
+	fr := e2.API.Do("POST", "/v1/stacks/"+stack2+"/force-remove", apitest.Req{})
+	if fr.Status != 200 || !strings.Contains(string(fr.Body), `"nagios_hosts":[]`) {
+		t.Fatalf("force-remove manifest: %d %s", fr.Status, fr.Body)
+	}
 	for _, s := range []*nagiostest.Server{n, n2} {
 		if entries, _ := os.ReadDir(s.Dir); len(entries) != 0 {
 			t.Fatalf("Nagios got %d file(s)", len(entries))
