@@ -2,46 +2,124 @@ package nagiosservers_test
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"horizon/functions/apitest"
+	"horizon/functions/nagiosservers"
+	"horizon/shared/auth"
 	"horizon/shared/horizon"
+	"horizon/shared/nagios"
+	"horizon/shared/nagios/nagiostest"
+	"horizon/shared/sshx/sshxtest"
 )
 
-func TestNagiosServers(t *testing.T) {
+func TestRegisterChecksBothSidesAndDiscovers(t *testing.T) {
 	t.Parallel()
 	s := apitest.New(t, nil)
-	body := map[string]any{"name": "nagios-1", "url": "https://nagios.example.org/cgi-bin/nagios4", "username": "horizon", "password": "pa55-w0rd-xyz"}
-	r := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: body})
-	if r.Status != 201 || strings.Contains(string(r.Body), "pa55") {
+	n := nagiostest.Start(t, nagiostest.Options{Digest: true})
+	r := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: n.Registration("nagios-1")})
+	if r.Status != 201 || strings.Contains(string(r.Body), n.Password) || strings.Contains(string(r.Body), "PRIVATE KEY") {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	id := r.Map()["id"].(string)
-	var sealed []byte
-	if err := s.DB.QueryRow(t.Context(), `SELECT password FROM nagios_servers WHERE id = $1`, id).Scan(&sealed); err != nil {
+	var srv nagiosservers.NagiosServer
+	r.JSON(&srv)
+	if !slices.Contains(srv.Commands, "check-host-alive") || !slices.Contains(srv.Hostgroups, nagiostest.Hostgroup) || srv.DiscoveredAt == nil {
+		t.Fatalf("discovery: %+v", srv)
+	}
+	var pw, key []byte
+	if err := s.DB.QueryRow(t.Context(), `SELECT password, ssh_private_key FROM nagios_servers WHERE id = $1`, srv.ID).Scan(&pw, &key); err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(sealed, []byte("pa55")) {
-		t.Fatal("the password is stored in clear")
+	if bytes.Contains(pw, []byte(n.Password)) || bytes.Contains(key, []byte("PRIVATE KEY")) {
+		t.Fatal("a secret is stored in clear")
 	}
-	if pw, err := s.Deps.Box.OpenString(horizon.PurposeNagiosPassword, sealed); err != nil || pw.Reveal() != "pa55-w0rd-xyz" {
-		t.Fatalf("stored password does not open: %v", err)
+	if got, err := s.Deps.Box.OpenString(horizon.PurposeNagiosSSHPrivateKey, key); err != nil || got.Reveal() != n.ClientKeyPEM {
+		t.Fatalf("stored key does not open: %v", err)
 	}
-	if g := s.Do("GET", "/v1/nagios-servers/"+id, apitest.Req{}); g.Status != 200 || strings.Contains(string(g.Body), "pa55") {
+	_, viewer := s.NewUser(auth.RoleViewer)
+	g := s.Do("GET", "/v1/nagios-servers/"+srv.ID.String(), apitest.Req{Token: viewer})
+	if g.Status != 200 || !strings.Contains(string(g.Body), `"commands":[`) || strings.Contains(string(g.Body), n.Password) {
 		t.Fatalf("get: %d %s", g.Status, g.Body)
 	}
+	if f := s.Do("POST", "/v1/nagios-servers/"+srv.ID.String()+"/refresh", apitest.Req{Token: viewer}); f.Status != 403 {
+		t.Fatalf("a viewer refreshes: %d", f.Status)
+	}
+	if f := s.Do("POST", "/v1/nagios-servers/"+srv.ID.String()+"/refresh", apitest.Req{}); f.Status != 200 {
+		t.Fatalf("refresh: %d %s", f.Status, f.Body)
+	}
+	// The periodic discovery sees what changed: a host published into the empty group makes
+	// hostgrouplist list it.
+	if err := nagios.Publish(t.Context(), n.Target(), "test.cfg", nagios.Render("t", []nagios.Host{{Name: "t-0", Address: "10.0.0.9",
+		Alias: "t", Hostgroups: []string{nagiostest.EmptyHostgroup}}})); err != nil {
+		t.Fatal(err)
+	}
+	n.WaitHosts(t, func(h []string) bool { return slices.Contains(h, "t-0") })
+	if failed, err := nagios.RediscoverAll(t.Context(), s.DB, s.Deps.Box); err != nil || failed != 0 {
+		t.Fatalf("rediscover: %d failed, %v", failed, err)
+	}
+	var seen nagiosservers.NagiosServer
+	s.Do("GET", "/v1/nagios-servers/"+srv.ID.String(), apitest.Req{}).JSON(&seen)
+	if !slices.Contains(seen.Hostgroups, nagiostest.EmptyHostgroup) || !seen.DiscoveredAt.After(*srv.DiscoveredAt) {
+		t.Fatalf("after rediscovery: host groups %v, discovered at %v", seen.Hostgroups, seen.DiscoveredAt)
+	}
+	// Nagios down: the refresh answers 503, records why and keeps the lists.
+	if _, err := s.DB.Exec(t.Context(), `UPDATE nagios_servers SET url = 'http://127.0.0.1:1/cgi-bin/nagios4' WHERE id = $1`, srv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Do("POST", "/v1/nagios-servers/"+srv.ID.String()+"/refresh", apitest.Req{}); f.Status != 503 {
+		t.Fatalf("refresh with Nagios down: %d %s", f.Status, f.Body)
+	}
+	var after nagiosservers.NagiosServer
+	s.Do("GET", "/v1/nagios-servers/"+srv.ID.String(), apitest.Req{}).JSON(&after)
+	if after.DiscoveryError == nil || !slices.Equal(after.Commands, seen.Commands) || !slices.Equal(after.Hostgroups, seen.Hostgroups) {
+		t.Fatalf("after a failed refresh: error %v, commands %d", after.DiscoveryError, len(after.Commands))
+	}
+	if f := s.Do("POST", "/v1/nagios-servers/01900000-0000-7000-8000-000000000000/refresh", apitest.Req{}); f.Status != 404 {
+		t.Fatalf("refresh a missing server: %d", f.Status)
+	}
+}
+
+func TestRegisterNamesTheFailingField(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	n := nagiostest.Start(t, nagiostest.Options{})
+	impostor := sshxtest.Start(t, sshxtest.Options{})
+	with := func(change map[string]any) map[string]any {
+		b := n.Registration("nagios-x")
+		maps.Copy(b, change)
+		return b
+	}
+	_, member := s.NewUser(auth.RoleMember)
 	before := s.State()
-	for name, b := range map[string]map[string]any{
-		"plain http":       {"name": "x", "url": "http://nagios.example.org/", "username": "u", "password": "p"},
-		"credentials":      {"name": "x", "url": "https://u:p@nagios.example.org/", "username": "u", "password": "p"},
-		"missing password": {"name": "x", "url": "https://nagios.example.org/", "username": "u"},
+	for field, body := range map[string]map[string]any{
+		"password":                 with(map[string]any{"password": "wrong"}),
+		"url":                      with(map[string]any{"url": "http://127.0.0.1:1/cgi-bin/nagios4"}),
+		"ssh_host_key_fingerprint": with(map[string]any{"ssh_address": impostor.Addr}),
+		"ssh_private_key":          with(map[string]any{"ssh_private_key": "not a key"}),
+		"verify_command":           with(map[string]any{"verify_command": n.Verify + "-missing"}),
+		"config_dir":               with(map[string]any{"config_dir": "relative/dir"}),
+		"ssh_address":              with(map[string]any{"ssh_address": "127.0.0.1"}),
+		"name":                     with(map[string]any{"name": strings.Repeat("n", horizon.MaxNameLength+1)}),
 	} {
-		if r := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: b}); r.Status != 422 {
-			t.Errorf("%s: %d, want 422", name, r.Status)
+		r := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: body})
+		if r.Status != 422 || !strings.Contains(string(r.Body), `"field":"`+field+`"`) {
+			t.Errorf("%s: %d %s", field, r.Status, r.Body)
 		}
+		if strings.Contains(string(r.Body), n.Password) {
+			t.Errorf("%s: the password is in the answer", field)
+		}
+	}
+	if r := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: n.Registration("nagios-x"), Token: member}); r.Status != 403 {
+		t.Errorf("a member registers: %d", r.Status)
 	}
 	if s.State() != before {
 		t.Fatal("rejected requests changed the database")
+	}
+	// A name at its length limit is fine.
+	if r := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: with(map[string]any{"name": strings.Repeat("n", horizon.MaxNameLength)})}); r.Status != 201 {
+		t.Fatalf("name at the limit: %d %s", r.Status, r.Body)
 	}
 }

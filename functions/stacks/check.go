@@ -3,6 +3,8 @@ package stacks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -21,6 +23,8 @@ type catalogue struct {
 	networks map[uuid.UUID]bool
 	// bridges are the bridges of the executions' addresses' networks (loadBridges).
 	bridges map[uuid.UUID]string
+	// nagios is the environment's Nagios server, if it has one.
+	nagios *horizon.NagiosServer
 }
 
 // loadBridges reads which bridge each execution's address plugs its machine into, for the
@@ -61,6 +65,13 @@ func loadCatalogue(ctx context.Context, q store.Querier, envID, team uuid.UUID) 
 	}
 	for _, id := range env.NetworkIDs {
 		c.networks[id] = true
+	}
+	if env.NagiosServerID != nil {
+		n, err := store.NagiosServerGet(ctx, q, *env.NagiosServerID)
+		if err != nil {
+			return nil, err
+		}
+		c.nagios = &n
 	}
 	return c, nil
 }
@@ -202,6 +213,7 @@ func problems(ctx context.Context, q store.Querier, def *template.Definition, ex
 			return nil, err
 		}
 	}
+	nagiosProblems(&p, def, execs, cat)
 	for _, job := range def.Jobs() {
 		lo, hi := job.Executions.Range()
 		if n := counts[job.Name]; n < lo || n > hi {
@@ -341,4 +353,32 @@ func hasSnippetStorage(s *horizon.ProxmoxServer, node string) bool {
 		}
 	}
 	return false
+}
+
+// nagiosProblems checks the executions that chose Nagios against what the environment's Nagios
+// server offered at its last discovery: there must be a server, and every command of the checks
+// their jobs declare must be one it defines (named with the job). Host groups are checked
+// live before a deploy (nagiosLive): the discovered list leaves out empty groups.
+func nagiosProblems(p *horizon.Problems, def *template.Definition, execs []horizon.Execution, cat *catalogue) {
+	jobs := map[string]bool{}
+	for _, e := range execs {
+		job := def.Job(e.Job)
+		if job == nil || !job.Machine || e.Config.NagiosHostgroup == "" || e.State == horizon.ExecutionRemoved {
+			continue
+		}
+		if cat.nagios == nil {
+			p.Add(execField(e.Job, e.Index, "nagios.hostgroup"), "the environment %s has no Nagios server: choose no host group", cat.env.Name)
+			continue
+		}
+		if jobs[e.Job] || cat.nagios.DiscoveredAt == nil {
+			continue
+		}
+		jobs[e.Job] = true
+		for i, c := range job.Nagios {
+			if !slices.Contains(cat.nagios.Commands, c.Command) {
+				p.Add(fmt.Sprintf("jobs.%s.nagios[%d].command", e.Job, i), "job %s checks with command %s, which Nagios server %s does not define",
+					e.Job, c.Command, cat.nagios.Name)
+			}
+		}
+	}
 }

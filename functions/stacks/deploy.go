@@ -48,10 +48,15 @@ func Deploy(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		nagiosProbs, err := askNagios(ctx, d, cat, l.def, l.execs)
+		if err != nil {
+			return err
+		}
 		probs, err := problems(ctx, d.DB, l.def, l.execs, cat)
 		if err != nil {
 			return err
 		}
+		probs = append(probs, nagiosProbs...)
 		if err := cat.loadBridges(ctx, d.DB, l.execs); err != nil {
 			return err
 		}
@@ -183,8 +188,13 @@ func generateSecrets(ctx context.Context, tx pgx.Tx, d api.Deps, job *template.J
 	return store.ExecutionUpdateConfig(ctx, tx, e.ID, e.Config, e.SecretParameters)
 }
 
-// startRun writes a run and its steps and moves the stack to the state its kind gives.
+// startRun writes a run and its steps (with its Nagios step, withNagios) and moves the stack to
+// the state its kind gives.
 func startRun(ctx context.Context, tx pgx.Tx, l *loaded, kind horizon.RunKind, steps []horizon.Step, who auth.Principal) (horizon.Run, error) {
+	steps, err := withNagios(ctx, tx, l, kind, steps)
+	if err != nil {
+		return horizon.Run{}, err
+	}
 	run, _, err := store.RunInsertWithSteps(ctx, tx, horizon.Run{StackID: &l.stack.ID, Kind: kind, ActorID: &who.UserID}, steps)
 	if errors.Is(err, store.ErrRunInProgress) {
 		return run, problem.Busy("Another run started on this stack a moment ago; wait for it or cancel it.")

@@ -204,9 +204,6 @@ func manifest(ctx context.Context, q store.Querier, l *loaded) (AbandonManifest,
 			m.VMs = append(m.VMs, AbandonedVM{Job: e.Job, Execution: e.Index, Name: name, ProxmoxServerID: e.ServerID, VMID: *e.VMID,
 				Node: node, Pool: e.Config.Pool, Tags: horizon.VMTags(l.stack)})
 		}
-		if e.Config.NagiosHostgroup != "" && e.AppliedHash != nil {
-			m.NagiosHosts = append(m.NagiosHosts, name)
-		}
 		if e.Config.AddressID != nil {
 			a, err := store.AddressByID(ctx, q, *e.Config.AddressID)
 			if errors.Is(err, horizon.ErrNotFound) {
@@ -219,6 +216,14 @@ func manifest(ctx context.Context, q store.Querier, l *loaded) (AbandonManifest,
 				m.Addresses = append(m.Addresses, AbandonedAddress{ID: a.ID, NetworkID: a.NetworkID, Name: a.Name, IP: a.IP.String()})
 			}
 		}
+	}
+	// The Nagios hosts are those the stack's file lists now (what its last publish wrote).
+	pub, err := store.NagiosPublicationGet(ctx, q, l.stack.ID)
+	switch {
+	case err == nil:
+		m.NagiosHosts = append(m.NagiosHosts, pub.Hosts...)
+	case !errors.Is(err, horizon.ErrNotFound):
+		return m, err
 	}
 	return m, nil
 }

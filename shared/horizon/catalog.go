@@ -107,12 +107,26 @@ type SSHKey struct {
 // NagiosServer is a Nagios Core installation Horizon publishes machines to. The password is
 // kept sealed; it is opened only by the code that talks to Nagios.
 type NagiosServer struct {
-	ID        uuid.UUID
-	Name      string
-	URL       string
-	Username  string
-	Password  []byte // sealed with secrets.Box, purpose "nagios_servers.password"
-	Version   int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID       uuid.UUID
+	Name     string
+	URL      string
+	Username string
+	Password []byte // sealed with secrets.Box, purpose "nagios_servers.password"
+	// How Horizon writes its object files: over SSH (host key pinned), in ConfigDir, then
+	// VerifyCommand and ReloadCommand.
+	SSHAddress    string
+	SSHUser       string
+	SSHPrivateKey []byte // sealed, purpose "nagios_servers.ssh_private_key"; nil if never given
+	SSHHostKey    string // SHA256 fingerprint
+	ConfigDir     string
+	VerifyCommand string
+	ReloadCommand string
+	// What the CGIs listed at the last discovery (host groups with members, commands).
+	Hostgroups     []string
+	Commands       []string
+	DiscoveredAt   *time.Time
+	DiscoveryError *string
+	Version        int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }

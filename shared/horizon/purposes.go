@@ -14,6 +14,7 @@ const (
 	PurposeHostKey              = "executions.host_key"
 	PurposeDeployKey            = "deploy_keys.private_key"
 	PurposeNagiosPassword       = "nagios_servers.password"
+	PurposeNagiosSSHPrivateKey  = "nagios_servers.ssh_private_key"
 	// PurposeTerraformState is followed by ":" and the workspace: a state opens only as its own.
 	PurposeTerraformState = "terraform_states.state"
 )

@@ -100,12 +100,27 @@ const (
 	// no machine.
 	StepActionApply   StepKind = "action_apply"
 	StepActionDestroy StepKind = "action_destroy"
+
+	// StepNagiosPublish writes the stack's Nagios object file as its executions now are (no
+	// machine choosing Nagios: the file is removed), in a last phase of its own after every
+	// machine succeeded; StepNagiosUnpublish removes it, in the first phase of a removal. Both
+	// take the Nagios server's gate (ServerID is the Nagios server, Node NagiosGateNode), so
+	// that publishes to one server never overlap.
+	StepNagiosPublish   StepKind = "nagios_publish"
+	StepNagiosUnpublish StepKind = "nagios_unpublish"
 )
 
 // Action reports whether a step of this kind runs a template action (task action:run).
 func (k StepKind) Action() bool {
 	return k == StepActionScript || k == StepActionApply || k == StepActionDestroy
 }
+
+// NagiosGateNode is the Node of a Nagios step: with the Nagios server's id as ServerID, it names
+// that server's gate (a line of its own, apart from every Proxmox node's).
+const NagiosGateNode = "nagios"
+
+// Nagios reports whether steps of this kind publish to Nagios (and run as nagios:publish tasks).
+func (k StepKind) Nagios() bool { return k == StepNagiosPublish || k == StepNagiosUnpublish }
 
 // Stack is a deployed (or draft) application.
 type Stack struct {
@@ -239,9 +254,9 @@ type Step struct {
 // TakesGate reports whether the step builds on a node, under that node's gate (the
 // one-build-per-node rule): applies placed on a node, and the ISO stages placed on one (those
 // that build the VM; preflight and the download have no node). Destroys do not upload and do
-// not wait.
+// not wait. Nagios steps take their Nagios server's gate (see NagiosGateNode).
 func (s Step) TakesGate() bool {
-	return (s.Kind == StepApply || s.Kind.ISO()) && s.ServerID != nil && s.Node != nil
+	return (s.Kind == StepApply || s.Kind.ISO() || s.Kind.Nagios()) && s.ServerID != nil && s.Node != nil
 }
 
 // StateChange is one entry of a stack's state history.

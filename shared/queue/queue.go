@@ -40,6 +40,11 @@ const (
 	// TypeActionRun executes one attempt of the step of an action run (a script action on one
 	// machine of the stack).
 	TypeActionRun = "action:run"
+	// TypeNagiosPublish executes one attempt of a nagios_publish or nagios_unpublish step.
+	TypeNagiosPublish = "nagios:publish"
+	// TypeNagiosDiscover re-reads what every registered Nagios server offers (host groups,
+	// commands); scheduled every NagiosDiscoverInterval.
+	TypeNagiosDiscover = "nagios:discover"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -66,6 +71,15 @@ func (q Queues) Weights() map[string]int {
 func NewReconcile(q Queues, period time.Duration) *asynq.Task {
 	return asynq.NewTask(TypeReconcile, nil,
 		asynq.Queue(q.Control), asynq.MaxRetry(0), asynq.Timeout(period), asynq.Unique(period))
+}
+
+// NagiosDiscoverInterval is how often the workers re-discover the Nagios servers.
+const NagiosDiscoverInterval = 10 * time.Minute
+
+// NewNagiosDiscover returns the nagios:discover task.
+func NewNagiosDiscover(q Queues) *asynq.Task {
+	return asynq.NewTask(TypeNagiosDiscover, nil, asynq.Queue(q.Control), asynq.MaxRetry(0),
+		asynq.Timeout(NagiosDiscoverInterval), asynq.Unique(NagiosDiscoverInterval))
 }
 
 // RunAdvance is the payload of run:advance.
@@ -133,7 +147,8 @@ func NewISOStage(q Queues, step uuid.UUID, attempt int) *asynq.Task {
 }
 
 // NewStep returns the task that runs an attempt of a step of kind kind: iso:stage for the
-// steps of ISO runs, action:run for those of action runs, step:run for the others. Each task
+// steps of ISO runs, action:run for those of action runs, nagios:publish for Nagios steps,
+// step:run for the others. Each task
 // type is handled by one kind of attempt (workers/attempt.Kind), which knows its steps.
 func NewStep(q Queues, kind horizon.StepKind, step uuid.UUID, attempt int) *asynq.Task {
 	typ := TypeStepRun
@@ -142,6 +157,8 @@ func NewStep(q Queues, kind horizon.StepKind, step uuid.UUID, attempt int) *asyn
 		typ = TypeISOStage
 	case kind.Action():
 		typ = TypeActionRun
+	case kind.Nagios():
+		typ = TypeNagiosPublish
 	}
 	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})
 	return asynq.NewTask(typ, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(step, attempt)),

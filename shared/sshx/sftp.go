@@ -113,6 +113,14 @@ func (c *Client) MkdirAll(ctx context.Context, dir string) error {
 	return nil
 }
 
+// Remove removes the remote file name; a missing file wraps fs.ErrNotExist. Errors name the path.
+func (c *Client) Remove(ctx context.Context, name string) error {
+	if err := c.withSFTP(ctx, func(sc *sftp.Client) error { return sc.Remove(name) }); err != nil {
+		return fmt.Errorf("remove %s on %s: %w", name, c.addr, err)
+	}
+	return nil
+}
+
 // ReadFile returns the contents of the remote file name, which may be at most limit bytes
 // (DefaultReadLimit when limit is zero); a larger file is an error wrapping ErrTooLarge, a missing
 // one wraps fs.ErrNotExist. Errors name the path.

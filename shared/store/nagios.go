@@ -10,19 +10,74 @@ import (
 	"horizon/shared/horizon"
 )
 
-const nagiosColumns = `id, name, url, username, password, version, created_at, updated_at`
+const nagiosColumns = `id, name, url, username, password, ssh_address, ssh_user, ssh_private_key, ssh_host_key,
+	config_dir, verify_command, reload_command, hostgroups, commands, discovered_at, discovery_error, version, created_at, updated_at`
 
 func scanNagios(row pgx.Row) (horizon.NagiosServer, error) {
 	var n horizon.NagiosServer
-	err := row.Scan(&n.ID, &n.Name, &n.URL, &n.Username, &n.Password, &n.Version, &n.CreatedAt, &n.UpdatedAt)
+	err := row.Scan(&n.ID, &n.Name, &n.URL, &n.Username, &n.Password, &n.SSHAddress, &n.SSHUser, &n.SSHPrivateKey, &n.SSHHostKey,
+		&n.ConfigDir, &n.VerifyCommand, &n.ReloadCommand, &n.Hostgroups, &n.Commands, &n.DiscoveredAt, &n.DiscoveryError,
+		&n.Version, &n.CreatedAt, &n.UpdatedAt)
 	return n, err
 }
 
-// NagiosServerCreate inserts a Nagios server; Password must already be sealed.
+// NagiosServerCreate inserts a Nagios server with what its discovery found; Password and
+// SSHPrivateKey must already be sealed.
 func NagiosServerCreate(ctx context.Context, q Querier, n horizon.NagiosServer) (horizon.NagiosServer, error) {
-	out, err := scanNagios(q.QueryRow(ctx, `INSERT INTO nagios_servers (name, url, username, password)
-		VALUES ($1, $2, $3, $4) RETURNING `+nagiosColumns, n.Name, n.URL, n.Username, n.Password))
+	out, err := scanNagios(q.QueryRow(ctx, `INSERT INTO nagios_servers (name, url, username, password, ssh_address, ssh_user,
+		ssh_private_key, ssh_host_key, config_dir, verify_command, reload_command, hostgroups, commands, discovered_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now()) RETURNING `+nagiosColumns,
+		n.Name, n.URL, n.Username, n.Password, n.SSHAddress, n.SSHUser, n.SSHPrivateKey, n.SSHHostKey, n.ConfigDir,
+		n.VerifyCommand, n.ReloadCommand, nonNil(n.Hostgroups), nonNil(n.Commands)))
 	return out, translate(err)
+}
+
+// NagiosServerDiscovered records a discovery: the lists when it succeeded (failure nil), or why
+// it failed, keeping the lists of the last success. It does not change the server's version:
+// discovery is not an edit.
+func NagiosServerDiscovered(ctx context.Context, q Querier, id uuid.UUID, hostgroups, commands []string, failure *string) error {
+	tag, err := q.Exec(ctx, `UPDATE nagios_servers SET
+		hostgroups = CASE WHEN $4::text IS NULL THEN $2 ELSE hostgroups END,
+		commands = CASE WHEN $4::text IS NULL THEN $3 ELSE commands END,
+		discovered_at = CASE WHEN $4::text IS NULL THEN now() ELSE discovered_at END,
+		discovery_error = $4 WHERE id = $1`, id, nonNil(hostgroups), nonNil(commands), failure)
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("nagios server %s: %w", id, horizon.ErrNotFound)
+	}
+	return nil
+}
+
+// NagiosPublication is what one stack has published: its file on a server, listing hosts.
+type NagiosPublication struct {
+	StackID        uuid.UUID
+	NagiosServerID uuid.UUID
+	Hosts          []string
+}
+
+// NagiosPublicationGet returns a stack's publication; ErrNotFound when nothing is published.
+func NagiosPublicationGet(ctx context.Context, q Querier, stackID uuid.UUID) (NagiosPublication, error) {
+	p := NagiosPublication{StackID: stackID}
+	err := q.QueryRow(ctx, `SELECT nagios_server_id, hosts FROM nagios_publications WHERE stack_id = $1`, stackID).
+		Scan(&p.NagiosServerID, &p.Hosts)
+	return p, translate(err)
+}
+
+// NagiosPublicationSet records that a stack's file on a server lists hosts.
+func NagiosPublicationSet(ctx context.Context, q Querier, p NagiosPublication) error {
+	_, err := q.Exec(ctx, `INSERT INTO nagios_publications (stack_id, nagios_server_id, hosts) VALUES ($1, $2, $3)
+		ON CONFLICT (stack_id) DO UPDATE SET nagios_server_id = $2, hosts = $3, published_at = now()`,
+		p.StackID, p.NagiosServerID, nonNil(p.Hosts))
+	return translate(err)
+}
+
+// NagiosPublicationDelete records that a stack has nothing published on a server (a
+// publication on another server is kept).
+func NagiosPublicationDelete(ctx context.Context, q Querier, stackID, server uuid.UUID) error {
+	_, err := q.Exec(ctx, `DELETE FROM nagios_publications WHERE stack_id = $1 AND nagios_server_id = $2`, stackID, server)
+	return translate(err)
 }
 
 // NagiosServerGet returns a Nagios server, its password still sealed.

@@ -223,7 +223,12 @@ func deref(t *time.Time) time.Time {
 // finish ends the run and moves its stack to the state the run's outcome gives, which it
 // returns.
 func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunState, steps []horizon.Step) (horizon.StackState, error) {
-	firstErr := firstError(final, steps, func(s horizon.Step) string { return fmt.Sprintf("%s[%d]", s.Job, derefInt(s.ExecutionIndex)) })
+	firstErr := firstError(final, steps, func(s horizon.Step) string {
+		if s.Kind.Nagios() {
+			return string(s.Kind)
+		}
+		return fmt.Sprintf("%s[%d]", s.Job, derefInt(s.ExecutionIndex))
+	})
 	if _, err := store.RunSetState(ctx, tx, run.ID, final, firstErr); err != nil {
 		return "", err
 	}

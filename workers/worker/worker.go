@@ -1,6 +1,6 @@
 // Package worker assembles Horizon's workers: the Asynq server with every task handler, and the
-// scheduler of the periodic reconcile pass. workers/main.go runs it; tests run the very same
-// thing in process.
+// scheduler of the periodic passes (reconcile, Nagios discovery). workers/main.go runs it; tests
+// run the very same thing in process.
 package worker
 
 import (
@@ -20,6 +20,7 @@ import (
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
 	"horizon/shared/metrics"
+	"horizon/shared/nagios"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
@@ -163,11 +164,17 @@ func New(cfg Config) (*Worker, error) {
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
 	handlers := map[string]asynq.Handler{
-		queue.TypeReconcile:  w.Reconcile,
-		queue.TypeStackTags:  tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
-		queue.TypeRunAdvance: runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
-		queue.TypeStepRun:    stepHandler,
-		queue.TypeActionRun:  &steps.Actions{Steps: stepHandler},
+		queue.TypeReconcile:     w.Reconcile,
+		queue.TypeStackTags:     tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
+		queue.TypeRunAdvance:    runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
+		queue.TypeStepRun:       stepHandler,
+		queue.TypeActionRun:     &steps.Actions{Steps: stepHandler},
+		queue.TypeNagiosPublish: &steps.Nagios{Steps: stepHandler},
+		// A server that cannot be read has its failure recorded; only our own Postgres fails it.
+		queue.TypeNagiosDiscover: asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
+			_, err := nagios.RediscoverAll(ctx, cfg.DB, cfg.Box)
+			return err
+		}),
 		queue.TypeISOStage: &isos.Handler{Lifecycle: lifecycle, Box: cfg.Box, DownloadAttempts: cfg.ISODownloadAttempts,
 			RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll},
 	}
@@ -209,6 +216,9 @@ func New(cfg Config) (*Worker, error) {
 		w.sched = asynq.NewScheduler(cfg.RedisOpt, &asynq.SchedulerOpts{Location: time.UTC, Logger: asynqLogger{cfg.Log}})
 		if _, err := w.sched.Register(fmt.Sprintf("@every %s", cfg.ReconcileInterval), queue.NewReconcile(queues, cfg.ReconcileInterval)); err != nil {
 			return nil, fmt.Errorf("schedule reconcile: %w", err)
+		}
+		if _, err := w.sched.Register(fmt.Sprintf("@every %s", queue.NagiosDiscoverInterval), queue.NewNagiosDiscover(queues)); err != nil {
+			return nil, fmt.Errorf("schedule nagios discovery: %w", err)
 		}
 	}
 	return w, nil

@@ -655,7 +655,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Preflight and start the deploy run of a draft or failed stack. */
+        /**
+         * Preflight and start the deploy run of a draft or failed stack.
+         * @description The preflight reports every problem at once (422) and starts nothing. Besides the answers
+         *     and what Proxmox says, it asks the environment's Nagios server, when machines choose a host
+         *     group: each chosen host group must exist (field jobs.JOB.executions[N].nagios.hostgroup)
+         *     and each command of the checks the stack will publish must be defined (field
+         *     jobs.JOB.nagios[I].command, the message naming the job and the command). The run ends with
+         *     a nagios_publish step in a last "monitoring" phase when the environment has a Nagios server.
+         */
         post: operations["deployStack"];
         delete?: never;
         options?: never;
@@ -1179,7 +1187,13 @@ export interface paths {
         /** List Nagios servers. */
         get: operations["listNagiosServers"];
         put?: never;
-        /** Register a Nagios server (admin). The password is stored encrypted and never returned. */
+        /**
+         * Register a Nagios server (admin). The password and SSH key are stored encrypted and never returned.
+         * @description Both sides are checked before anything is saved, and a failure names the field: the CGIs
+         *     (url, username, password; Basic or Digest) must answer objectjson.cgi, and over SSH (the
+         *     pinned host key, the private key) the config directory must be creatable and the verify
+         *     command must pass. Host groups and commands are discovered and returned.
+         */
         post: operations["createNagiosServer"];
         delete?: never;
         options?: never;
@@ -1201,6 +1215,30 @@ export interface paths {
         get: operations["getNagiosServer"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nagios-servers/{id}/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-discover the server's host groups and commands (admin).
+         * @description Also done periodically by the workers. When Nagios cannot be read the failure is recorded
+         *     (discovery_error; the last lists are kept) and the answer is 503.
+         */
+        post: operations["refreshNagiosServer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2533,6 +2571,21 @@ export interface components {
             name: string;
             url: string;
             username: string;
+            /** @description Empty for a server registered before SSH access was required. */
+            ssh_address: string;
+            ssh_user: string;
+            ssh_host_key_fingerprint: string;
+            config_dir: string;
+            verify_command: string;
+            reload_command: string;
+            /** @description Host groups that have members, at the last successful discovery (Nagios's hostgrouplist leaves empty groups out; an execution may still name one). */
+            hostgroups: string[];
+            /** @description Commands at the last successful discovery. */
+            commands: string[];
+            /** Format: date-time */
+            discovered_at: string | null;
+            /** @description Why the last discovery failed; null when it succeeded. */
+            discovery_error: string | null;
             version: number;
             /** Format: date-time */
             created_at: string;
@@ -2541,9 +2594,24 @@ export interface components {
         };
         NagiosServerCreate: {
             name: string;
+            /** @description The CGI base, e.g. https://nagios.example.org/cgi-bin/nagios4. */
             url: string;
             username: string;
             password: string;
+            /** @description host:port of the Nagios machine's SSH server. */
+            ssh_address: string;
+            /** @description Default root. */
+            ssh_user?: string;
+            /** @description Unencrypted, OpenSSH or PEM format. */
+            ssh_private_key: string;
+            /** @description SHA256:… as ssh-keygen -lf prints it. */
+            ssh_host_key_fingerprint: string;
+            /** @description The directory Horizon owns, inside a cfg_dir of nagios.cfg. Default /etc/nagios4/conf.d/horizon. */
+            config_dir?: string;
+            /** @description Default /usr/sbin/nagios4 -v /etc/nagios4/nagios.cfg. */
+            verify_command?: string;
+            /** @description Default systemctl reload nagios4. */
+            reload_command?: string;
         };
         NagiosServerList: {
             items: components["schemas"]["NagiosServer"][];
@@ -5881,6 +5949,39 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    refreshNagiosServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Refreshed. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NagiosServer"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };

@@ -1,0 +1,113 @@
+package stacks
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"horizon/functions/api"
+	"horizon/shared/nagios"
+	"horizon/shared/template"
+
+	"horizon/shared/horizon"
+	"horizon/shared/runplan"
+	"horizon/shared/store"
+)
+
+// withNagios adds a run's Nagios step to its steps. A removal unpublishes first (its first
+// phase) when the stack has something published. Any other run that applies executions ends
+// with a publish (its last phase) when the environment has a Nagios server or the stack has
+// something published somewhere: the step writes the stack's file as its executions then are,
+// or removes it when no machine chooses Nagios any more (and skips when there is nothing to do);
+// when the environment changed Nagios servers since, the old server's file is removed too.
+func withNagios(ctx context.Context, q store.Querier, l *loaded, kind horizon.RunKind, steps []horizon.Step) ([]horizon.Step, error) {
+	if kind == horizon.RunAction {
+		return steps, nil
+	}
+	pub, err := store.NagiosPublicationGet(ctx, q, l.stack.ID)
+	published := err == nil
+	if err != nil && !errors.Is(err, horizon.ErrNotFound) {
+		return nil, err
+	}
+	if kind == horizon.RunRemove {
+		if published {
+			steps = runplan.Unpublish(steps, pub.NagiosServerID)
+		}
+		return steps, nil
+	}
+	env, err := store.EnvironmentGet(ctx, q, l.stack.EnvironmentID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case env.NagiosServerID != nil && published && pub.NagiosServerID != *env.NagiosServerID:
+		return runplan.Moved(runplan.Publish(steps, *env.NagiosServerID), pub.NagiosServerID), nil
+	case env.NagiosServerID != nil:
+		return runplan.Publish(steps, *env.NagiosServerID), nil
+	case published:
+		return runplan.Publish(steps, pub.NagiosServerID), nil
+	}
+	return steps, nil
+}
+
+// askNagios asks the environment's Nagios server, before a deploy, what the offline check cannot
+// know: its commands now (refreshing cat's, and the server's discovery, so that problems judges
+// against them) and whether each host group the executions chose exists (the discovered list
+// leaves out empty groups). A server that does not answer is a problem, like a silent cluster.
+func askNagios(ctx context.Context, d api.Deps, cat *catalogue, def *template.Definition, execs []horizon.Execution) ([]horizon.FieldError, error) {
+	groups := map[string][]string{} // host group → the fields that chose it
+	for _, e := range execs {
+		if job := def.Job(e.Job); job != nil && job.Machine && e.Config.NagiosHostgroup != "" && e.State != horizon.ExecutionRemoved {
+			groups[e.Config.NagiosHostgroup] = append(groups[e.Config.NagiosHostgroup], execField(e.Job, e.Index, "nagios.hostgroup"))
+		}
+	}
+	if cat.nagios == nil || len(groups) == 0 {
+		return nil, nil
+	}
+	var p horizon.Problems
+	client, _, err := nagios.Open(d.Box, *cat.nagios)
+	if errors.Is(err, nagios.ErrNoSSH) {
+		p.Add("environment_id", "the Nagios server %s has no SSH access registered, so nothing can be published to it", cat.nagios.Name)
+		return fieldsOf(&p), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	found, err := client.Discover(ctx)
+	if err != nil {
+		p.Add("environment_id", "the Nagios server %s does not answer: %v", cat.nagios.Name, err)
+		return fieldsOf(&p), nil
+	}
+	if err := store.NagiosServerDiscovered(ctx, d.DB, cat.nagios.ID, found.Hostgroups, found.Commands, nil); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	cat.nagios.Commands, cat.nagios.Hostgroups, cat.nagios.DiscoveredAt = found.Commands, found.Hostgroups, &now
+	for group, fields := range groups {
+		if slices.Contains(found.Hostgroups, group) {
+			continue
+		}
+		ok, err := client.HostgroupExists(ctx, group)
+		if err != nil {
+			p.Add("environment_id", "the Nagios server %s does not answer: %v", cat.nagios.Name, err)
+			break
+		}
+		if !ok {
+			for _, f := range fields {
+				p.Add(f, "is not a host group of Nagios server %s", cat.nagios.Name)
+			}
+		}
+	}
+	return fieldsOf(&p), nil
+}
+
+// fieldsOf returns p's problems, sorted.
+func fieldsOf(p *horizon.Problems) []horizon.FieldError {
+	if err := p.SortedErr(); err != nil {
+		return err.(*horizon.ValidationError).Fields
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package nagiostest
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"horizon/shared/sshx"
+)
+
+const (
+	sshdBin    = "/usr/sbin/sshd"
+	sftpServer = "/usr/lib/openssh/sftp-server"
+)
+
+// SSHD is a running OpenSSH server on loopback: its own host key, one authorized key, the
+// user running the test. It is stopped on test cleanup.
+type SSHD struct {
+	// Addr is host:port; Fingerprint its host key's SHA256 fingerprint; User who logs in.
+	Addr, Fingerprint, User string
+}
+
+// StartSSHD starts sshd -D with a configuration of its own under dir, authorizing key.
+func StartSSHD(t testing.TB, dir string, key ssh.PublicKey) *SSHD {
+	t.Helper()
+	for _, p := range []string{sshdBin, sftpServer} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("nagiostest: %s is missing: install Debian's openssh-server (.ci/run does)", p)
+		}
+	}
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if me.Uid == "0" {
+		// sshd insists on its privilege separation directory when run as root.
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostKey := filepath.Join(dir, "ssh_host_ed25519_key")
+	if err := os.WriteFile(hostKey, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized := filepath.Join(dir, "authorized_keys")
+	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	cfg := filepath.Join(dir, "sshd_config")
+	write(t, cfg, fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+AuthorizedKeysFile %s
+PidFile none
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+Subsystem sftp %s
+`, port, hostKey, authorized, sftpServer))
+	cmd := exec.Command(sshdBin, "-D", "-e", "-f", cfg)
+	// Its log goes to a file: a pipe would keep Wait waiting for every session process that
+	// inherited it.
+	logName := filepath.Join(dir, "sshd.log")
+	logFile, err := os.Create(logName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logFile.Close() }() // sshd has its own descriptor
+	cmd.Stderr = logFile
+	cmd.WaitDelay = 2 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("nagiostest: start sshd: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // sshd and its sessions
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	})
+	s := &SSHD{Addr: fmt.Sprintf("127.0.0.1:%d", port), Fingerprint: ssh.FingerprintSHA256(signer.PublicKey()), User: me.Username}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := sshx.ScanHostKey(ctx, s.Addr)
+		cancel()
+		if err == nil {
+			return s
+		}
+		select {
+		case <-exited:
+			logs, _ := os.ReadFile(logName)
+			t.Fatalf("nagiostest: sshd exited: %s", logs)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nagiostest: sshd does not answer on %s: %v", s.Addr, err)
+		}
+	}
+}
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().(*net.TCPAddr).Port
+}
