@@ -56,12 +56,13 @@ const opts: Options = {
   servers: [{ value: "s1", label: "sandbox", nodes: ["pve1", "pve2"], pools: ["dev"] }],
   isos: [],
   nagios: false,
+  hostgroups: [],
 };
 
-function Harness({ errors = [], onValues }: { errors?: { field: string; message: string }[]; onValues?: (v: FormValues) => void }) {
-  const [v, setV] = useState(() => initialValues(form, opts));
+function Harness({ errors = [], onValues, options = opts }: { errors?: { field: string; message: string }[]; onValues?: (v: FormValues) => void; options?: Options }) {
+  const [v, setV] = useState(() => initialValues(form, options));
   onValues?.(v);
-  return <FormRenderer form={form} values={v} onChange={setV} options={opts} errors={fieldErrors(errors)} />;
+  return <FormRenderer form={form} values={v} onChange={setV} options={options} errors={fieldErrors(errors)} />;
 }
 
 describe("FormRenderer", () => {
@@ -94,6 +95,15 @@ describe("FormRenderer", () => {
     expect((screen.getByLabelText("Resource pool") as HTMLSelectElement).value).toBe("dev");
     expect(screen.queryByLabelText("Nagios host group")).toBeNull(); // no Nagios server
     expect(screen.getByLabelText("Node Exporter")).toBeTruthy();
+  });
+
+  it("suggests the Nagios server's host groups and takes any other name", () => {
+    let last: FormValues | undefined;
+    render(<Harness options={{ ...opts, nagios: true, hostgroups: ["linux-servers", "web"] }} onValues={(v) => (last = v)} />);
+    const group = screen.getAllByLabelText("Nagios host group")[0] as HTMLInputElement;
+    expect([...(group.list?.options ?? [])].map((o) => o.value)).toEqual(["linux-servers", "web"]);
+    fireEvent.change(group, { target: { value: "empty-group" } }); // an empty group is not listed by Nagios
+    expect(Object.values(last!.jobs).some((j) => j.some((e) => e.nagios_hostgroup === "empty-group"))).toBe(true);
   });
 
   it("generates a secret on request", () => {

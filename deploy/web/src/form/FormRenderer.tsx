@@ -287,7 +287,14 @@ function Attachments({ job, i, e, set, options, errors }: {
       )}
       {kinds.has("nagios_host_group") && options.nagios && (
         <Field label="Nagios host group" errors={errs("nagios").concat(errs("nagios.hostgroup"))}>
-          {(id, d) => <input id={id} aria-describedby={d} value={e.nagios_hostgroup} onChange={(x) => set({ ...e, nagios_hostgroup: x.target.value })} />}
+          {(id, d) => (
+            // Suggestions, not a closed list: Nagios's host group list leaves out empty groups,
+            // so any name may be typed; the server checks it before a deploy.
+            <>
+              <input id={id} aria-describedby={d} list={`${id}-groups`} value={e.nagios_hostgroup} onChange={(x) => set({ ...e, nagios_hostgroup: x.target.value })} />
+              <datalist id={`${id}-groups`}>{options.hostgroups.map((g) => <option key={g} value={g} />)}</datalist>
+            </>
+          )}
         </Field>
       )}
       {kinds.has("node_exporter") && (

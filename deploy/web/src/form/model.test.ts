@@ -63,6 +63,7 @@ const opts: Options = {
   servers: [{ value: "s1", label: "sandbox", nodes: ["pve1"], pools: ["dev", "prod"] }],
   isos: [],
   nagios: false,
+  hostgroups: [],
 };
 
 describe("initial values", () => {

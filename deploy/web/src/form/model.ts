@@ -48,9 +48,11 @@ export interface Options {
   isos: Option[];
   /** Whether the environment has a Nagios server: only then is a host group asked. */
   nagios: boolean;
+  /** The host groups the environment's Nagios server was found to have (empty ones may be missing). */
+  hostgroups: string[];
 }
 
-export const emptyOptions: Options = { addresses: [], sshKeys: [], servers: [], isos: [], nagios: false };
+export const emptyOptions: Options = { addresses: [], sshKeys: [], servers: [], isos: [], nagios: false, hostgroups: [] };
 
 export function attachmentKinds(job: FormJob): Set<string> {
   return new Set(job.attachments.map((a) => a.kind));

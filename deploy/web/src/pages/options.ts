@@ -1,6 +1,6 @@
 // What a form's attachments may be set to in one environment: its networks' free addresses
 // (plus those the stack already holds), the caller's SSH keys, the environment's Proxmox servers
-// with their online nodes and pools, the built ISOs, and whether it has a Nagios server.
+// with their online nodes and pools, the built ISOs, and whether it has a Nagios server (with the host groups found on it).
 import { useQuery } from "@tanstack/react-query";
 import { api, call, type Stack } from "../api/client";
 import type { Options } from "../form/model";
@@ -13,13 +13,16 @@ export function useFormOptions(envId: string, stack?: Stack) {
       const env = await call(api.GET("/v1/environments/{id}", { params: { path: { id: envId } } }));
       const held = new Set<string>();
       for (const j of Object.values(stack?.jobs ?? {})) for (const e of j.executions) if (e.address_id) held.add(e.address_id);
-      const [addrLists, keys, servers, isos] = await Promise.all([
+      const [addrLists, keys, servers, isos, nagios] = await Promise.all([
         Promise.all(
           env.network_ids.map((id) => call(api.GET("/v1/networks/{id}/addresses", { params: { path: { id }, query: { limit: "200" } } }))),
         ),
         call(api.GET("/v1/ssh-keys", { params: { query: { limit: "200" } } })),
         Promise.all(env.proxmox_server_ids.map((id) => call(api.GET("/v1/proxmox-servers/{id}", { params: { path: { id } } })))),
         call(api.GET("/v1/isos", { params: { query: { limit: "200" } } })).catch(() => ({ items: [] as { id: string; name: string; state: string }[] })),
+        env.nagios_server_id
+          ? call(api.GET("/v1/nagios-servers/{id}", { params: { path: { id: env.nagios_server_id } } })).catch(() => null)
+          : Promise.resolve(null),
       ]);
       return {
         addresses: addrLists
@@ -35,6 +38,7 @@ export function useFormOptions(envId: string, stack?: Stack) {
         })),
         isos: isos.items.filter((i) => i.state === "built").map((i) => ({ value: i.id, label: i.name })),
         nagios: !!env.nagios_server_id,
+        hostgroups: nagios?.hostgroups ?? [],
       };
     },
   });
