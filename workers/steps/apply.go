@@ -78,15 +78,24 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 		}
 	}
 	wd := w.wd
-	// The build happens under the node's gate: if the lease is lost, it stops.
+	// The upload and the build happen under the node's gate: if the lease is lost, they stop.
+	// The upload stays under it: a node's storage takes one build's files at a time (the
+	// sandbox refuses a second concurrent upload on a node, as the sign of a broken gate).
 	err := attempt.UnderLease(ctx, lease, func(guarded context.Context) error {
+		if w.machine() {
+			volid, err := h.uploadCloudInit(guarded, w, out)
+			if err != nil {
+				return err
+			}
+			out.Say("cloud-init uploaded to %s as %s", w.node.Name, volid)
+		}
 		return retryTransient(guarded, out, "terraform apply", wd.Apply)
 	})
 	if err != nil {
 		return outcome{}, err
 	}
 	if lease != nil {
-		// The node's gate guards the build; scripts run on the machine and
+		// The node's gate guards the upload and the build; scripts run on the machine and
 		// need not hold up the next build on this node.
 		if _, err := lease.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, gate.ErrNotHolder) {
 			out.Say("warning: could not release node %s's build gate early: %v", w.node.Name, err)
@@ -147,10 +156,9 @@ func moduleOutputs(ctx context.Context, wd *terraform.Workdir, w *stepWork) (map
 	return outputs, secretOutputs, nil
 }
 
-// Prepare implements attempt.Preparer: an apply's module is checked out and initialised, and a
-// machine's cloud-init uploaded to its node, while the step waits for its node's build gate,
-// which is then held for the build only. A step whose inputs or ISO are wrong prepares
-// nothing: Do reports it.
+// Prepare implements attempt.Preparer: an apply's module is checked out and initialised while
+// the step waits for its node's build gate, which is then held for the upload and the build
+// only. A step whose inputs or ISO are wrong prepares nothing: Do reports it.
 func (h *Handler) Prepare(ctx context.Context, w *stepWork, out *attempt.Log) (func(), error) {
 	if w.Step.Kind != horizon.StepApply || w.inputsErr != nil || w.isoErr != nil {
 		return nil, nil
@@ -158,10 +166,8 @@ func (h *Handler) Prepare(ctx context.Context, w *stepWork, out *attempt.Log) (f
 	return h.prepare(ctx, w, out)
 }
 
-// prepare makes the step's work dir and runs terraform init in it, and uploads a machine's
-// cloud-init to its node; Do releases the work dir (w.wdCleanup). The upload needs no gate: the
-// snippet is the execution's own file, and an attempt that prepares beside the owner (a stale
-// delivery) uploads the same user data, host key included (ExecutionSetHostKey keeps the first).
+// prepare makes the step's work dir and runs terraform init in it; Do releases it
+// (w.wdCleanup).
 func (h *Handler) prepare(ctx context.Context, w *stepWork, out *attempt.Log) (func(), error) {
 	wd, cleanup, err := h.workdir(ctx, w, out)
 	if err != nil {
@@ -170,14 +176,6 @@ func (h *Handler) prepare(ctx context.Context, w *stepWork, out *attempt.Log) (f
 	if err := retryTransient(ctx, out, "terraform init", wd.Init); err != nil {
 		cleanup()
 		return nil, err
-	}
-	if w.machine() {
-		volid, err := h.uploadCloudInit(ctx, w, out)
-		if err != nil {
-			cleanup()
-			return nil, err
-		}
-		out.Say("cloud-init uploaded to %s as %s", w.node.Name, volid)
 	}
 	w.wd, w.wdCleanup = wd, cleanup
 	return cleanup, nil

@@ -176,7 +176,7 @@ func BenchmarkEngineMakespan(b *testing.B) {
 			msString(pct(r.gaps, .5)), msString(pct(r.gaps, .99)), r.overlaps, r.outOfOrder)
 	}
 	last := res[len(res)-1]
-	fmt.Fprintf(w, "per build (mean): gate held %s, of which Terraform %s and Horizon %s (database; work dir, init and cloud-init upload when the gate was free at once); after the gate %s (terraform output, finish)\n",
+	fmt.Fprintf(w, "per build (mean): gate held %s, of which Terraform %s and Horizon %s (cloud-init upload, database; work dir and init when the gate was free at once); after the gate %s (terraform output, finish)\n",
 		last.meanHeld.Round(time.Millisecond), last.meanTF.Round(time.Millisecond), (last.meanHeld - last.meanTF).Round(time.Millisecond),
 		last.meanAfter.Round(time.Millisecond))
 	fmt.Fprintf(w, "Terraform per build (mean, every command, output included): %s; %.2f processes per build (goal ≤ 3); CPU %s per build\n",
