@@ -208,7 +208,11 @@ func (s *vmSSH) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Re
 			}
 			p, err := s.run(ch, cmd.Command, env)
 			if err != nil {
-				_ = req.Reply(false, nil)
+				// As sshd does when it cannot start the shell: the request is accepted, the
+				// reason goes to stderr and the exit status is 127, so the client can say why.
+				_ = req.Reply(true, nil)
+				_, _ = fmt.Fprintf(ch.Stderr(), "sandbox: cannot start the command: %v\n", err)
+				_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{127}))
 				return
 			}
 			_ = req.Reply(true, nil)
