@@ -57,7 +57,6 @@ function useEvents() {
           if (iso) {
             void qc.invalidateQueries({ queryKey: ["isos"] });
             void qc.invalidateQueries({ queryKey: ["iso", iso] });
-            return;
           }
           const stack = e.stack_id ?? (e.type === "stack" ? e.id : undefined);
           void qc.invalidateQueries({ queryKey: ["stacks"] });
