@@ -683,7 +683,7 @@ try {
   await ai.getByRole("button", { name: "Build", exact: true }).click();
   await ai.getByRole("heading", { name: /installer-e2e on pve1/ }).waitFor();
   for (const stage of ["preflight", "image"]) await ai.locator(`.card[data-card="${stage}"][data-state="succeeded"]`).waitFor({ timeout: 30_000 });
-  await ai.getByTestId("iso-summary").getByText("done: preflight, image").waitFor();
+  await ai.getByTestId("iso-summary").getByText(/done: preflight: every check passed, image: downloaded/).waitFor();
   await ai.locator('[data-testid="log-lines"] .line').first().waitFor();
   await ai.getByRole("heading", { name: /installer-e2e on pve1 built/ }).waitFor();
   await screen(ai, "iso-detail");
