@@ -7,6 +7,8 @@
 // NODE_KEY_FILE and PVE_TOKEN_SECRET (to register the sandbox's cluster again, by hand).
 import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
@@ -657,6 +659,39 @@ try {
   check((await meWith(minted)) === 401, "the revoked token is refused");
   await screen(page, "people-tokens");
   log("minted a token, copied it once, revoked it");
+
+  // ISOs: an admin builds an installer image (served from here) from the build form and
+  // watches its stages turn green, its log and summary, then finds it built in the list.
+  const image = Buffer.from("an installer for the console's journey");
+  const imageServer = createServer((_, res) => res.end(image));
+  await new Promise((r) => imageServer.listen(0, "127.0.0.1", r));
+  await apiAs(ADMIN, "POST", "/v1/iso-templates", {
+    name: "installer-e2e", kind: "iso",
+    spec: { source: { url: `http://127.0.0.1:${imageServer.address().port}/installer-e2e.iso`, checksum: createHash("sha256").update(image).digest("hex") }, storage: "local" },
+  });
+  const ai = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
+  ai.setDefaultTimeout(20_000);
+  ai.on("request", (r) => hosts.add(new URL(r.url()).origin));
+  await ai.goto(`${CONSOLE}/#token=${ADMIN}&next=${encodeURIComponent("#/isos")}`);
+  await ai.getByRole("heading", { name: "ISOs" }).waitFor();
+  await ai.getByRole("link", { name: "Build an ISO" }).click();
+  await ai.getByLabel("ISO template *").selectOption({ label: "installer-e2e (iso, latest v1)" });
+  await ai.getByLabel("Proxmox server *").selectOption({ index: 1 });
+  await ai.getByLabel("Node *").selectOption("pve1");
+  await ai.getByLabel("Name", { exact: true }).fill("installer-e2e on pve1");
+  await screen(ai, "iso-build-form");
+  await ai.getByRole("button", { name: "Build", exact: true }).click();
+  await ai.getByRole("heading", { name: /installer-e2e on pve1/ }).waitFor();
+  for (const stage of ["preflight", "image"]) await ai.locator(`.card[data-card="${stage}"][data-state="succeeded"]`).waitFor({ timeout: 30_000 });
+  await ai.getByTestId("iso-summary").getByText(/done: preflight: every check passed, image: downloaded/).waitFor();
+  await ai.locator('[data-testid="log-lines"] .line').first().waitFor();
+  await ai.getByRole("heading", { name: /installer-e2e on pve1 built/ }).waitFor();
+  await screen(ai, "iso-detail");
+  await ai.getByRole("link", { name: "ISOs" }).click();
+  await ai.locator('tr[data-iso="installer-e2e on pve1"]').getByText("built", { exact: true }).waitFor();
+  await screen(ai, "isos-list");
+  imageServer.close();
+  log("built an ISO from the form; its stages went green");
 
   const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
   check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);

@@ -10,6 +10,7 @@ import { Startup } from "./pages/Startup";
 import { Catalogue } from "./pages/Catalogue";
 import { People } from "./pages/People";
 import { TemplateDetail, TemplatesList } from "./pages/Templates";
+import { BuildIso, IsoDetail, IsosList } from "./pages/Isos";
 import { openStream } from "./sse";
 import { Online } from "./live";
 
@@ -40,7 +41,7 @@ function useEvents() {
   useEffect(
     () =>
       openStream({
-        purpose: "events",
+        token: { purpose: "events" },
         path: "/v1/events",
         events: ["event", "reset", "lagging"],
         onOnline: (on) => Online.set(on),
@@ -51,6 +52,12 @@ function useEvents() {
           }
           if (type !== "event") return;
           const e = data as HorizonEvent;
+          // An ISO's events, and those of its runs and stages, carry its id (iso_id) instead of a stack's.
+          const iso = e.type === "iso" ? e.id : (e as { iso_id?: string }).iso_id;
+          if (iso) {
+            void qc.invalidateQueries({ queryKey: ["isos"] });
+            void qc.invalidateQueries({ queryKey: ["iso", iso] });
+          }
           const stack = e.stack_id ?? (e.type === "stack" ? e.id : undefined);
           void qc.invalidateQueries({ queryKey: ["stacks"] });
           void qc.invalidateQueries({ queryKey: ["startup"] });
@@ -72,6 +79,7 @@ function Shell() {
   else if (section === "catalogue") page = <Catalogue tab={id ?? "servers"} id={sub} />;
   else if (section === "people") page = <People tab={id ?? "users"} />;
   else if (section === "templates") page = id ? <TemplateDetail id={id} /> : <TemplatesList />;
+  else if (section === "isos") page = !id ? <IsosList /> : id === "new" ? <BuildIso /> : <IsoDetail id={id} />;
   else if (section !== "stacks") page = <p>Not found. <a href="#/stacks">Go to stacks</a></p>;
   else if (!id) page = <StacksList />;
   else if (id === "new") page = <CreateStack />;
@@ -89,6 +97,7 @@ function Shell() {
           {me.data?.role !== "viewer" && me.data && <a href={href("/stacks/new")}>New stack</a>}
           <a href={href("/startup")}>Startup</a>
           <a href={href("/templates")}>Templates</a>
+          <a href={href("/isos")}>ISOs</a>
           <a href={href("/catalogue/servers")}>Catalogue</a>
           <a href={href("/people/users")}>People</a>
         </nav>

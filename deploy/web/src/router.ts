@@ -1,6 +1,6 @@
 // Hash routes, so a CDN serves index.html for every screen without a rewrite rule:
 // #/stacks?state=…, #/stacks/new, #/stacks/{id}, #/stacks/{id}/edit, #/startup,
-// #/templates, #/templates/{id}?v=…, #/catalogue/{kind}[/{id}],
+// #/templates, #/templates/{id}?v=…, #/isos, #/isos/new, #/isos/{id}, #/catalogue/{kind}[/{id}],
 // #/people/{users|teams|tokens}.
 import { useSyncExternalStore } from "react";
 

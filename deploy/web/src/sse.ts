@@ -3,11 +3,11 @@
 // stream drops (network, token expiry, a `lagging` end), it is reopened with a fresh token and
 // resumes after the last event seen (?last_event_id=); `online` reports the connection state,
 // also when the browser reports the network gone or back.
-import { api, apiBase, call } from "./api/client";
+import { api, apiBase, call, type Schemas } from "./api/client";
 
 export interface StreamOptions {
-  purpose: "events" | "logs";
-  stackId?: string;
+  /** What the stream token is minted for: the events, a stack's logs or an ISO's. */
+  token: Schemas["StreamTokenRequest"];
   path: string;
   params?: Record<string, string>;
   /** Event names to listen to besides `message`. */
@@ -32,7 +32,7 @@ export function openStream(o: StreamOptions): () => void {
     connecting = true;
     try {
       const t = await call(
-        api.POST("/v1/stream-tokens", { body: { purpose: o.purpose, ...(o.stackId ? { stack_id: o.stackId } : {}) } }),
+        api.POST("/v1/stream-tokens", { body: o.token }),
       );
       token = t.token;
     } catch {

@@ -1,10 +1,11 @@
-// The live log of a stack: backfilled and followed into the next runs by one SSE stream
-// (?follow=true), filtered by job and execution on the server (a new filter reopens the stream),
-// held in a bounded LogBuffer and drawn virtualised (fixed row height), so 100 000 lines scroll
-// smoothly. Pause stops following and counts the new lines; search runs over the loaded lines;
-// each line has a link (?run=<run>&line=<run>/<id>: its run's log, scrolled to it).
+// The live log of a stack or an ISO: backfilled and followed by one SSE stream (a stack's into
+// its next runs, ?follow=true), filtered by job and execution (an ISO's by stage and clone) on
+// the server (a new filter reopens the stream), held in a bounded LogBuffer and drawn
+// virtualised (fixed row height), so 100 000 lines scroll smoothly. Pause stops following and
+// counts the new lines; search runs over the loaded lines; each line has a link
+// (?run=<run>&line=<run>/<id>: its run's log, scrolled to it).
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
-import { api, apiBase, call, getToken, type LogLine } from "../api/client";
+import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
 
@@ -15,11 +16,46 @@ const OVERSCAN = 30;
 const TAIL = 2000;
 const YIELD_EVERY = 2000;
 
-export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
-  stackId: string;
+/** LogSource is whose log a LogView shows and how its routes are asked. */
+export interface LogSource {
+  /** The owner's route: /v1/stacks/{id} or /v1/isos/{id} (…/logs and …/logs/stream below it). */
+  path: string;
+  /** The stream token that opens its stream and its download. */
+  token: Schemas["StreamTokenRequest"];
+  /** The names of the job and execution filters in the log routes' queries. */
+  jobParam: string;
+  executionParam: string;
+  /** What the filters are called on screen. */
+  jobLabel: string;
+  executionLabel: string;
+  /** Query parameters that make the download answer NDJSON. */
+  ndjson: Record<string, string>;
+  /** The download reads ?tail= and ?before= (a stack's log); an ISO's run is read whole. */
+  tail: boolean;
+  /** The stream's event id of a line, to resume after it: run/id for a stack's (its stream follows
+   * into the next runs), the id alone for an ISO's (one run a stream). */
+  eventId: (l: LogLine) => string;
+  /** The console screen a line's link opens. */
+  page: string;
+  /** The downloaded file's name; none when the download route takes no stream token (an ISO's). */
+  file?: string;
+}
+
+export function stackLog(id: string): LogSource {
+  return { path: `/v1/stacks/${id}`, token: { purpose: "logs", stack_id: id }, jobParam: "job", executionParam: "execution", jobLabel: "Job",
+    executionLabel: "Execution", ndjson: {}, tail: true, eventId: (l) => `${l.run}/${l.id}`, page: `/stacks/${id}`, file: `stack-${id}.log` };
+}
+
+export function isoLog(id: string): LogSource {
+  return { path: `/v1/isos/${id}`, token: { purpose: "iso_logs", iso_id: id }, jobParam: "stage", executionParam: "clone", jobLabel: "Stage",
+    executionLabel: "Clone", ndjson: { format: "ndjson" }, tail: false, eventId: (l) => l.id, page: `/isos/${id}` };
+}
+
+export function LogView({ source, runId, follow = true, jobs, lineLink }: {
+  source: LogSource;
   /** The run shown first (the latest when the view opened); the stream follows into the next. */
   runId?: string;
-  /** Follow into the stack's next runs; false shows runId's log alone (an older run chosen). */
+  /** Follow into the stack's next runs; false shows runId's log alone (an older run chosen, or an ISO's run). */
   follow?: boolean;
   jobs: { job: string; executions: number }[];
   lineLink?: string;
@@ -50,8 +86,8 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
       });
     };
     const filters: Record<string, string> = {};
-    if (job) filters.job = job;
-    if (job && execution !== "") filters.execution = execution;
+    if (job) filters[source.jobParam] = job;
+    if (job && execution !== "") filters[source.executionParam] = execution;
     // Backfill from the NDJSON download, a streamed fetch (far cheaper for a browser than one
     // SSE event per line): the run's last TAIL lines first, so a long log is readable at once,
     // then the lines before them behind the live stream. A linked line may be anywhere: then
@@ -59,7 +95,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
     const ctrl = new AbortController();
     let stop = () => {};
     const read = async (params: Record<string, string>, onLine: (l: LogLine) => void) => {
-      const res = await fetch(`${apiBase()}/v1/stacks/${stackId}/logs?${new URLSearchParams({ ...filters, ...params })}`, {
+      const res = await fetch(`${apiBase()}${source.path}/logs?${new URLSearchParams({ ...filters, ...source.ndjson, ...params })}`, {
         headers: { Authorization: `Bearer ${getToken()}`, Accept: "application/x-ndjson" },
         signal: ctrl.signal,
       });
@@ -85,10 +121,10 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
       let count = 0;
       if (firstRun)
         try {
-          await read({ run: firstRun, ...(lineLink ? {} : { tail: String(TAIL) }) }, (l) => {
+          await read({ run: firstRun, ...(lineLink || !source.tail ? {} : { tail: String(TAIL) }) }, (l) => {
             buf.push(l);
             first ||= l.id;
-            since = `${l.run}/${l.id}`;
+            since = source.eventId(l);
             count++;
           });
         } catch {
@@ -96,7 +132,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
           // Otherwise the stream backfills on its own, from where the download stopped.
         }
       if (ctrl.signal.aborted) return;
-      if (firstRun && !lineLink && count === TAIL) {
+      if (firstRun && source.tail && !lineLink && count === TAIL) {
         setEarlier(true);
         const older: LogLine[] = [];
         read({ run: firstRun, before: first }, (l) => older.push(l))
@@ -116,9 +152,8 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
       }
       if (ctrl.signal.aborted) return;
       stop = openStream({
-        purpose: "logs",
-        stackId,
-        path: `/v1/stacks/${stackId}/logs/stream`,
+        token: source.token,
+        path: `${source.path}/logs/stream`,
         params: { ...filters, ...(follow ? { follow: "true" } : {}), ...(since ? {} : firstRun ? { run: firstRun } : {}) },
         since,
         events: ["line", "run", "end", "lagging"],
@@ -134,7 +169,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
       stop();
       cancelAnimationFrame(frame);
     };
-  }, [stackId, firstRun, follow, job, execution, buf]); // eslint-disable-line react-hooks/exhaustive-deps -- lineLink only picks the first read
+  }, [source.path, firstRun, follow, job, execution, buf]); // eslint-disable-line react-hooks/exhaustive-deps -- lineLink only picks the first read
 
   // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
   const [scrollTop, setScrollTop] = useState(0);
@@ -170,18 +205,18 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
   }, [lineLink, buf.length > 0]); // eslint-disable-line react-hooks/exhaustive-deps
 
   // The download goes through a plain link, straight to disk: a logs stream token of this
-  // stack opens GET /v1/stacks/{id}/logs (a link cannot send Authorization).
+  // stack (iso_logs of this ISO) opens its GET …/logs (a link cannot send Authorization).
   const download = async () => {
     setErr("");
     try {
-      const t = await call(api.POST("/v1/stream-tokens", { body: { purpose: "logs", stack_id: stackId } }));
+      const t = await call(api.POST("/v1/stream-tokens", { body: source.token }));
       const q = new URLSearchParams();
-      if (job) q.set("job", job);
-      if (job && execution !== "") q.set("execution", execution);
+      if (job) q.set(source.jobParam, job);
+      if (job && execution !== "") q.set(source.executionParam, execution);
       q.set("stream_token", t.token);
       const a = document.createElement("a");
-      a.href = `${apiBase()}/v1/stacks/${stackId}/logs?${q}`;
-      a.download = `stack-${stackId}.log`;
+      a.href = `${apiBase()}${source.path}/logs?${q}`;
+      a.download = source.file ?? "";
       a.click();
     } catch (e) {
       setErr(`The download failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -195,7 +230,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
     <div className="log">
       <div className="log-tools" role="toolbar" aria-label="Log">
         <label>
-          Job
+          {source.jobLabel}
           <select value={job} onChange={(e) => { setJob(e.target.value); setExecution(""); }}>
             <option value="">all</option>
             {jobs.map((j) => <option key={j.job}>{j.job}</option>)}
@@ -203,7 +238,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
         </label>
         {job && execCount > 1 && (
           <label>
-            Execution
+            {source.executionLabel}
             <select value={execution} onChange={(e) => setExecution(e.target.value)}>
               <option value="">all</option>
               {Array.from({ length: execCount }, (_, i) => <option key={i} value={i}>#{i + 1}</option>)}
@@ -232,7 +267,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
             {newLines} new lines
           </button>
         )}
-        <button type="button" onClick={() => void download()}>Download</button>
+        {source.file && <button type="button" onClick={() => void download()}>Download</button>}
         <span className="small muted" aria-live="polite">{buf.length} lines{earlier ? " (reading earlier lines…)" : ""}{buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}</span>
       </div>
       {err && <p role="alert" className="problem">{err}</p>}
@@ -249,7 +284,7 @@ export function LogView({ stackId, runId, follow = true, jobs, lineLink }: {
                 style={{ transform: `translateY(${index * ROW}px)`, height: ROW }}
                 data-job={l.job}
               >
-                <a className="ln" href={`#/stacks/${stackId}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
+                <a className="ln" href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
                   {index + 1}
                 </a>
                 {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution + 1}` : ""}</span>}

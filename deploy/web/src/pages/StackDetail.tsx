@@ -8,10 +8,10 @@ import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Card } from "../api/client";
 import { useMe, useNow } from "../App";
-import { LogView } from "../log/LogView";
+import { LogView, stackLog } from "../log/LogView";
 import { PipelineView } from "../pipeline/PipelineView";
 import { href, navigate, useRoute } from "../router";
-import { ProblemBox, StateBadge, when } from "./common";
+import { ProblemBox, StateBadge, StateChanges, when } from "./common";
 import { busyReason, manifestSummary, removeSteps, typedNameMatches, type Manifest } from "../plan/plan";
 import { nameOf, useEnvironments, useTemplates } from "./lookups";
 
@@ -247,7 +247,7 @@ export function StackDetail({ id }: { id: string }) {
           {pipeline.data?.run.error && <p className="problem">{pipeline.data.run.error}</p>}
           {pipeline.data ? <PipelineView pipeline={pipeline.data} now={now} onRunAgain={(c) => void runAgain(c)} /> : pipeline.isLoading ? <p>Loading…</p> : <ProblemBox error={pipeline.error} />}
           <h2>Log</h2>
-          {pipeline.isLoading ? <p>Loading…</p> : <LogView key={runParam || "latest"} stackId={id} runId={pipeline.data?.run.id} follow={!runParam} jobs={jobs} lineLink={query.get("line") ?? undefined} />}
+          {pipeline.isLoading ? <p>Loading…</p> : <LogView key={runParam || "latest"} source={stackLog(id)} runId={pipeline.data?.run.id} follow={!runParam} jobs={jobs} lineLink={query.get("line") ?? undefined} />}
           <h2>Outputs</h2>
           <OutputsView id={id} />
         </>
@@ -355,22 +355,7 @@ function HistoryView({ id }: { id: string }) {
   return (
     <div className="history">
       <ProblemBox error={history.error ?? runs.error} />
-      <table>
-        <caption>State changes</caption>
-        <thead>
-          <tr><th scope="col">When</th><th scope="col">Change</th><th scope="col">By</th><th scope="col">Error</th></tr>
-        </thead>
-        <tbody>
-          {history.data?.items.map((h, i) => (
-            <tr key={i}>
-              <td>{when(h.at)}</td>
-              <td>{h.from ?? "—"} → {h.to}</td>
-              <td>{h.actor_id ? (h.actor_name ?? h.actor_id.slice(0, 8)) : "Horizon"}</td>
-              <td>{h.error ?? ""}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <StateChanges items={history.data?.items ?? []} />
       <table>
         <caption>Runs</caption>
         <thead>

@@ -48,3 +48,27 @@ export function useDebounced<T>(value: T, ms: number): T {
   }, [value, ms]);
   return v;
 }
+
+/** StateChanges is an object's state history (a stack's, an ISO's), newest first. */
+export function StateChanges({ items }: {
+  items: { from: string | null; to: string; at: string; actor_id: string | null; actor_name?: string | null; error: string | null }[];
+}) {
+  return (
+    <table>
+      <caption>State changes</caption>
+      <thead>
+        <tr><th scope="col">When</th><th scope="col">Change</th><th scope="col">By</th><th scope="col">Error</th></tr>
+      </thead>
+      <tbody>
+        {items.map((h, i) => (
+          <tr key={i}>
+            <td>{when(h.at)}</td>
+            <td>{h.from ?? "—"} → {h.to}</td>
+            <td>{h.actor_id ? (h.actor_name ?? h.actor_id.slice(0, 8)) : "Horizon"}</td>
+            <td>{h.error ?? ""}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

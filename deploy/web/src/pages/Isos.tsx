@@ -1,0 +1,264 @@
+// The ISO screens: the list (state, server, where in the cluster it may be used), the build form
+// (an ISO template built on a node: POST /v1/isos) and an ISO's detail — its latest run's stages
+// drawn by the stacks' PipelineView, the live log (LogView of an ISO), the run's summary, the
+// state history, and what admins may do: edit (the next run rebuilds), retry, cancel, delete
+// (refused with the API's message naming the stacks while one uses it).
+// Everything refreshes from GET /v1/events (the shell invalidates ["isos"] and ["iso", id]).
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { api, call, idempotencyKey } from "../api/client";
+import { useMe, useNow } from "../App";
+import { availability, isoPipeline, summaryText } from "../isos/isos";
+import { isoLog, LogView } from "../log/LogView";
+import { PipelineView } from "../pipeline/PipelineView";
+import { href, navigate, useRoute } from "../router";
+import { ProblemBox, StateBadge, StateChanges, when } from "./common";
+import { nameOf } from "./lookups";
+import { Delete, list, opt, ResourceForm, str, type FieldSpec } from "./ResourceForm";
+
+const STATES = ["building", "built", "failed", "removing", "removed"];
+const STAGES = ["preflight", "image", "vm-create", "vm-configure", "template", "clones"] as const;
+type Stage = (typeof STAGES)[number];
+const limit = { query: { limit: "200" } };
+const key = () => ({ "Idempotency-Key": idempotencyKey() });
+
+function useServers() {
+  return useQuery({ queryKey: ["proxmox-servers"], queryFn: () => call(api.GET("/v1/proxmox-servers", { params: limit })), staleTime: 60_000 });
+}
+
+function useISOTemplates() {
+  return useQuery({ queryKey: ["iso-templates"], queryFn: () => call(api.GET("/v1/iso-templates", { params: limit })), staleTime: 60_000 });
+}
+
+export function IsosList() {
+  const { query } = useRoute();
+  const f = { state: query.get("state") ?? "", server: query.get("server") ?? "" };
+  const isos = useQuery({
+    queryKey: ["isos", f.state, f.server],
+    queryFn: () =>
+      call(api.GET("/v1/isos", { params: { query: { limit: "200", state: (f.state || undefined) as never, proxmox_server_id: f.server || undefined } } })),
+  });
+  const servers = useServers();
+  const templates = useISOTemplates();
+  const me = useMe();
+  const set = (k: keyof typeof f, v: string) => navigate("/isos", { ...f, [k]: v }, true);
+  const rows = isos.data?.items ?? [];
+  return (
+    <>
+      <div className="page-head">
+        <h1>ISOs</h1>
+        {me.data?.role === "admin" && <a className="button primary" href={href("/isos/new")}>Build an ISO</a>}
+      </div>
+      <form className="filters" role="search" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          State
+          <select value={f.state} onChange={(e) => set("state", e.target.value)}>
+            <option value="">any but removed</option>
+            {STATES.map((s) => <option key={s}>{s}</option>)}
+          </select>
+        </label>
+        <label>
+          Proxmox server
+          <select value={f.server} onChange={(e) => set("server", e.target.value)}>
+            <option value="">any</option>
+            {servers.data?.items.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
+          </select>
+        </label>
+      </form>
+      <ProblemBox error={isos.error} />
+      {isos.isLoading ? (
+        <p>Loading…</p>
+      ) : rows.length === 0 ? (
+        <p className="empty">No ISO matches.</p>
+      ) : (
+        <table className="isos">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">State</th>
+              <th scope="col">ISO template</th>
+              <th scope="col">Server</th>
+              <th scope="col">Node</th>
+              <th scope="col">Available on</th>
+              <th scope="col">Last change</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((i) => (
+              <tr key={i.id} data-iso={i.name}>
+                <td><a href={href(`/isos/${i.id}`)}>{i.name}</a></td>
+                <td><StateBadge state={i.state} />{i.outdated && <span className="label">outdated</span>}</td>
+                <td>{nameOf(templates.data, i.iso_template_id)} v{i.iso_template_version} ({i.kind})</td>
+                <td>{nameOf(servers.data, i.proxmox_server_id)}</td>
+                <td>{i.node}</td>
+                <td>{availability(i)}</td>
+                <td>{when(i.updated_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
+/** BuildIso is the build request's form: which template, on which server and node. */
+export function BuildIso() {
+  const servers = useServers();
+  const templates = useISOTemplates();
+  if (servers.isLoading || templates.isLoading) return <p>Loading…</p>;
+  const fields: FieldSpec[] = [
+    { name: "iso_template_id", label: "ISO template", kind: "select", required: true,
+      options: (templates.data?.items ?? []).filter((t) => t.active).map((t) => ({ value: t.id, label: `${t.name} (${t.kind}, latest v${t.latest_version})` })) },
+    { name: "version", label: "Version", kind: "number", hint: "Default the template's latest." },
+    { name: "proxmox_server_id", label: "Proxmox server", kind: "select", required: true,
+      options: (servers.data?.items ?? []).map((s) => ({ value: s.id, label: s.name })) },
+    { name: "node", label: "Node", kind: "select", required: true,
+      options: (servers.data?.items ?? []).flatMap((s) => s.nodes.map((n) => ({ value: n.name, label: `${n.name} (${s.name}${n.online ? "" : ", offline"})` }))) },
+    { name: "storage", label: "Storage", hint: "Where the image is downloaded; default the template's." },
+    { name: "name", label: "Name", hint: "Default \"<template> v<version> on <node>\"." },
+    { name: "skip", label: "Stages to skip", kind: "multi", options: STAGES.map((s) => ({ value: s, label: s })) },
+  ];
+  return (
+    <>
+      <h1>Build an ISO</h1>
+      <ResourceForm
+        title="Build an ISO"
+        submitLabel="Build"
+        fields={fields}
+        onCancel={() => navigate("/isos")}
+        onDone={(r) => navigate(`/isos/${(r as { id: string }).id}`)}
+        submit={(v) => {
+          const skip = list(v, "skip") as Stage[];
+          const version = str(v, "version");
+          return call(api.POST("/v1/isos", {
+            params: { header: key() },
+            body: {
+              iso_template_id: str(v, "iso_template_id"), proxmox_server_id: str(v, "proxmox_server_id"), node: str(v, "node"),
+              name: opt(v, "name"), storage: opt(v, "storage"), ...(version ? { version: Number(version) } : {}),
+              ...(skip.length ? { stages: { skip } } : {}),
+            },
+          }));
+        }}
+      />
+    </>
+  );
+}
+
+export function IsoDetail({ id }: { id: string }) {
+  const qc = useQueryClient();
+  const now = useNow();
+  const iso = useQuery({ queryKey: ["iso", id], queryFn: () => call(api.GET("/v1/isos/{id}", { params: { path: { id } } })) });
+  const servers = useServers();
+  const templates = useISOTemplates();
+  const [err, setErr] = useState<unknown>(null);
+  const [confirm, setConfirm] = useState<"" | "cancel" | "edit">("");
+  const i = iso.data;
+  const refresh = () => {
+    void qc.invalidateQueries({ queryKey: ["iso", id] });
+    void qc.invalidateQueries({ queryKey: ["isos"] });
+  };
+  const act = async (fn: () => Promise<unknown>) => {
+    setErr(null);
+    try {
+      await fn();
+      setConfirm("");
+      refresh();
+    } catch (e) {
+      setErr(e);
+    }
+  };
+  if (iso.isLoading) return <p>Loading…</p>;
+  if (!i) return <ProblemBox error={iso.error} />;
+  const allowed = new Set(i.allowed_actions);
+  const run = i.last_run;
+  const jobs = [...STAGES, "remove"]
+    .map((s) => ({ job: s, executions: run?.stages.filter((x) => x.stage === s).length ?? 0 }))
+    .filter((j) => j.executions > 0);
+  return (
+    <>
+      <div className="page-head">
+        <h1>
+          {i.name} <StateBadge state={i.state} />
+          {i.outdated && <span className="label">outdated: the next run rebuilds</span>}
+        </h1>
+        <div className="actions" role="group" aria-label="ISO actions">
+          {allowed.has("edit") && <button type="button" onClick={() => setConfirm(confirm === "edit" ? "" : "edit")}>Edit</button>}
+          {allowed.has("retry") && <button type="button" className="primary" onClick={() => void act(() => call(api.POST("/v1/isos/{id}/retry", { params: { path: { id }, header: key() }, body: {} })))}>Retry</button>}
+          {allowed.has("cancel") && <button type="button" onClick={() => setConfirm("cancel")}>Cancel run</button>}
+          {allowed.has("delete") && (
+            <Delete what={i.name} onDone={refresh} run={() => call(api.DELETE("/v1/isos/{id}", { params: { path: { id } } }))} />
+          )}
+        </div>
+      </div>
+      {confirm === "cancel" && (
+        <div className="confirm" role="alertdialog" aria-labelledby="confirm-text">
+          <p id="confirm-text">Cancel the run in progress? The Proxmox task its stage waits on is stopped.</p>
+          <button type="button" className="danger" autoFocus onClick={() => void act(() => call(api.POST("/v1/isos/{id}/cancel", { params: { path: { id }, header: key() } })))}>
+            Yes, cancel the run
+          </button>
+          <button type="button" onClick={() => setConfirm("")}>No</button>
+        </div>
+      )}
+      {confirm === "edit" && (
+        <ResourceForm
+          title={`Edit ${i.name}`}
+          fields={[
+            { name: "name", label: "Name", required: true },
+            { name: "version", label: "Template version", kind: "number", required: true },
+            { name: "storage", label: "Storage", required: true, hint: "Where the image is downloaded." },
+          ]}
+          initial={{ name: i.name, version: String(i.iso_template_version), storage: i.storage }}
+          onCancel={() => setConfirm("")}
+          onDone={() => { setConfirm(""); refresh(); }}
+          submit={(v) =>
+            call(api.PATCH("/v1/isos/{id}", {
+              params: { path: { id }, header: { "If-Match": `"${i.version}"` } },
+              body: { name: str(v, "name"), version: Number(str(v, "version")), storage: str(v, "storage") },
+            }))
+          }
+        />
+      )}
+      <ProblemBox error={err} />
+      <dl className="facts">
+        <dt>ISO template</dt>
+        <dd>{nameOf(templates.data, i.iso_template_id)} v{i.iso_template_version} ({i.kind})</dd>
+        <dt>Where</dt>
+        <dd>{nameOf(servers.data, i.proxmox_server_id)} · node {i.node} · storage {i.storage}</dd>
+        <dt>Available on</dt>
+        <dd>{availability(i, i.copies)}</dd>
+        {i.artifact && (
+          <>
+            <dt>Stacks use</dt>
+            <dd><code>{i.artifact.value}</code></dd>
+          </>
+        )}
+        <dt>Created</dt>
+        <dd>{when(i.created_at)}</dd>
+        <dt>Last change</dt>
+        <dd>{when(i.updated_at)}</dd>
+      </dl>
+      <h2>
+        Pipeline{" "}
+        {run && (
+          <span className="small muted">
+            run {run.kind.replace("iso_", "")} · <StateBadge state={run.state} /> · started {when(run.started_at ?? run.created_at)}
+          </span>
+        )}
+      </h2>
+      {run ? (
+        <>
+          {run.error && <p className="problem">{run.error}</p>}
+          <PipelineView pipeline={isoPipeline(run)} now={now} />
+          <p data-testid="iso-summary"><strong>Summary:</strong> {summaryText(run.summary)}</p>
+          <h2>Log</h2>
+          <LogView key={run.id} source={isoLog(id)} runId={run.id} follow={false} jobs={jobs} />
+        </>
+      ) : (
+        <p className="muted">No run yet.</p>
+      )}
+      <h2>History</h2>
+      <StateChanges items={i.history} />
+    </>
+  );
+}
