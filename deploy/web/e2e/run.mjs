@@ -271,10 +271,10 @@ try {
   log(`the deploy run's log alone: ${deployLines} lines`);
   // A line's link opens its run's log scrolled to it, also when loaded afresh (the token is
   // kept per tab, so the same tab loads it).
-  const lineLink = page.locator(".log-lines .line .ln").nth(3);
-  const lineNo = await lineLink.textContent();
-  await lineLink.click();
+  await page.locator(".log-lines .line .ln").nth(3).click();
   await page.locator(".log-lines .line.linked").waitFor();
+  // Read after the click: the virtualised rows may have moved between a read and a click.
+  const lineNo = await page.locator(".log-lines .line.linked .ln").textContent();
   const linked = page.url();
   await page.goto(`${CONSOLE}/#/stacks`);
   await page.getByRole("heading", { name: "Stacks" }).waitFor();

@@ -196,13 +196,17 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
     if (!paused) pause(true);
     scrollTo(i * ROW - HEIGHT / 2);
   };
-  // A linked line: scroll to it once it is loaded.
+  // A linked line: scroll to it once it is loaded (it may come in a later chunk), once.
+  const jumpedTo = useRef("");
   useEffect(() => {
-    if (!lineLink) return;
+    if (!lineLink || jumpedTo.current === lineLink) return;
     const [run, id] = lineLink.split("/");
     const i = buf.indexOf(run, id);
-    if (i >= 0) jump(i);
-  }, [lineLink, buf.length > 0]); // eslint-disable-line react-hooks/exhaustive-deps
+    if (i >= 0) {
+      jumpedTo.current = lineLink;
+      jump(i);
+    }
+  }, [lineLink, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
 
   // The download goes through a plain link, straight to disk: a logs stream token of this
   // stack (iso_logs of this ISO) opens its GET …/logs (a link cannot send Authorization).
