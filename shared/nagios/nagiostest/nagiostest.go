@@ -91,6 +91,14 @@ func Start(t testing.TB, opts Options) *Server {
 	if _, err := os.Stat("/etc/nagios-plugins/config"); err == nil {
 		cfg.WriteString("cfg_dir=/etc/nagios-plugins/config\n")
 	}
+	// The query handler's socket defaults to one path for every nagios4 on the machine (two
+	// test packages at once: "Address already in use"); a socket path must be short.
+	qdir, err := os.MkdirTemp("", "nq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(qdir) })
+	fmt.Fprintf(&cfg, "query_socket=%s/nagios.qh\n", qdir)
 	fmt.Fprintf(&cfg, `cfg_file=%[1]s/base.cfg
 cfg_dir=%[1]s/conf.d
 log_file=%[1]s/nagios.log
