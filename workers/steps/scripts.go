@@ -162,6 +162,18 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 	logged := false
 	for {
 		c, err := sshx.Dial(ctx, cfg)
+		if err == nil {
+			// A machine that has just booted may drop its first connections (cloud-init restarts
+			// sshd once it has written the host keys): a command that could not even start ran
+			// nothing, so the connection is tried with one before the scripts use it.
+			if err = c.Run(ctx, "true", sshx.RunOpts{}); err != nil {
+				_ = c.Close()
+				var exit *sshx.ExitError
+				if errors.As(err, &exit) {
+					return nil, "", err
+				}
+			}
+		}
 		var hk *sshx.HostKeyError
 		switch {
 		case err == nil:
