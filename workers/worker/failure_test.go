@@ -126,7 +126,8 @@ func TestFailedScriptAndRetries(t *testing.T) {
 	failed := e.waitState(stack, "failed", 3*time.Minute)
 	cards := e.pipeline(stack)
 	if cards["app[1]"]["state"] != "failed" || cards["db[0]"]["state"] != "succeeded" || cards["app[0]"]["state"] != "succeeded" {
-		t.Fatalf("cards: %v %v %v", cards["db[0]"]["state"], cards["app[0]"]["state"], cards["app[1]"]["state"])
+		t.Fatalf("cards: %v %v %v (errors %v / %v / %v)", cards["db[0]"]["state"], cards["app[0]"]["state"], cards["app[1]"]["state"],
+			cards["db[0]"]["error"], cards["app[0]"]["error"], cards["app[1]"]["error"])
 	}
 	// The card shows why, as the script said it last on stderr, with the secret masked.
 	if msg, _ := cards["app[1]"]["error"].(string); msg != "configure: the license server refused key [masked] (scripts configure exited with status 3)" {

@@ -500,7 +500,9 @@ try {
   await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
   await page.getByRole("button", { name: "Remove" }).click();
   const rm = page.getByRole("alertdialog");
-  check((await rm.locator("li").count()) === 3, "the removal's steps are listed");
+  // The dialog draws its steps once the stack's jobs are loaded.
+  await rm.locator("li").nth(2).waitFor();
+  check((await rm.locator("li").count()) === 3, `the removal's steps are listed: ${await rm.locator("li").allTextContents()}`);
   check((await rm.locator("li").first().textContent()).includes("Its 1 execution is destroyed"), `what is destroyed first: ${await rm.locator("li").first().textContent()}`);
   check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "remove waits for the name");
   await rm.getByLabel(/Type the stack's name/).fill("web-e2");
