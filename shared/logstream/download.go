@@ -80,7 +80,7 @@ func (c *Client) Download(ctx context.Context, w io.Writer, q Query, format Form
 		var err error
 		switch {
 		case q.Tail > 0:
-			_, err = store.LogLinesOfRunTail(ctx, c.db, q.Run, before, q.Filter.store(), q.Tail, collect)
+			page, err = store.LogLinesOfRunTail(ctx, c.db, q.Run, before, q.Filter.store(), q.Tail) // held once, as the page
 		case q.Run != uuid.Nil:
 			_, err = store.LogLinesOfRun(ctx, c.db, q.Run, after, before, q.Filter.store(), downloadPage, collect)
 		default:

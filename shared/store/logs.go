@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,10 +115,10 @@ func LogLinesOfRun(ctx context.Context, db *pgxpool.Pool, run uuid.UUID, after, 
 	return scanLogLinesInOrder(ctx, db, sql, args, fn)
 }
 
-// LogLinesOfRunTail calls fn, in stream order, for the last limit lines of run before the
-// position before that match f: a log's end, read first so that a reader sees it at once. The
-// page is read backwards along the same index and held (limit rows) to be passed in order.
-func LogLinesOfRunTail(ctx context.Context, db *pgxpool.Pool, run uuid.UUID, before LogPos, f LogFilter, limit int, fn func(LogLine) error) (int, error) {
+// LogLinesOfRunTail returns, in stream order, the last limit lines of run before the position
+// before that match f: a log's end, read first so that a reader sees it at once. The page is
+// read backwards along the same index and reversed in place.
+func LogLinesOfRunTail(ctx context.Context, db *pgxpool.Pool, run uuid.UUID, before LogPos, f LogFilter, limit int) ([]LogLine, error) {
 	args := []any{run, before.MS, before.Seq}
 	sql := logLineSelect + ` WHERE run_id = $1 AND (stream_ms, stream_seq) < ($2, $3)` +
 		logFilterSQL(f, &args) + ` ORDER BY stream_ms DESC, stream_seq DESC LIMIT ` + strconv.Itoa(limit)
@@ -126,14 +127,10 @@ func LogLinesOfRunTail(ctx context.Context, db *pgxpool.Pool, run uuid.UUID, bef
 		tail = append(tail, l)
 		return nil
 	}); err != nil {
-		return 0, err
+		return nil, err
 	}
-	for i := len(tail) - 1; i >= 0; i-- {
-		if err := fn(tail[i]); err != nil {
-			return len(tail) - 1 - i, err
-		}
-	}
-	return len(tail), nil
+	slices.Reverse(tail)
+	return tail, nil
 }
 
 // LogLinesOfStack is LogLinesOfRun over every run of stack, in (run, stream id) order — runs
