@@ -206,16 +206,18 @@ func (s *vmSSH) session(ctx context.Context, ch ssh.Channel, reqs <-chan *ssh.Re
 				_ = req.Reply(false, nil)
 				continue
 			}
+			// Accepted before the command starts, as sshd does: a command that ends at once
+			// would otherwise have its exit status and the channel's close overtake this reply,
+			// and the client, still waiting for it, reads EOF for a command that did run.
+			_ = req.Reply(true, nil)
 			p, err := s.run(ch, cmd.Command, env)
 			if err != nil {
-				// As sshd does when it cannot start the shell: the request is accepted, the
-				// reason goes to stderr and the exit status is 127, so the client can say why.
-				_ = req.Reply(true, nil)
+				// As sshd does when it cannot start the shell: the reason goes to stderr and
+				// the exit status is 127, so the client can say why.
 				_, _ = fmt.Fprintf(ch.Stderr(), "sandbox: cannot start the command: %v\n", err)
 				_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{127}))
 				return
 			}
-			_ = req.Reply(true, nil)
 			proc = p
 		case "subsystem":
 			if subsystemName(req.Payload) != "sftp" || proc != nil {

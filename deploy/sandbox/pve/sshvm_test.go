@@ -219,3 +219,42 @@ func indent(s, prefix string) string {
 // hostKeyAny accepts any host key: for VMs whose host key is random (no ssh_keys in
 // cloud-init), in tests that are about something else.
 var hostKeyAny = ssh.InsecureIgnoreHostKey()
+
+// TestVMSSHAnswersExecBeforeTheCommandEnds: a command that ends at once (a probe, `test -e`)
+// still gets its exec request accepted before its exit status and the channel's close. A
+// server that lets the command's end overtake the reply makes the client's Start fail with
+// EOF for a command that did run.
+func TestVMSSHAnswersExecBeforeTheCommandEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	key := newClientKey(t)
+	e.mustTaskOK(t, "POST", "/nodes/pve1/qemu", url.Values{
+		"vmid": {"310"}, "ipconfig0": {"ip=" + randomLoopback(t) + "/24"},
+		"sshkeys": {proxmox.EncodeSSHKeys(authorizedKeyLine(key.PublicKey()))},
+		"start":   {"1"},
+	})
+	conn, err := dialVM(e.c.VMSSHAddr(310), key, hostKeyAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const workers, runs = 8, 40
+	errs := make(chan error, workers*runs)
+	for range workers {
+		go func() {
+			for range runs {
+				s, err := conn.NewSession()
+				if err == nil {
+					err = s.Run("exit 0")
+					s.Close()
+				}
+				errs <- err
+			}
+		}()
+	}
+	for range workers * runs {
+		if err := <-errs; err != nil {
+			t.Fatalf("a command that ends at once: %v", err)
+		}
+	}
+}
