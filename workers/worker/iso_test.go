@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"horizon/functions/apitest/labtest"
 	"horizon/shared/proxmox"
 	"horizon/shared/secrets"
+	"horizon/shared/testkit"
 )
 
 // isoEnv is Horizon for ISO builds: the API, the workers and the sandbox registered as a
@@ -70,9 +70,7 @@ func newISOEngine(t *testing.T, o engineOpts) *isoEnv {
 	t.Cleanup(img.Close)
 	e.imageURL = img.URL + "/noble.img"
 
-	b, _ := rand.Int(rand.Reader, big.NewInt(200))
-	c, _ := rand.Int(rand.Reader, big.NewInt(250))
-	e.prefix = fmt.Sprintf("127.%d.%d", 20+b.Int64(), 1+c.Int64())
+	e.prefix = testkit.LoopbackNet(t)
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
 	sshPub, _ := ssh.NewPublicKey(pub)
 	e.key = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))

@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io/fs"
-	"math/big"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -74,9 +73,7 @@ func New(t testing.TB, o Options) *Lab {
 	}
 	l.Server = srv.Map()["id"].(string)
 	// A loopback network of the test's own: VMs of parallel tests must not share addresses.
-	b, _ := rand.Int(rand.Reader, big.NewInt(200))
-	c, _ := rand.Int(rand.Reader, big.NewInt(250))
-	prefix := fmt.Sprintf("127.%d.%d", 20+b.Int64(), 1+c.Int64())
+	prefix := testkit.LoopbackNet(t)
 	net := l.API.Do("POST", "/v1/networks", apitest.Req{Body: map[string]any{"name": "loop", "cidr": prefix + ".0/24", "gateway": prefix + ".1",
 		"dns": []string{"127.0.0.53"}, "bridge": "vmbr0"}})
 	if net.Status != 201 {
