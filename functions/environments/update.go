@@ -23,52 +23,30 @@ type UpdateRequest struct {
 
 // Update changes an environment (admin), honouring If-Match.
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
+	return api.AdminEdit(d, func(ctx context.Context, tx pgx.Tx, e api.Edit[UpdateRequest]) (api.Edited, error) {
+		req := e.Body
+		var p horizon.Problems
+		if req.Name != nil {
+			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
 		}
-		id, err := api.ParamID(c, "id")
+		if req.Description != nil {
+			horizon.CheckText(&p, "description", *req.Description, maxDescription)
+		}
+		if err := checkRefs(ctx, tx, &p, refs{networks: req.NetworkIDs, servers: req.ProxmoxServerIDs, nagios: req.NagiosServerID.Value}); err != nil {
+			return api.Edited{}, err
+		}
+		if err := p.Err(); err != nil {
+			return api.Edited{}, err
+		}
+		patch := store.EnvironmentPatch{Name: req.Name, Description: req.Description, NetworkIDs: req.NetworkIDs, ProxmoxServerIDs: req.ProxmoxServerIDs}
+		if req.NagiosServerID.Set {
+			patch.NagiosServerID = &req.NagiosServerID.Value
+		}
+		env, err := store.EnvironmentUpdate(ctx, tx, e.ID, patch, e.IfVersion)
 		if err != nil {
-			return err
+			return api.Edited{}, err
 		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		e, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Environment, error) {
-			var p horizon.Problems
-			if req.Name != nil {
-				horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
-			}
-			if req.Description != nil {
-				horizon.CheckText(&p, "description", *req.Description, maxDescription)
-			}
-			if err := checkRefs(ctx, tx, &p, refs{networks: req.NetworkIDs, servers: req.ProxmoxServerIDs, nagios: req.NagiosServerID.Value}); err != nil {
-				return horizon.Environment{}, err
-			}
-			if err := p.Err(); err != nil {
-				return horizon.Environment{}, err
-			}
-			patch := store.EnvironmentPatch{Name: req.Name, Description: req.Description, NetworkIDs: req.NetworkIDs, ProxmoxServerIDs: req.ProxmoxServerIDs}
-			if req.NagiosServerID.Set {
-				patch.NagiosServerID = &req.NagiosServerID.Value
-			}
-			e, err := store.EnvironmentUpdate(ctx, tx, id, patch, ifVersion)
-			if err != nil {
-				return e, err
-			}
-			return e, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "environment.update",
-				ObjectType: "environment", ObjectID: &e.ID, Details: map[string]any{"name": e.Name, "network_ids": e.NetworkIDs}})
-		})
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(e.Version))
-		return c.JSON(toEnvironment(e))
-	}
+		return api.Edited{View: toEnvironment(env), Version: env.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &e.Who.UserID,
+			Action: "environment.update", ObjectType: "environment", ObjectID: &env.ID, Details: map[string]any{"name": env.Name, "network_ids": env.NetworkIDs}})
+	})
 }

@@ -18,44 +18,21 @@ type UpdateRequest struct {
 
 // Update renames a team (admin), honouring If-Match.
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
+	return api.AdminEdit(d, func(ctx context.Context, tx pgx.Tx, e api.Edit[UpdateRequest]) (api.Edited, error) {
 		var p horizon.Problems
-		if req.Name == nil {
+		if e.Body.Name == nil {
 			p.Add("name", "is required")
 		} else {
-			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+			horizon.CheckName(&p, "name", *e.Body.Name, horizon.MaxNameLength)
 		}
 		if err := p.Err(); err != nil {
-			return err
+			return api.Edited{}, err
 		}
-		who := api.Principal(c)
-		t, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Team, error) {
-			t, err := store.TeamRename(ctx, tx, id, *req.Name, ifVersion)
-			if err != nil {
-				return t, err
-			}
-			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "team.update",
-				ObjectType: "team", ObjectID: &t.ID, TeamID: &t.ID, Details: map[string]any{"name": t.Name}})
-		})
+		t, err := store.TeamRename(ctx, tx, e.ID, *e.Body.Name, e.IfVersion)
 		if err != nil {
-			return err
+			return api.Edited{}, err
 		}
-		c.Set(fiber.HeaderETag, api.ETag(t.Version))
-		return c.JSON(toTeam(t))
-	}
+		return api.Edited{View: toTeam(t), Version: t.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &e.Who.UserID,
+			Action: "team.update", ObjectType: "team", ObjectID: &t.ID, TeamID: &t.ID, Details: map[string]any{"name": t.Name}})
+	})
 }

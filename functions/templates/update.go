@@ -18,48 +18,35 @@ type UpdateRequest struct {
 	Active      *bool   `json:"active"`
 }
 
+// Check names the fields of a PATCH of a template (or an ISO template) that break the rules.
+func (r UpdateRequest) Check() error {
+	var p horizon.Problems
+	if r.Name != nil {
+		horizon.CheckName(&p, "name", *r.Name, horizon.MaxNameLength)
+	}
+	if r.Description != nil {
+		horizon.CheckText(&p, "description", *r.Description, maxDescription)
+	}
+	return p.Err()
+}
+
+// Patch is the store's form of the request.
+func (r UpdateRequest) Patch() store.TemplatePatch {
+	return store.TemplatePatch{Name: r.Name, Description: r.Description, Active: r.Active}
+}
+
 // Update changes a template's name, description or active flag (admin), honouring If-Match.
 // Versions are immutable: a new definition is a new version.
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
+	return api.AdminEdit(d, func(ctx context.Context, tx pgx.Tx, e api.Edit[UpdateRequest]) (api.Edited, error) {
+		if err := e.Body.Check(); err != nil {
+			return api.Edited{}, err
 		}
-		id, err := api.ParamID(c, "id")
+		t, err := store.TemplateUpdate(ctx, tx, e.ID, e.Body.Patch(), e.IfVersion)
 		if err != nil {
-			return err
+			return api.Edited{}, err
 		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
-		var p horizon.Problems
-		if req.Name != nil {
-			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
-		}
-		if req.Description != nil {
-			horizon.CheckText(&p, "description", *req.Description, maxDescription)
-		}
-		if err := p.Err(); err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		t, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Template, error) {
-			t, err := store.TemplateUpdate(ctx, tx, id, store.TemplatePatch{Name: req.Name, Description: req.Description, Active: req.Active}, ifVersion)
-			if err != nil {
-				return t, err
-			}
-			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "template.update",
-				ObjectType: "template", ObjectID: &t.ID, Details: map[string]any{"name": t.Name, "active": t.Active}})
-		})
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(t.Version))
-		return c.JSON(toDetail(t))
-	}
+		return api.Edited{View: toDetail(t), Version: t.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &e.Who.UserID,
+			Action: "template.update", ObjectType: "template", ObjectID: &t.ID, Details: map[string]any{"name": t.Name, "active": t.Active}})
+	})
 }
