@@ -4,38 +4,26 @@ import (
 	"context"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
+	"horizon/shared/auth"
 	"horizon/shared/store"
 )
 
 // Delete removes a git credential (admin). Repositories it served are read anonymously (or with
 // a shorter matching prefix's credential) from then on.
 func Delete(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
+	return api.AdminDelete(d, func(ctx context.Context, tx pgx.Tx, id uuid.UUID, who auth.Principal) error {
+		g, err := store.GitCredentialGet(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			g, err := store.GitCredentialGet(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			if err := store.GitCredentialDelete(ctx, tx, id); err != nil {
-				return err
-			}
-			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "git_credential.delete",
-				ObjectType: "git_credential", ObjectID: &id, Details: map[string]any{"name": g.Name, "url_prefix": g.URLPrefix}})
-		})
-		if err != nil {
+		if err := store.GitCredentialDelete(ctx, tx, id); err != nil {
 			return err
 		}
-		return c.SendStatus(fiber.StatusNoContent)
-	}
+		return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "git_credential.delete",
+			ObjectType: "git_credential", ObjectID: &id, Details: map[string]any{"name": g.Name, "url_prefix": g.URLPrefix}})
+	})
 }

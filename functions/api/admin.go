@@ -60,3 +60,25 @@ func AdminEdit[Req any](d Deps, apply func(ctx context.Context, tx pgx.Tx, e Edi
 		return c.JSON(out.View)
 	}
 }
+
+// AdminDelete is the one skeleton of an admin's DELETE of a catalogue object named by the
+// path's {id}: the admin check, the id, then remove in one transaction — remove deletes (or
+// answers why not: 404, 409) and records the activity — and 204.
+func AdminDelete(d Deps, remove func(ctx context.Context, tx pgx.Tx, id uuid.UUID, who auth.Principal) error) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := RequireAdmin(c); err != nil {
+			return err
+		}
+		id, err := ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		who := Principal(c)
+		if err := store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			return remove(ctx, tx, id, who)
+		}); err != nil {
+			return err
+		}
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+}
