@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -152,4 +153,29 @@ func LastEventID(c *fiber.Ctx) string {
 		return strings.Clone(v) // fasthttp reuses the header buffer
 	}
 	return strings.Clone(c.Query("last_event_id"))
+}
+
+// OwnerList is the one skeleton of a list of objects that belong to users (SSH keys, tokens):
+// the caller's own; an admin's are everyone's, or one user's with ?user_id=, which anyone else
+// may name only for themselves (403 otherwise). what names the objects in that refusal.
+func OwnerList[T, V any](what string, list func(ctx context.Context, who auth.Principal, forUser *uuid.UUID, page store.Page) ([]T, *uuid.UUID, error), view func(T) V) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		page, err := ParsePage(c)
+		if err != nil {
+			return err
+		}
+		forUser, err := QueryID(c, "user_id")
+		if err != nil {
+			return err
+		}
+		who := Principal(c)
+		if forUser != nil && *forUser != who.UserID && !who.IsAdmin() {
+			return problem.Forbidden("Only admins may list other users' %s.", what)
+		}
+		items, next, err := list(c.UserContext(), who, forUser, page)
+		if err != nil {
+			return err
+		}
+		return c.JSON(NewList(Map(items, view), next))
+	}
 }

@@ -1,32 +1,20 @@
 package sshkeys
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
-	"horizon/shared/problem"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns the caller's keys; admins see everyone's, or one user's with ?user_id=.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		forUser, err := api.QueryID(c, "user_id")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		if forUser != nil && *forUser != who.UserID && !who.IsAdmin() {
-			return problem.Forbidden("Only admins may list other users' keys.")
-		}
-		keys, next, err := store.SSHKeyList(c.UserContext(), d.DB, who, forUser, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(keys, toSSHKey), next))
-	}
+	return api.OwnerList("keys", func(ctx context.Context, who auth.Principal, forUser *uuid.UUID, page store.Page) ([]horizon.SSHKey, *uuid.UUID, error) {
+		return store.SSHKeyList(ctx, d.DB, who, forUser, page)
+	}, toSSHKey)
 }

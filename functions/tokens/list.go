@@ -1,34 +1,22 @@
 package tokens
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
-	"horizon/shared/problem"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns the caller's tokens; admins see everyone's, or one user's with ?user_id=.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		forUser, err := api.QueryID(c, "user_id")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		if forUser != nil && *forUser != who.UserID && !who.IsAdmin() {
-			return problem.Forbidden("Only admins may list other users' tokens.")
-		}
-		tokens, next, err := store.TokenList(c.UserContext(), d.DB, who, forUser, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(tokens, toToken), next))
-	}
+	return api.OwnerList("tokens", func(ctx context.Context, who auth.Principal, forUser *uuid.UUID, page store.Page) ([]horizon.Token, *uuid.UUID, error) {
+		return store.TokenList(ctx, d.DB, who, forUser, page)
+	}, toToken)
 }
 
 // Get returns one token of the caller's (any, for admins): its metadata, never its secret.
