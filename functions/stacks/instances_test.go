@@ -232,3 +232,80 @@ func TestTerraformActionInstancesOverTheAPI(t *testing.T) {
 		t.Fatalf("%d instances not marked abandoned (%v)", left, err)
 	}
 }
+
+// TestUndoHonoursIdempotencyKey: an undo sent twice with one Idempotency-Key starts one run
+// and answers it both times (the second marked replayed); the key sent again for another
+// instance is refused (422) with nothing changed. Another team sees neither the stack's
+// actions nor its instances (404), and a removed stack's instances are not undone (409).
+func TestUndoHonoursIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e := labtest.New(t, labtest.Options{})
+	stack := e.Draft("idem", 1)
+	deployedInDB(t, e, stack)
+	ctx := t.Context()
+	for _, pool := range []string{"p1", "p2"} {
+		r := e.API.Do("POST", "/v1/stacks/"+stack+"/actions/create-pool", apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": pool}}})
+		if r.Status != 202 {
+			t.Fatalf("run create-pool: %d %s", r.Status, r.Body)
+		}
+		e.API.FinishRun(uuid.MustParse(r.Map()["id"].(string)), horizon.RunSucceeded)
+		if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.API.DB.Exec(ctx, `UPDATE action_instances SET applied_at = now() WHERE stack_id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	list := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}).Map()["items"].([]any)
+	second, first := list[0].(map[string]any)["id"].(string), list[1].(map[string]any)["id"].(string)
+	key := map[string]string{"Idempotency-Key": "undo-the-first"}
+	firstPath := "/v1/stacks/" + stack + "/action-instances/" + first
+
+	undo := e.API.Do("DELETE", firstPath, apitest.Req{Token: e.Member, Headers: key})
+	if undo.Status != 202 || undo.Map()["kind"] != "action" {
+		t.Fatalf("undo: %d %s", undo.Status, undo.Body)
+	}
+	again := e.API.Do("DELETE", firstPath, apitest.Req{Token: e.Member, Headers: key})
+	if again.Status != 202 || again.Map()["id"] != undo.Map()["id"] || again.Header.Get("Idempotent-Replayed") != "true" ||
+		again.Header.Get("Location") != undo.Header.Get("Location") {
+		t.Fatalf("the same undo with its key again: %d %s (replayed %q)", again.Status, again.Body, again.Header.Get("Idempotent-Replayed"))
+	}
+	var undos int
+	if err := e.API.DB.QueryRow(ctx, `SELECT count(*) FROM action_runs WHERE undo AND instance_id = $1`, first).Scan(&undos); err != nil || undos != 1 {
+		t.Fatalf("%d undo runs of the first instance (%v), want 1", undos, err)
+	}
+
+	// The key again, for the other instance: refused, nothing started.
+	before := instancesState(t, e)
+	other := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+second, apitest.Req{Token: e.Member, Headers: key})
+	if other.Status != 422 || other.Problem().Type != "urn:horizon:problem:idempotency-key-reused" {
+		t.Fatalf("the key for another instance: %d %s", other.Status, other.Body)
+	}
+	if after := instancesState(t, e); after != before {
+		t.Fatalf("a refused undo changed something:\n%s\n%s", before, after)
+	}
+	// Without the key, the undo in progress keeps the stack busy: 409.
+	if r := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+second, apitest.Req{Token: e.Member}); r.Status != 409 {
+		t.Fatalf("an undo while another runs: %d %s", r.Status, r.Body)
+	}
+
+	outsider := e.API.NewTeam("outsiders")
+	_, stranger := e.API.NewUser(auth.RoleMember, outsider)
+	for _, path := range []string{"/v1/stacks/" + stack + "/actions", "/v1/stacks/" + stack + "/action-instances"} {
+		if r := e.API.Do("GET", path, apitest.Req{Token: stranger}); r.Status != 404 || r.Problem().Status != 404 {
+			t.Errorf("GET %s by another team: %d %s", path, r.Status, r.Body)
+		}
+	}
+
+	e.API.FinishRun(uuid.MustParse(undo.Map()["id"].(string)), horizon.RunSucceeded)
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'removed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	before = instancesState(t, e)
+	if r := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+second, apitest.Req{Token: e.Member}); r.Status != 409 || r.Problem().Status != 409 {
+		t.Fatalf("an undo on a removed stack: %d %s", r.Status, r.Body)
+	}
+	if after := instancesState(t, e); after != before {
+		t.Fatalf("a refused undo on a removed stack changed something:\n%s\n%s", before, after)
+	}
+}
