@@ -309,3 +309,56 @@ func TestUndoHonoursIdempotencyKey(t *testing.T) {
 		t.Fatalf("a refused undo on a removed stack changed something:\n%s\n%s", before, after)
 	}
 }
+
+// TestActionRepinsFollowTheStack: a terraform action's re-pin (what a force retry leaves) is
+// the commit the stack shows and its next instance is made at; a duplicate keeps it; an
+// upgrade to another version drops it for that version's pin.
+func TestActionRepinsFollowTheStack(t *testing.T) {
+	t.Parallel()
+	e := labtest.New(t, labtest.Options{})
+	stack := e.Draft("repins", 1)
+	deployedInDB(t, e, stack)
+	ctx := t.Context()
+	v1 := e.API.Do("GET", "/v1/templates/"+e.Tmpl+"/versions/1", apitest.Req{}).Map()
+	pinned := v1["commits"].(map[string]any)["actions"].(map[string]any)["create-pool"].(string)
+	// Version 2 pins the branch's head now; the re-pin is a later commit.
+	def := v1["definition"].(map[string]any)
+	def["description"] = "version 2"
+	if v := e.API.Do("POST", "/v1/templates/"+e.Tmpl+"/versions", apitest.Req{Body: map[string]any{"definition": def}}); v.Status != 201 {
+		t.Fatalf("version 2: %d %s", v.Status, v.Body)
+	}
+	v2 := e.API.Do("GET", "/v1/templates/"+e.Tmpl+"/versions/2", apitest.Req{}).Map()["commits"].(map[string]any)["actions"].(map[string]any)["create-pool"]
+	repin := e.Repo.Commit(map[string]string{"README.md": "a newer commit\n"})
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET action_commits = jsonb_build_object('create-pool', $2::text) WHERE id = $1`, stack, repin); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map(); repin == pinned || s["action_commits"].(map[string]any)["create-pool"] != repin {
+		t.Fatalf("the stack's action commits %v, want the re-pin %s (version 1 pinned %s)", s["action_commits"], repin, pinned)
+	}
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/actions/create-pool", apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": "p1"}}})
+	if r.Status != 202 {
+		t.Fatalf("run create-pool: %d %s", r.Status, r.Body)
+	}
+	if in := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}).Map()["items"].([]any)[0].(map[string]any); in["commit"] != repin {
+		t.Fatalf("the instance's commit %v, want the re-pin %s", in["commit"], repin)
+	}
+	e.API.FinishRun(uuid.MustParse(r.Map()["id"].(string)), horizon.RunSucceeded)
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	dup := e.API.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.Member})
+	if dup.Status != 201 || dup.Map()["action_commits"].(map[string]any)["create-pool"] != repin {
+		t.Fatalf("the duplicate: %d %s", dup.Status, dup.Body)
+	}
+
+	if up := e.API.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Body: map[string]any{"version": 2}}); up.Status != 202 {
+		t.Fatalf("upgrade: %d %s", up.Status, up.Body)
+	}
+	var left string
+	if err := e.API.DB.QueryRow(ctx, `SELECT action_commits::text FROM stacks WHERE id = $1`, stack).Scan(&left); err != nil || left != "{}" {
+		t.Fatalf("the re-pins after the upgrade: %s (%v), want none", left, err)
+	}
+	if s := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map(); v2 == nil || v2 == repin || s["action_commits"].(map[string]any)["create-pool"] != v2 {
+		t.Fatalf("after the upgrade the stack's action commits %v, want version 2's %v", s["action_commits"], v2)
+	}
+}
