@@ -311,8 +311,9 @@ func TestUndoHonoursIdempotencyKey(t *testing.T) {
 }
 
 // TestActionRepinsFollowTheStack: a terraform action's re-pin (what a force retry leaves) is
-// the commit the stack shows and its next instance is made at; a duplicate keeps it; an
-// upgrade to another version drops it for that version's pin.
+// the commit the stack shows and its next instance is made at; a duplicate keeps it (and its
+// removal honours an Idempotency-Key); an upgrade to another version drops it for that
+// version's pin.
 func TestActionRepinsFollowTheStack(t *testing.T) {
 	t.Parallel()
 	e := labtest.New(t, labtest.Options{})
@@ -349,6 +350,14 @@ func TestActionRepinsFollowTheStack(t *testing.T) {
 	dup := e.API.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.Member})
 	if dup.Status != 201 || dup.Map()["action_commits"].(map[string]any)["create-pool"] != repin {
 		t.Fatalf("the duplicate: %d %s", dup.Status, dup.Body)
+	}
+	// Its removal, sent twice with one Idempotency-Key, answers 204 twice (a removed draft
+	// is refused without the key).
+	remove := apitest.Req{Token: e.Member, Headers: map[string]string{"Idempotency-Key": "remove-the-copy"}}
+	for i := range 2 {
+		if r := e.API.Do("DELETE", "/v1/stacks/"+dup.Map()["id"].(string), remove); r.Status != 204 || (i == 1) != (r.Header.Get("Idempotent-Replayed") == "true") {
+			t.Fatalf("remove the duplicate (%d): %d %s, replayed %q", i+1, r.Status, r.Body, r.Header.Get("Idempotent-Replayed"))
+		}
 	}
 
 	if up := e.API.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Body: map[string]any{"version": 2}}); up.Status != 202 {
