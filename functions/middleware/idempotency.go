@@ -19,7 +19,8 @@ const (
 // replayedHeaders are the response headers stored with a response and sent again on replay.
 var replayedHeaders = []string{fiber.HeaderLocation, fiber.HeaderETag}
 
-// Idempotency makes POSTs that carry an Idempotency-Key safe to retry (bots retry): the first
+// Idempotency makes POSTs and DELETEs (some start runs: a stack's removal, an action
+// instance's undo) that carry an Idempotency-Key safe to retry (bots retry): the first
 // request with a key runs and its response is stored in Postgres, scoped to the token; a retry
 // with the same key and the same method, path and body gets that response again; the same key
 // with another request is a 422; a retry while the first is still running is a 409. Keys live
@@ -31,7 +32,7 @@ var replayedHeaders = []string{fiber.HeaderLocation, fiber.HeaderETag}
 // guard with their own state checks (a stack already deploying answers 409).
 func Idempotency(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if c.Method() != fiber.MethodPost {
+		if c.Method() != fiber.MethodPost && c.Method() != fiber.MethodDelete {
 			return c.Next()
 		}
 		key := c.Get(HeaderIdempotencyKey)

@@ -156,10 +156,10 @@ func RunAction(d api.Deps) fiber.Handler {
 }
 
 // startTerraformAction starts the run of a terraform action: one action_apply step, on a new
-// instance of the action (its own workspace) whose module is the commit the stack's template
-// version pinned.
+// instance of the action (its own workspace) whose module is the commit the stack pins for the
+// action (its template version's, or a force retry's re-pin).
 func startTerraformAction(ctx context.Context, tx pgx.Tx, l *loaded, a *template.Action, asked horizon.ActionRun, who auth.Principal) (horizon.Run, error) {
-	commit := l.version.ActionCommits[a.Name]
+	commit := l.stack.ActionCommit(l.version, a.Name)
 	if commit == "" {
 		return horizon.Run{}, problem.Conflict("Template version %d pinned no commit for action %s: upgrade the stack to a version that does.",
 			l.stack.TemplateVersion, a.Name)

@@ -16,11 +16,13 @@
 // inventory, and stay with their execution.
 //
 // A stack pins its template version and, per job, the commit that version recorded: the commit
-// whose module the version's validation inspected. "Force retry" re-resolves a job's branch.
+// whose module the version's validation inspected. "Force retry" re-resolves a failed job's
+// branch, and every terraform action's (kept on the stack as a re-pin, Stack.ActionCommits,
+// which an upgrade clears), through one resolver (resolveBranch).
 //
 // Actions (actions.go) are runs of kind action. A script action's one step runs on the machine
 // the user chose. A terraform action's run makes an action instance (instances.go): its module,
-// at the commit the stack's version recorded for it, applied in a workspace of its own; undoing
+// at the commit the stack pins for it (its version's, or a force retry's re-pin), applied in a workspace of its own; undoing
 // it is another action run, a destroy with the code of the version that made it. A removal
 // undoes every instance, newest first and one phase each, before it destroys anything else
 // (removalSteps).

@@ -73,7 +73,7 @@ func Duplicate(d api.Deps) fiber.Handler {
 			}
 			stack, err := store.StackCreate(ctx, tx, horizon.Stack{TeamID: team, Name: name, Description: src.stack.Description,
 				Labels: src.stack.Labels, EnvironmentID: src.stack.EnvironmentID, TemplateID: src.stack.TemplateID,
-				TemplateVersion: src.stack.TemplateVersion, CreatedBy: &who.UserID})
+				TemplateVersion: src.stack.TemplateVersion, CreatedBy: &who.UserID, ActionCommits: src.stack.ActionCommits})
 			if err != nil {
 				return err
 			}

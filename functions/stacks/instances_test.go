@@ -232,3 +232,142 @@ func TestTerraformActionInstancesOverTheAPI(t *testing.T) {
 		t.Fatalf("%d instances not marked abandoned (%v)", left, err)
 	}
 }
+
+// TestUndoHonoursIdempotencyKey: an undo sent twice with one Idempotency-Key starts one run
+// and answers it both times (the second marked replayed); the key sent again for another
+// instance is refused (422) with nothing changed. Another team sees neither the stack's
+// actions nor its instances (404), and a removed stack's instances are not undone (409).
+func TestUndoHonoursIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e := labtest.New(t, labtest.Options{})
+	stack := e.Draft("idem", 1)
+	deployedInDB(t, e, stack)
+	ctx := t.Context()
+	for _, pool := range []string{"p1", "p2"} {
+		r := e.API.Do("POST", "/v1/stacks/"+stack+"/actions/create-pool", apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": pool}}})
+		if r.Status != 202 {
+			t.Fatalf("run create-pool: %d %s", r.Status, r.Body)
+		}
+		e.API.FinishRun(uuid.MustParse(r.Map()["id"].(string)), horizon.RunSucceeded)
+		if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.API.DB.Exec(ctx, `UPDATE action_instances SET applied_at = now() WHERE stack_id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	list := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}).Map()["items"].([]any)
+	second, first := list[0].(map[string]any)["id"].(string), list[1].(map[string]any)["id"].(string)
+	key := map[string]string{"Idempotency-Key": "undo-the-first"}
+	firstPath := "/v1/stacks/" + stack + "/action-instances/" + first
+
+	undo := e.API.Do("DELETE", firstPath, apitest.Req{Token: e.Member, Headers: key})
+	if undo.Status != 202 || undo.Map()["kind"] != "action" {
+		t.Fatalf("undo: %d %s", undo.Status, undo.Body)
+	}
+	again := e.API.Do("DELETE", firstPath, apitest.Req{Token: e.Member, Headers: key})
+	if again.Status != 202 || again.Map()["id"] != undo.Map()["id"] || again.Header.Get("Idempotent-Replayed") != "true" ||
+		again.Header.Get("Location") != undo.Header.Get("Location") {
+		t.Fatalf("the same undo with its key again: %d %s (replayed %q)", again.Status, again.Body, again.Header.Get("Idempotent-Replayed"))
+	}
+	var undos int
+	if err := e.API.DB.QueryRow(ctx, `SELECT count(*) FROM action_runs WHERE undo AND instance_id = $1`, first).Scan(&undos); err != nil || undos != 1 {
+		t.Fatalf("%d undo runs of the first instance (%v), want 1", undos, err)
+	}
+
+	// The key again, for the other instance: refused, nothing started.
+	before := instancesState(t, e)
+	other := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+second, apitest.Req{Token: e.Member, Headers: key})
+	if other.Status != 422 || other.Problem().Type != "urn:horizon:problem:idempotency-key-reused" {
+		t.Fatalf("the key for another instance: %d %s", other.Status, other.Body)
+	}
+	if after := instancesState(t, e); after != before {
+		t.Fatalf("a refused undo changed something:\n%s\n%s", before, after)
+	}
+	// Without the key, the undo in progress keeps the stack busy: 409.
+	if r := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+second, apitest.Req{Token: e.Member}); r.Status != 409 {
+		t.Fatalf("an undo while another runs: %d %s", r.Status, r.Body)
+	}
+
+	outsider := e.API.NewTeam("outsiders")
+	_, stranger := e.API.NewUser(auth.RoleMember, outsider)
+	for _, path := range []string{"/v1/stacks/" + stack + "/actions", "/v1/stacks/" + stack + "/action-instances"} {
+		if r := e.API.Do("GET", path, apitest.Req{Token: stranger}); r.Status != 404 || r.Problem().Status != 404 {
+			t.Errorf("GET %s by another team: %d %s", path, r.Status, r.Body)
+		}
+	}
+
+	e.API.FinishRun(uuid.MustParse(undo.Map()["id"].(string)), horizon.RunSucceeded)
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'removed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	before = instancesState(t, e)
+	if r := e.API.Do("DELETE", "/v1/stacks/"+stack+"/action-instances/"+second, apitest.Req{Token: e.Member}); r.Status != 409 || r.Problem().Status != 409 {
+		t.Fatalf("an undo on a removed stack: %d %s", r.Status, r.Body)
+	}
+	if after := instancesState(t, e); after != before {
+		t.Fatalf("a refused undo on a removed stack changed something:\n%s\n%s", before, after)
+	}
+}
+
+// TestActionRepinsFollowTheStack: a terraform action's re-pin (what a force retry leaves) is
+// the commit the stack shows and its next instance is made at; a duplicate keeps it (and its
+// removal honours an Idempotency-Key); an upgrade to another version drops it for that
+// version's pin.
+func TestActionRepinsFollowTheStack(t *testing.T) {
+	t.Parallel()
+	e := labtest.New(t, labtest.Options{})
+	stack := e.Draft("repins", 1)
+	deployedInDB(t, e, stack)
+	ctx := t.Context()
+	v1 := e.API.Do("GET", "/v1/templates/"+e.Tmpl+"/versions/1", apitest.Req{}).Map()
+	pinned := v1["commits"].(map[string]any)["actions"].(map[string]any)["create-pool"].(string)
+	// Version 2 pins the branch's head now; the re-pin is a later commit.
+	def := v1["definition"].(map[string]any)
+	def["description"] = "version 2"
+	if v := e.API.Do("POST", "/v1/templates/"+e.Tmpl+"/versions", apitest.Req{Body: map[string]any{"definition": def}}); v.Status != 201 {
+		t.Fatalf("version 2: %d %s", v.Status, v.Body)
+	}
+	v2 := e.API.Do("GET", "/v1/templates/"+e.Tmpl+"/versions/2", apitest.Req{}).Map()["commits"].(map[string]any)["actions"].(map[string]any)["create-pool"]
+	repin := e.Repo.Commit(map[string]string{"README.md": "a newer commit\n"})
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET action_commits = jsonb_build_object('create-pool', $2::text) WHERE id = $1`, stack, repin); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map(); repin == pinned || s["action_commits"].(map[string]any)["create-pool"] != repin {
+		t.Fatalf("the stack's action commits %v, want the re-pin %s (version 1 pinned %s)", s["action_commits"], repin, pinned)
+	}
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/actions/create-pool", apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": "p1"}}})
+	if r.Status != 202 {
+		t.Fatalf("run create-pool: %d %s", r.Status, r.Body)
+	}
+	if in := e.API.Do("GET", "/v1/stacks/"+stack+"/action-instances", apitest.Req{Token: e.Member}).Map()["items"].([]any)[0].(map[string]any); in["commit"] != repin {
+		t.Fatalf("the instance's commit %v, want the re-pin %s", in["commit"], repin)
+	}
+	e.API.FinishRun(uuid.MustParse(r.Map()["id"].(string)), horizon.RunSucceeded)
+	if _, err := e.API.DB.Exec(ctx, `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	dup := e.API.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.Member})
+	if dup.Status != 201 || dup.Map()["action_commits"].(map[string]any)["create-pool"] != repin {
+		t.Fatalf("the duplicate: %d %s", dup.Status, dup.Body)
+	}
+	// Its removal, sent twice with one Idempotency-Key, answers 204 twice (a removed draft
+	// is refused without the key).
+	remove := apitest.Req{Token: e.Member, Headers: map[string]string{"Idempotency-Key": "remove-the-copy"}}
+	for i := range 2 {
+		if r := e.API.Do("DELETE", "/v1/stacks/"+dup.Map()["id"].(string), remove); r.Status != 204 || (i == 1) != (r.Header.Get("Idempotent-Replayed") == "true") {
+			t.Fatalf("remove the duplicate (%d): %d %s, replayed %q", i+1, r.Status, r.Body, r.Header.Get("Idempotent-Replayed"))
+		}
+	}
+
+	if up := e.API.Do("POST", "/v1/stacks/"+stack+"/upgrade-template", apitest.Req{Body: map[string]any{"version": 2}}); up.Status != 202 {
+		t.Fatalf("upgrade: %d %s", up.Status, up.Body)
+	}
+	var left string
+	if err := e.API.DB.QueryRow(ctx, `SELECT action_commits::text FROM stacks WHERE id = $1`, stack).Scan(&left); err != nil || left != "{}" {
+		t.Fatalf("the re-pins after the upgrade: %s (%v), want none", left, err)
+	}
+	if s := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map(); v2 == nil || v2 == repin || s["action_commits"].(map[string]any)["create-pool"] != v2 {
+		t.Fatalf("after the upgrade the stack's action commits %v, want version 2's %v", s["action_commits"], v2)
+	}
+}

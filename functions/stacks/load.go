@@ -71,6 +71,12 @@ func toStack(l *loaded, run *horizon.Run, problems []horizon.FieldError, presele
 	for _, j := range l.def.Jobs() {
 		out.Jobs[j.Name] = Job{Executions: []Execution{}}
 	}
+	out.ActionCommits = map[string]string{}
+	for _, a := range l.def.Actions {
+		if c := s.ActionCommit(l.version, a.Name); a.Kind == template.ActionTerraform && c != "" {
+			out.ActionCommits[a.Name] = c
+		}
+	}
 	for _, e := range l.execs {
 		job := out.Jobs[e.Job]
 		job.Executions = append(job.Executions, toExecution(e))

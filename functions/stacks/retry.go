@@ -14,13 +14,15 @@ import (
 	"horizon/shared/problem"
 	"horizon/shared/runplan"
 	"horizon/shared/store"
+	"horizon/shared/template"
 )
 
 // RetryRequest is the body of POST /v1/stacks/{id}/retry.
 type RetryRequest struct {
 	// Mode is "failed" (default: rerun what failed, was canceled, held or pending; what
-	// succeeded is not touched), "force" (the same, after re-resolving each failed job's branch
-	// to its newest commit and pinning it) or "all" (re-apply everything).
+	// succeeded is not touched), "force" (the same, after re-resolving each failed job's branch,
+	// and each terraform action's, to its newest commit and pinning it) or "all" (re-apply
+	// everything).
 	Mode string `json:"mode"`
 }
 
@@ -47,13 +49,13 @@ func Retry(d api.Deps) fiber.Handler {
 		who := api.Principal(c)
 		ctx := c.UserContext()
 		// Re-resolving branches asks git: before the transaction, which must not wait on it.
-		var commits map[string]string
+		var pins forcePins
 		if req.Mode == "force" {
 			l, err := load(ctx, d.DB, who.Scope(), id, false)
 			if err != nil {
 				return err
 			}
-			if commits, err = resolveFailedJobs(ctx, d, l); err != nil {
+			if pins, err = resolveForce(ctx, d, l); err != nil {
 				return err
 			}
 		}
@@ -93,8 +95,13 @@ func Retry(d api.Deps) fiber.Handler {
 			if req.Mode != "all" {
 				sel = runplan.RetryFailed(last.ID, steps)
 			}
-			for job, commit := range commits {
+			for job, commit := range pins.jobs {
 				if err := store.ExecutionsRepin(ctx, tx, l.stack.ID, job, commit); err != nil {
+					return horizon.Run{}, err
+				}
+			}
+			for action, commit := range pins.actions {
+				if err := store.StackRepinAction(ctx, tx, l.stack.ID, action, commit); err != nil {
 					return horizon.Run{}, err
 				}
 			}
@@ -110,44 +117,67 @@ func Retry(d api.Deps) fiber.Handler {
 	}
 }
 
-// resolveFailedJobs re-resolves the branch of every job with a failed, canceled or held step in
-// the stack's last run, and returns job → newest commit.
-func resolveFailedJobs(ctx context.Context, d api.Deps, l *loaded) (map[string]string, error) {
+// forcePins are what a force retry re-pins: job → and terraform action → the newest commit of
+// its branch.
+type forcePins struct {
+	jobs, actions map[string]string
+}
+
+// resolveForce re-resolves the branch of every job with a failed, canceled or held step in the
+// stack's last run, and of every terraform action of its template (an action is no step of
+// that run: its next runs take the new commit; its instances keep the commit that made them).
+func resolveForce(ctx context.Context, d api.Deps, l *loaded) (forcePins, error) {
+	pins := forcePins{jobs: map[string]string{}, actions: map[string]string{}}
 	last, err := store.RunLatestChange(ctx, d.DB, l.stack.ID)
 	if errors.Is(err, horizon.ErrNotFound) {
-		return nil, problem.Conflict("The stack has never run: deploy it.")
+		return pins, problem.Conflict("The stack has never run: deploy it.")
 	}
 	if err != nil {
-		return nil, err
+		return pins, err
 	}
 	steps, err := store.StepsOfRun(ctx, d.DB, last.ID)
 	if err != nil {
-		return nil, err
+		return pins, err
 	}
-	commits := map[string]string{}
 	for _, s := range steps {
-		if s.State == horizon.StepSucceeded || s.State == horizon.StepSkipped || commits[s.Job] != "" {
+		if s.State == horizon.StepSucceeded || s.State == horizon.StepSkipped || pins.jobs[s.Job] != "" {
 			continue
 		}
 		job := l.def.Job(s.Job)
 		if job == nil {
 			continue
 		}
-		creds, err := gitcred.For(ctx, d.DB, d.Box, []string{job.Source.Repo})
-		if err != nil {
-			return nil, err
+		if pins.jobs[job.Name], err = resolveBranch(ctx, d, "job "+job.Name, job.Source); err != nil {
+			return pins, err
 		}
-		commit, err := d.Git.Resolve(ctx, job.Source.Repo, job.Source.Branch, creds[job.Source.Repo])
-		switch {
-		case errors.Is(err, gitsource.ErrUnreachable):
-			return nil, problem.Unavailable(err, "The git server of job %s (%s) does not answer; retry shortly.", job.Name, job.Source.Repo)
-		case errors.Is(err, gitsource.ErrBranchNotFound), errors.Is(err, gitsource.ErrRepoNotFound), errors.Is(err, gitsource.ErrAuth),
-			errors.Is(err, gitsource.ErrHostKey):
-			return nil, horizon.Invalid("mode", "job %s: branch %s of %s cannot be resolved: %v", job.Name, job.Source.Branch, job.Source.Repo, err)
-		case err != nil:
-			return nil, err
-		}
-		commits[job.Name] = commit
 	}
-	return commits, nil
+	for _, a := range l.def.Actions {
+		if a.Kind != template.ActionTerraform || a.Source == nil {
+			continue
+		}
+		if pins.actions[a.Name], err = resolveBranch(ctx, d, "action "+a.Name, *a.Source); err != nil {
+			return pins, err
+		}
+	}
+	return pins, nil
+}
+
+// resolveBranch asks git for the newest commit of a source's branch; what names the job or
+// action it is the source of.
+func resolveBranch(ctx context.Context, d api.Deps, what string, src template.Source) (string, error) {
+	creds, err := gitcred.For(ctx, d.DB, d.Box, []string{src.Repo})
+	if err != nil {
+		return "", err
+	}
+	commit, err := d.Git.Resolve(ctx, src.Repo, src.Branch, creds[src.Repo])
+	switch {
+	case errors.Is(err, gitsource.ErrUnreachable):
+		return "", problem.Unavailable(err, "The git server of %s (%s) does not answer; retry shortly.", what, src.Repo)
+	case errors.Is(err, gitsource.ErrBranchNotFound), errors.Is(err, gitsource.ErrRepoNotFound), errors.Is(err, gitsource.ErrAuth),
+		errors.Is(err, gitsource.ErrHostKey):
+		return "", horizon.Invalid("mode", "%s: branch %s of %s cannot be resolved: %v", what, src.Branch, src.Repo, err)
+	case err != nil:
+		return "", err
+	}
+	return commit, nil
 }

@@ -198,13 +198,16 @@ type Stack struct {
 	// Problems are what keeps a draft from deploying (checked without asking Proxmox).
 	Problems []horizon.FieldError `json:"problems"`
 	// Preselected lists the answers Horizon filled because only one option existed.
-	Preselected    []string   `json:"preselected"`
-	AllowedActions []string   `json:"allowed_actions"`
-	CurrentRun     *Run       `json:"current_run"`
-	Version        int64      `json:"version"`
-	DeployedAt     *time.Time `json:"deployed_at"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	Preselected []string `json:"preselected"`
+	// ActionCommits is the commit each terraform action runs at: the one its template version
+	// pinned, or a force retry's re-pin.
+	ActionCommits  map[string]string `json:"action_commits"`
+	AllowedActions []string          `json:"allowed_actions"`
+	CurrentRun     *Run              `json:"current_run"`
+	Version        int64             `json:"version"`
+	DeployedAt     *time.Time        `json:"deployed_at"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
 }
 
 // Job is one job of a stack.

@@ -140,6 +140,18 @@ type Stack struct {
 	UpdatedAt       time.Time
 	// LastRun is the kind of the stack's latest run, if any.
 	LastRun *RunKind
+	// ActionCommits are the commits a force retry re-pinned terraform actions to (action →
+	// commit); an action not here runs at the commit its template version pinned.
+	ActionCommits map[string]string
+}
+
+// ActionCommit is the commit the stack runs terraform action name at: its force-retry re-pin,
+// else the one version pinned ("" when neither has one).
+func (s Stack) ActionCommit(version TemplateVersion, name string) string {
+	if c := s.ActionCommits[name]; c != "" {
+		return c
+	}
+	return version.ActionCommits[name]
 }
 
 // RemovalFailed reports whether the stack is failed because its removal failed: only

@@ -12,21 +12,26 @@ import (
 )
 
 const stackColumns = `id, team_id, name, description, labels, environment_id, template_id, template_version, state, deployed_at,
-	version, created_by, created_at, updated_at, last_run_kind`
+	version, created_by, created_at, updated_at, last_run_kind, action_commits`
 
 func scanStack(row pgx.Row) (horizon.Stack, error) {
 	var s horizon.Stack
 	err := row.Scan(&s.ID, &s.TeamID, &s.Name, &s.Description, &s.Labels, &s.EnvironmentID, &s.TemplateID, &s.TemplateVersion, &s.State,
-		&s.DeployedAt, &s.Version, &s.CreatedBy, &s.CreatedAt, &s.UpdatedAt, &s.LastRun)
+		&s.DeployedAt, &s.Version, &s.CreatedBy, &s.CreatedAt, &s.UpdatedAt, &s.LastRun, &s.ActionCommits)
 	return s, err
 }
 
-// StackCreate inserts a draft stack. A name taken in the team (by a stack not removed) is a
+// StackCreate inserts a draft stack (with the action re-pins of s.ActionCommits, which a
+// duplicate keeps). A name taken in the team (by a stack not removed) is a
 // *horizon.ConflictError.
 func StackCreate(ctx context.Context, q Querier, s horizon.Stack) (horizon.Stack, error) {
+	pins := s.ActionCommits
+	if pins == nil {
+		pins = map[string]string{}
+	}
 	out, err := scanStack(q.QueryRow(ctx, `INSERT INTO stacks (team_id, name, description, labels, environment_id, template_id,
-		template_version, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+stackColumns,
-		s.TeamID, s.Name, s.Description, nonNil(s.Labels), s.EnvironmentID, s.TemplateID, s.TemplateVersion, s.CreatedBy))
+		template_version, created_by, action_commits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+stackColumns,
+		s.TeamID, s.Name, s.Description, nonNil(s.Labels), s.EnvironmentID, s.TemplateID, s.TemplateVersion, s.CreatedBy, pins))
 	if err != nil {
 		return out, translate(err)
 	}
@@ -104,6 +109,8 @@ type StackPatch struct {
 }
 
 // StackUpdate applies a patch if the stack's version is still ifVersion (0 skips the check).
+// A patch that moves the stack to another template version clears its action re-pins: that
+// version's pinned commits apply.
 func StackUpdate(ctx context.Context, q Querier, id uuid.UUID, p StackPatch, ifVersion int64) (horizon.Stack, error) {
 	var labels *[]string
 	if p.Labels != nil {
@@ -112,6 +119,7 @@ func StackUpdate(ctx context.Context, q Querier, id uuid.UUID, p StackPatch, ifV
 	}
 	s, err := scanStack(q.QueryRow(ctx, `UPDATE stacks SET name = COALESCE($2, name), description = COALESCE($3, description),
 		labels = COALESCE($4, labels), environment_id = COALESCE($5, environment_id),
+		action_commits = CASE WHEN $6::int IS NULL OR $6 = template_version THEN action_commits ELSE '{}' END,
 		template_version = COALESCE($6, template_version), version = version + 1, updated_at = now()
 		WHERE id = $1 AND ($7 = 0 OR version = $7) RETURNING `+stackColumns,
 		id, p.Name, p.Description, labels, p.EnvironmentID, p.TemplateVersion, ifVersion))
@@ -181,4 +189,12 @@ func StackNameTaken(ctx context.Context, q Querier, team uuid.UUID, name string)
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stacks WHERE team_id = $1 AND name = $2 AND state <> 'removed')`,
 		team, name).Scan(&taken)
 	return taken, translate(err)
+}
+
+// StackRepinAction pins the stack's terraform action to commit (a force retry re-resolved its
+// branch): the action's next runs apply that commit.
+func StackRepinAction(ctx context.Context, q Querier, stack uuid.UUID, action, commit string) error {
+	_, err := q.Exec(ctx, `UPDATE stacks SET action_commits = action_commits || jsonb_build_object($2::text, $3::text) WHERE id = $1`,
+		stack, action, commit)
+	return translate(err)
 }

@@ -177,8 +177,9 @@ func TestScriptActionOnTheChosenMachine(t *testing.T) {
 	}
 	e.waitState(stack, "deployed", 3*time.Minute)
 	_, after := e.actionForm(stack)
-	if after["db_host"]["value"] == dbIP || after["db_host"]["value"] == nil {
-		t.Fatalf("the prefill did not follow the database: %v, was %v", after["db_host"], dbIP)
+	movedIP := e.API.Do("GET", "/v1/stacks/"+stack+"/outputs", apitest.Req{Token: e.Member}).Map()["jobs"].(map[string]any)["db"].([]any)[0].(map[string]any)["outputs"].(map[string]any)["ip"]
+	if movedIP == dbIP || after["db_host"]["value"] != movedIP {
+		t.Fatalf("the prefill did not follow the database: %v, its ip now %v, was %v", after["db_host"], movedIP, dbIP)
 	}
 }
 

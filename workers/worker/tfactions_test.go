@@ -342,3 +342,79 @@ func TestUpgradeKeepsActionInstancesUndoable(t *testing.T) {
 		t.Fatal("the pool of the instance made under version 1 is left")
 	}
 }
+
+// TestForceRetryRepinsTerraformActions: a deployed stack fails (its app's script breaks on a
+// run again); a failed stack whose machines exist is still offered its actions. A commit is
+// pushed to the create-pool action's branch: a plain retry leaves the action pinned where its
+// template version pinned it (the action, run on the failed stack, applies the old code), a
+// force retry re-pins it to the new commit (shown on the stack) and its next run applies the
+// new code, while the instance made before keeps its own commit.
+func TestForceRetryRepinsTerraformActions(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "break-app")
+	broken := labtest.AppScriptWith(t, fmt.Sprintf("if [[ -e %q ]]; then echo 'configure: broken on purpose' >&2; exit 3; fi\n", marker))
+	e := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: broken}})
+	stack := e.deployed("repin", 1)
+	version := e.API.Do("GET", "/v1/templates/"+e.Tmpl+"/versions/1", apitest.Req{}).Map()
+	pinned, _ := version["commits"].(map[string]any)["actions"].(map[string]any)["create-pool"].(string)
+	if detail, _ := e.get(stack); pinned == "" || detail["action_commits"].(map[string]any)["create-pool"] != pinned {
+		t.Fatalf("the stack's action commits %v, want the version's %q", detail["action_commits"], pinned)
+	}
+
+	// The stack fails; it was deployed, so its actions may still run.
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/jobs/app/executions/0/run-again", apitest.Req{Token: e.Member}); r.Status != 202 {
+		t.Fatalf("run again: %d %s", r.Status, r.Body)
+	}
+	failed := e.waitState(stack, "failed", 3*time.Minute)
+	if actions := stringsOf(failed["allowed_actions"]); !contains(actions, "run_action") || !contains(actions, "force_retry") {
+		t.Fatalf("a failed stack that was deployed offers %v", actions)
+	}
+
+	v2 := strings.Replace(labtest.ExampleFile(t, poolModule), `(${var.horizon_name}, database`, `(v2 ${var.horizon_name}, database`, 1)
+	if !strings.Contains(v2, "(v2 ") {
+		t.Fatal("the example's pool module changed: cannot mark its new code")
+	}
+	fixed := e.Repo.Commit(map[string]string{poolModule: v2})
+
+	// A plain retry (the app still broken) pins nothing new: the action applies the old code.
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.Member, Body: map[string]any{"mode": "failed"}}); r.Status != 202 {
+		t.Fatalf("retry: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "failed", 3*time.Minute)
+	before := e.createPool(stack, "hz-before", "plain")
+	if after := e.waitState(stack, "failed", 2*time.Minute); after["action_commits"].(map[string]any)["create-pool"] != pinned {
+		t.Fatalf("after a plain retry the action is pinned to %v, want %s", after["action_commits"], pinned)
+	}
+	if s := e.runState(stack, before); s != "succeeded" {
+		t.Fatalf("create-pool on the failed stack: %s\nlog:\n%s", s, e.logText(stack))
+	}
+	if c := e.pools()["hz-before"]; !strings.HasPrefix(c, "plain (repin-create-pool-1,") {
+		t.Fatalf("the pool made after a plain retry: %q, want the old code's comment", c)
+	}
+
+	// A force retry (the app fixed) re-pins the action to its branch's head.
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.Member, Body: map[string]any{"mode": "force"}}); r.Status != 202 {
+		t.Fatalf("force retry: %d %s", r.Status, r.Body)
+	}
+	if done := e.waitState(stack, "deployed", 3*time.Minute); done["action_commits"].(map[string]any)["create-pool"] != fixed {
+		t.Fatalf("after a force retry the action is pinned to %v, want %s", done["action_commits"], fixed)
+	}
+	after := e.createPool(stack, "hz-after", "forced")
+	e.waitState(stack, "deployed", 2*time.Minute)
+	if s := e.runState(stack, after); s != "succeeded" {
+		t.Fatalf("create-pool after the force retry: %s\nlog:\n%s", s, e.logText(stack))
+	}
+	if c := e.pools()["hz-after"]; !strings.HasPrefix(c, "forced (v2 repin-create-pool-2,") {
+		t.Fatalf("the pool made after a force retry: %q, want the new code's comment", c)
+	}
+	ins := e.instances(stack)
+	if len(ins) != 2 || ins[0]["commit"] != fixed || ins[1]["commit"] != pinned {
+		t.Fatalf("the instances' commits: %v / %v, want %s / %s", ins[0]["commit"], ins[1]["commit"], fixed, pinned)
+	}
+}

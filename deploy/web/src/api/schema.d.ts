@@ -703,7 +703,16 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Retry: failed (default), force (re-pin failed jobs to their branch head) or all. */
+        /**
+         * Retry: failed (default), force (re-pin failed jobs and terraform actions to their branch head) or all.
+         * @description `failed` reruns what failed, was canceled, held or pending; what succeeded is not touched.
+         *     `force` does the same after resolving the branch of each failed job, and of each terraform
+         *     action of the template, to its newest commit and pinning it: the jobs rerun at that
+         *     commit, and the actions' next runs apply it (`action_commits` on the stack; instances keep
+         *     the commit that made them). `all` re-applies everything. Only a failed stack has
+         *     something to retry (`all` also re-applies a deployed one); a stack whose removal failed
+         *     retries the removal.
+         */
         post: operations["retryStack"];
         delete?: never;
         options?: never;
@@ -843,7 +852,8 @@ export interface paths {
          *     in any order. An instance already undone or being undone 409; a busy, draft or removed
          *     stack, or one whose removal failed, 409; another stack's (or another team's) instance
          *     404. Removing the stack undoes every instance, newest first, before anything else is
-         *     destroyed.
+         *     destroyed. With an `Idempotency-Key`, the same undo sent again answers the run the first
+         *     started (one run); the key sent for another instance is 422.
          */
         delete: operations["undoActionInstance"];
         options?: never;
@@ -2456,6 +2466,14 @@ export interface components {
             problems: components["schemas"]["FieldError"][];
             /** @description Fields Horizon filled because only one option existed. */
             preselected: string[];
+            /**
+             * @description The commit each terraform action runs at (action name → commit): the one the stack's
+             *     template version pinned, or, after a force retry, its branch's head then. An upgrade
+             *     pins the new version's. Instances keep the commit that made them.
+             */
+            action_commits: {
+                [key: string]: string;
+            };
             allowed_actions: string[];
             current_run: components["schemas"]["Run"] | null;
             version: number;
@@ -3450,7 +3468,7 @@ export interface components {
         LastEventIDQuery: string;
         /** @description A stream token for this stream (POST /v1/stream-tokens), instead of Authorization. */
         StreamToken: string;
-        /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+        /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
         IdempotencyKey: string;
     };
     requestBodies: never;
@@ -3643,7 +3661,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -3773,7 +3791,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -3905,7 +3923,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -3964,7 +3982,10 @@ export interface operations {
     revokeToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The object's id (a UUID). */
                 id: components["parameters"]["ID"];
@@ -4056,7 +4077,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4186,7 +4207,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4249,7 +4270,10 @@ export interface operations {
     deleteNetwork: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The object's id (a UUID). */
                 id: components["parameters"]["ID"];
@@ -4310,7 +4334,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4348,7 +4372,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4414,7 +4438,10 @@ export interface operations {
     deleteAddress: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The object's id (a UUID). */
                 id: components["parameters"]["ID"];
@@ -4473,7 +4500,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4533,7 +4560,10 @@ export interface operations {
     deleteSSHKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The object's id (a UUID). */
                 id: components["parameters"]["ID"];
@@ -4588,7 +4618,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4650,7 +4680,10 @@ export interface operations {
     deleteProxmoxServer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The object's id (a UUID). */
                 id: components["parameters"]["ID"];
@@ -4717,7 +4750,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4787,7 +4820,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4850,7 +4883,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4975,7 +5008,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5016,7 +5049,7 @@ export interface operations {
             header?: {
                 /** @description The ETag you read; the write is refused with 412 if the object changed since. */
                 "If-Match"?: components["parameters"]["IfMatch"];
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5065,7 +5098,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5130,7 +5163,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5164,7 +5197,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5197,7 +5230,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5235,7 +5268,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5297,7 +5330,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5362,7 +5395,10 @@ export interface operations {
     undoActionInstance: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The object's id (a UUID). */
                 id: components["parameters"]["ID"];
@@ -5450,7 +5486,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5577,7 +5613,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5748,7 +5784,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5893,7 +5929,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5956,7 +5992,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -6018,7 +6054,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -6079,7 +6115,10 @@ export interface operations {
     deleteGitCredential: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The object's id (a UUID). */
                 id: components["parameters"]["ID"];
@@ -6136,7 +6175,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -6239,7 +6278,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description The ETag you read; the write is refused with 412 if the object changed since. */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -6398,7 +6437,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -6501,7 +6540,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description The ETag you read; the write is refused with 412 if the object changed since. */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -6605,7 +6644,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -6667,7 +6706,10 @@ export interface operations {
     deleteISO: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The object's id (a UUID). */
                 id: components["parameters"]["ID"];
@@ -6737,7 +6779,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -6776,7 +6818,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the POST safe to retry; 1 to 255 printable ASCII characters. */
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
