@@ -28,7 +28,7 @@ import {
 import { useMe } from "../App";
 import { navigate } from "../router";
 import { PlanView } from "../plan/PlanView";
-import { busyReason, destroysMachines, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
+import { busyReason, needsTypedName, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
 import { ProblemBox, useDebounced } from "./common";
 import { VersionChanges } from "./Templates";
 import { useEnvironments, useTeams, useTemplates } from "./lookups";
@@ -139,7 +139,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const plainChanged = !!stack && !!values && (header.name !== stack.name || header.description !== stack.description || labelsOf({ ...values!, labels: header.labels }).join(",") !== stack.labels.join(","));
   const kind = saveKind(plan.data as Plan | undefined, plainChanged);
   const runs = upgrading ? !!plan.data?.run_needed : kind === "reapply";
-  const mustType = runs && destroysMachines(plan.data as Plan | undefined);
+  const mustType = needsTypedName(plan.data as Plan | undefined);
   useEffect(() => {
     // The plan's problems are where the save would fail: shown on their fields as they appear.
     if (!live) return;
