@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { isoDay2 } from "./day2.mjs";
 
 const env = (k) => {
   const v = process.env[k];
@@ -701,6 +702,7 @@ try {
   await screen(ai, "isos-list");
   imageServer.close();
   log("built an ISO from the form; its stages went green");
+  await isoDay2({ ai, apiAs, screen, check, log, ADMIN, MEMBER, isoName: "installer-e2e on pve1" });
 
   const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
   check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);
