@@ -417,6 +417,8 @@ try {
   await page.getByRole("heading", { name: /^Draft / }).waitFor();
   await db.waitFor();
   check((await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "", "answers copied, addresses left empty");
+  // The draft opens with a notice of what the copy left out (the duplicate's not_copied).
+  await page.getByTestId("duplicate-notice").getByText(/^db #1 · address: /).waitFor();
   await screen(page, "duplicate-draft");
   await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
   await page.locator(".card").first().waitFor();

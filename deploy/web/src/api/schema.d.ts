@@ -575,7 +575,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A new draft with the same template version, environment, labels and answers; addresses and per-machine values left empty. */
+        /**
+         * A new draft with the same template version, environment, labels and answers; addresses and per-machine values left empty.
+         * @description The answer is the new draft with `not_copied`: each address and generated secret of the
+         *     original that the copy left out, by field, so that a client says what to fill in.
+         */
         post: operations["duplicateStack"];
         delete?: never;
         options?: never;
@@ -2503,6 +2507,11 @@ export interface components {
             problems: components["schemas"]["FieldError"][];
             /** @description Fields Horizon filled because only one option existed. */
             preselected: string[];
+            /**
+             * @description Only in the answer of POST /v1/stacks/{id}/duplicate: what the copy left out, by field
+             *     (`jobs.<job>.executions[<i>].address_id`, `….parameters.<name>` of a generated secret).
+             */
+            not_copied?: components["schemas"]["FieldError"][];
             allowed_actions: string[];
             current_run: components["schemas"]["Run"] | null;
             version: number;

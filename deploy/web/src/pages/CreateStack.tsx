@@ -26,6 +26,7 @@ import {
   type FormValues,
 } from "../form/model";
 import { useMe } from "../App";
+import { notCopiedKey, notCopiedLines, type NotCopied } from "../stacks/duplicate";
 import { navigate } from "../router";
 import { PlanView } from "../plan/PlanView";
 import { busyReason, needsTypedName, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
@@ -52,6 +53,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     },
   });
   const stack = existing.data?.stack;
+  // Set by the stack page's Duplicate: what the copy left out.
+  const duplicated = stackId ? qc.getQueryData<{ from: string; items: NotCopied[] }>(notCopiedKey(stackId)) : undefined;
   const [templateId, setTemplateId] = useState("");
   const [version, setVersion] = useState(0);
   const [values, setValues] = useState<FormValues | null>(null);
@@ -289,6 +292,14 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         {live && <a href={`#/stacks/${stackId}`}>Back to the stack</a>}
       </div>
       {busy_ && <p className="notice" role="status">{busy_}</p>}
+      {duplicated && (
+        <div className="notice" role="status" data-testid="duplicate-notice">
+          <p>
+            A copy of {duplicated.from}: its answers were copied{duplicated.items.length ? "; not these:" : ", all of them."}
+          </p>
+          {duplicated.items.length > 0 && <ul>{notCopiedLines(duplicated.items).map((l) => <li key={l}>{l}</li>)}</ul>}
+        </div>
+      )}
       <ProblemBox error={existing.error ?? templates.error ?? form.error ?? opts.error} />
       <form
         className="stack-form"
