@@ -155,7 +155,7 @@ export function TemplateDetail({ id }: { id: string }) {
           <ProblemBox error={cur.error} />
           <h3>Changes from v{from}</h3>
           {t.versions.length <= 1 ? (
-            <p className="muted">The only version.</p>
+            <p className="muted">The first version.</p>
           ) : (
             <>
               <label>
