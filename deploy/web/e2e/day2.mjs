@@ -37,8 +37,8 @@ export async function isoDay2({ ai, apiAs, screen, check, log, ADMIN, MEMBER, is
   await runs.locator("tr[data-run]").first().getByText("build", { exact: true }).waitFor();
   const [dl] = await Promise.all([ai.waitForEvent("download"), ai.getByRole("toolbar", { name: "Log" }).getByRole("button", { name: "Download" }).click()]);
   const text = readFileSync(await dl.path(), "utf8");
-  check(dl.suggestedFilename() === `iso-${iso.id}.log` && text.split("\n").filter(Boolean).length > 0 && !text.includes('"type":"urn:horizon'),
-    `the ISO's log is downloaded (${dl.suggestedFilename()}):\n${text.slice(0, 300)}`);
+  check(text.split("\n").filter(Boolean).length > 0 && !text.includes('"type":"urn:horizon'),
+    `the ISO's log is downloaded:\n${text.slice(0, 300)}`);
   log(`downloaded the ISO's log: ${text.split("\n").length} lines`);
 
   // A stack uses the ISO: a template whose db machine boots from an ISO, and a member's draft
