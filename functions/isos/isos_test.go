@@ -173,7 +173,8 @@ func TestISOBuildHistoryAndLogDownload(t *testing.T) {
 	}
 	tok := mint(map[string]any{"purpose": "iso_logs", "iso_id": id})
 	r = s.Do("GET", "/v1/isos/"+id+"/logs?stream_token="+tok, apitest.Req{Token: apitest.NoToken})
-	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
+	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") ||
+		r.Header.Get("Content-Disposition") != `attachment; filename="iso-`+id+`.log"` {
 		t.Fatalf("the ISO's download with its token: %d %s", r.Status, r.Body)
 	}
 	if r := s.Do("GET", "/v1/isos/"+id+"/logs?format=ndjson", apitest.Req{Token: viewer}); r.Status != 200 {
