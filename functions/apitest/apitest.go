@@ -276,6 +276,10 @@ type Problem struct {
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	} `json:"errors"`
+	Stacks []struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"stacks"`
 }
 
 // Problem decodes a problem body, failing the test unless the response is problem+json.

@@ -38,8 +38,8 @@ type streamRoute struct {
 	purpose auth.StreamPurpose
 }
 
-// streamRoutes lists the /v1 event streams, and the stack log download, which a logs stream
-// token opens too. openapi.yaml describes them too.
+// streamRoutes lists the /v1 event streams, and the stack and ISO log downloads, which the
+// stream token of their log opens too. openapi.yaml describes them too.
 func streamRoutes(d api.Deps) []streamRoute {
 	return []streamRoute{
 		{route{fiber.MethodGet, "/events", live.Events(d)}, auth.StreamEvents},
@@ -48,6 +48,7 @@ func streamRoutes(d api.Deps) []streamRoute {
 		// either), straight to disk, instead of holding the whole log in memory.
 		{route{fiber.MethodGet, "/stacks/:id/logs", logs.Download(d)}, auth.StreamLogs},
 		{route{fiber.MethodGet, "/isos/:id/logs/stream", isos.GetLogStream(d)}, auth.StreamISOLogs},
+		{route{fiber.MethodGet, "/isos/:id/logs", isos.GetLogs(d)}, auth.StreamISOLogs},
 	}
 }
 
@@ -177,6 +178,6 @@ func routes(d api.Deps) []route {
 		{fiber.MethodDelete, "/isos/:id", isos.Delete(d)},
 		{fiber.MethodPost, "/isos/:id/retry", isos.Retry(d)},
 		{fiber.MethodPost, "/isos/:id/cancel", isos.Cancel(d)},
-		{fiber.MethodGet, "/isos/:id/logs", isos.GetLogs(d)},
+		{fiber.MethodGet, "/isos/:id/runs", isos.GetRuns(d)},
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
+	"horizon/shared/auth"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/store"
@@ -17,7 +19,7 @@ import (
 // Delete starts the removal of an ISO (admin) and answers 202 with the ISO: its clones, VM,
 // snippets and image are destroyed on Proxmox by a removal run, and the ISO is then removed
 // (kept as history). An ISO that any stack not removed uses cannot be deleted: 409 naming the
-// stacks. Refused while a run is in progress (409).
+// stacks, with their ids and names in the problem's stacks member. Refused while a run is in progress (409).
 func Delete(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if err := api.RequireAdmin(c); err != nil {
@@ -46,7 +48,7 @@ func Delete(d api.Deps) fiber.Handler {
 				return Detail{}, err
 			}
 			if len(users) > 0 {
-				return Detail{}, problem.Conflict("ISO %s is used by %s: remove those machines or pick another ISO for them first.", iso.Name, describeUsers(users))
+				return Detail{}, inUse(iso, users, who)
 			}
 			if run, err = startRemoval(ctx, tx, iso, who); err != nil {
 				return Detail{}, err
@@ -63,19 +65,31 @@ func Delete(d api.Deps) fiber.Handler {
 	}
 }
 
-// describeUsers names the stacks (and their machines) that use an ISO.
-func describeUsers(users []store.ISOUser) string {
-	var stacks []string
-	machines := map[string][]string{}
+// inUse is the 409 of an ISO that stacks use: its detail names the stacks (and their
+// machines) the caller may see, its stacks member links them; stacks of teams the caller may
+// not see are only counted, neither named nor identified.
+func inUse(iso horizon.ISO, users []store.ISOUser, who auth.Principal) *problem.Problem {
+	var refs []problem.StackRef
+	machines := map[uuid.UUID][]string{}
+	hidden := map[uuid.UUID]bool{}
 	for _, u := range users {
-		if _, ok := machines[u.StackName]; !ok {
-			stacks = append(stacks, u.StackName)
+		if !who.InTeam(u.TeamID) {
+			hidden[u.StackID] = true
+			continue
 		}
-		machines[u.StackName] = append(machines[u.StackName], fmt.Sprintf("%s[%d]", u.Job, u.Index))
+		if _, ok := machines[u.StackID]; !ok {
+			refs = append(refs, problem.StackRef{ID: u.StackID, Name: u.StackName})
+		}
+		machines[u.StackID] = append(machines[u.StackID], fmt.Sprintf("%s[%d]", u.Job, u.Index))
 	}
-	parts := make([]string, len(stacks))
-	for i, s := range stacks {
-		parts[i] = fmt.Sprintf("stack %s (%s)", s, strings.Join(machines[s], ", "))
+	parts := make([]string, 0, len(refs)+1)
+	for _, r := range refs {
+		parts = append(parts, fmt.Sprintf("stack %s (%s)", r.Name, strings.Join(machines[r.ID], ", ")))
 	}
-	return strings.Join(parts, ", ")
+	if n := len(hidden); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d stack(s) of other teams", n))
+	}
+	p := problem.Conflict("ISO %s is used by %s: remove those machines or pick another ISO for them first.", iso.Name, strings.Join(parts, ", "))
+	p.Stacks = refs
+	return p
 }

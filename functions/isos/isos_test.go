@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"horizon/deploy/sandbox/pve/pvetest"
 	"horizon/functions/apitest"
 	"horizon/shared/auth"
@@ -134,5 +136,59 @@ func TestCreateISOValidation(t *testing.T) {
 	}
 	if after := s.State(); after != before {
 		t.Fatal("refused requests changed the database")
+	}
+}
+
+// TestISOBuildHistoryAndLogDownload: an ISO's runs are listed (its build history, for
+// everyone), and a browser downloads its log through a plain link with an iso_logs stream token
+// of that ISO, as it does a stack's with a logs token; no other token opens it.
+func TestISOBuildHistoryAndLogDownload(t *testing.T) {
+	t.Parallel()
+	s, server, tmpl := setup(t)
+	_, viewer := s.NewUser(auth.RoleViewer)
+	r := s.Do("POST", "/v1/isos", apitest.Req{Body: map[string]any{"iso_template_id": tmpl, "proxmox_server_id": server, "node": "pve1"}})
+	if r.Status != 202 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id := r.Map()["id"].(string)
+	last := r.Map()["last_run"].(map[string]any)["id"]
+	runs := s.Do("GET", "/v1/isos/"+id+"/runs?limit=10", apitest.Req{Token: viewer})
+	if items, _ := runs.Map()["items"].([]any); runs.Status != 200 || len(items) != 1 || items[0].(map[string]any)["id"] != last ||
+		items[0].(map[string]any)["kind"] != "iso_build" || len(items[0].(map[string]any)["allowed_actions"].([]any)) != 0 {
+		t.Fatalf("a viewer lists the ISO's runs: %d %s", runs.Status, runs.Body)
+	}
+	if r := s.Do("GET", "/v1/isos/"+uuid.NewString()+"/runs", apitest.Req{Token: viewer}); r.Status != 404 {
+		t.Errorf("runs of a missing ISO: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("GET", "/v1/isos/"+id+"/runs?limit=0", apitest.Req{Token: viewer}); r.Status != 400 || !strings.Contains(r.Problem().Detail, "limit") {
+		t.Errorf("runs with a bad limit: %d %s", r.Status, r.Body)
+	}
+	mint := func(body map[string]any) string {
+		t.Helper()
+		r := s.Do("POST", "/v1/stream-tokens", apitest.Req{Token: viewer, Body: body})
+		if r.Status != 200 {
+			t.Fatalf("mint %v: %d %s", body, r.Status, r.Body)
+		}
+		return r.Map()["token"].(string)
+	}
+	tok := mint(map[string]any{"purpose": "iso_logs", "iso_id": id})
+	r = s.Do("GET", "/v1/isos/"+id+"/logs?stream_token="+tok, apitest.Req{Token: apitest.NoToken})
+	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") ||
+		r.Header.Get("Content-Disposition") != `attachment; filename="iso-`+id+`.log"` {
+		t.Fatalf("the ISO's download with its token: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("GET", "/v1/isos/"+id+"/logs?format=ndjson", apitest.Req{Token: viewer}); r.Status != 200 {
+		t.Fatalf("the download with a bearer token: %d %s", r.Status, r.Body)
+	}
+	stack := s.NewStack(s.NewTeam("a"), "a")
+	for name, path := range map[string]string{
+		"an events token":              "/v1/isos/" + id + "/logs?stream_token=" + mint(map[string]any{"purpose": "events"}),
+		"the token on another ISO":     "/v1/isos/" + uuid.NewString() + "/logs?stream_token=" + tok,
+		"the API token in the URL":     "/v1/isos/" + id + "/logs?stream_token=" + viewer,
+		"the ISO's token on a stack's": "/v1/stacks/" + stack.String() + "/logs?stream_token=" + tok,
+	} {
+		if r := s.Do("GET", path, apitest.Req{Token: apitest.NoToken}); r.Status != 401 {
+			t.Errorf("%s: %d %s, want 401", name, r.Status, r.Body)
+		}
 	}
 }

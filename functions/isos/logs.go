@@ -61,18 +61,25 @@ func GetLogs(d api.Deps) fiber.Handler {
 			return err
 		}
 		format := logstream.Format(c.Query("format", string(logstream.Text)))
+		ext := ".log"
 		switch format {
 		case logstream.Text:
 			c.Set(fiber.HeaderContentType, "text/plain; charset=utf-8")
 		case logstream.NDJSON:
 			c.Set(fiber.HeaderContentType, "application/x-ndjson")
+			ext = ".ndjson"
 		default:
 			return problem.Malformed("The query parameter format must be text or ndjson.")
 		}
 		q := logstream.Query{Run: run, Filter: filter}
+		name := "iso-" + iso.ID.String()
 		if run == uuid.Nil {
 			q.Stack = iso.ID // an ISO's runs keep its id as the owner of their logs
+		} else {
+			name = "iso-run-" + run.String()
 		}
+		// Saved to disk, also through a link from another origin (the console's), like a stack's.
+		c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+ext+`"`)
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		logs := d.Logs
 		return d.Streams.Body(c, "download", func(ctx context.Context, w *bufio.Writer) error {

@@ -15,8 +15,8 @@ import (
 
 // TokenRequest is the body of POST /v1/stream-tokens.
 type TokenRequest struct {
-	// Purpose is "events" (GET /v1/events), "logs" (GET /v1/stacks/{stack_id}/logs/stream) or
-	// "iso_logs" (GET /v1/isos/{iso_id}/logs/stream).
+	// Purpose is "events" (GET /v1/events), "logs" (GET /v1/stacks/{stack_id}/logs/stream and
+	// the download …/logs) or "iso_logs" (GET /v1/isos/{iso_id}/logs/stream and …/logs).
 	Purpose auth.StreamPurpose `json:"purpose"`
 	// StackID is the stack whose log a "logs" token opens; absent otherwise.
 	StackID *uuid.UUID `json:"stack_id"`

@@ -78,9 +78,12 @@ func Duplicate(d api.Deps) fiber.Handler {
 				return err
 			}
 			var execs []horizon.Execution
+			var notCopied []horizon.FieldError
 			for _, e := range src.execs {
 				if job := src.def.Job(e.Job); job != nil {
-					execs = append(execs, duplicateExecution(d, job, stack.ID, e))
+					ex, left := duplicateExecution(d, job, stack.ID, e)
+					execs = append(execs, ex)
+					notCopied = append(notCopied, left...)
 				}
 			}
 			cat, err := loadCatalogue(ctx, tx, stack.EnvironmentID, stack.TeamID)
@@ -108,6 +111,7 @@ func Duplicate(d api.Deps) fiber.Handler {
 				return err
 			}
 			out = toStack(l, nil, probs, preselected, capabilities(who))
+			out.NotCopied = notCopied
 			return nil
 		})
 		if err != nil {
@@ -121,9 +125,15 @@ func Duplicate(d api.Deps) fiber.Handler {
 }
 
 // duplicateExecution copies an execution's answers into a draft execution of stack: no
-// address, no placement, no outputs, and no value for secrets the template generates.
-func duplicateExecution(d api.Deps, job *template.Job, stack uuid.UUID, e horizon.Execution) horizon.Execution {
+// address, no placement, no outputs, and no value for secrets the template generates. It also
+// returns what it left out that the original had, by field (a duplicate's not_copied).
+func duplicateExecution(d api.Deps, job *template.Job, stack uuid.UUID, e horizon.Execution) (horizon.Execution, []horizon.FieldError) {
+	var left []horizon.FieldError
+	at := fmt.Sprintf("jobs.%s.executions[%d].", e.Job, e.Index)
 	cfg := e.Config
+	if cfg.AddressID != nil {
+		left = append(left, horizon.FieldError{Field: at + "address_id", Message: "an address belongs to one stack: pick a free one"})
+	}
 	cfg.AddressID = nil
 	params := make(map[string]any, len(cfg.Parameters))
 	for k, v := range cfg.Parameters {
@@ -133,12 +143,13 @@ func duplicateExecution(d api.Deps, job *template.Job, stack uuid.UUID, e horizo
 	out := horizon.Execution{StackID: stack, Job: e.Job, Index: e.Index, Config: cfg, Commit: e.Commit, State: horizon.ExecutionActive}
 	secrets := openSecrets(d.Box, e.SecretParameters)
 	for _, pm := range job.Parameters {
-		if pm.Generate {
+		if _, had := secrets[pm.Name]; pm.Generate && had {
 			delete(secrets, pm.Name)
+			left = append(left, horizon.FieldError{Field: at + "parameters." + pm.Name, Message: "a generated secret: the new stack generates its own"})
 		}
 	}
 	setSecrets(&out, secrets, d.Box)
-	return out
+	return out, left
 }
 
 // copyName is the requested name (409 when the team has it) or the first free

@@ -208,6 +208,9 @@ type Stack struct {
 	DeployedAt     *time.Time        `json:"deployed_at"`
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
+	// NotCopied, only in the answer of a duplicate, lists what the copy left out, by field:
+	// addresses (one stack's each) and the secrets the template generates.
+	NotCopied []horizon.FieldError `json:"not_copied,omitempty"`
 }
 
 // Job is one job of a stack.

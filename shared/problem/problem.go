@@ -10,6 +10,8 @@ package problem
 import (
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"horizon/shared/horizon"
 )
 
@@ -73,6 +75,9 @@ type Problem struct {
 	Errors   []horizon.FieldError `json:"errors,omitempty"`
 	// RequestID lets a user quote the request to an operator.
 	RequestID string `json:"request_id,omitempty"`
+	// Stacks is an extension member: the stacks the problem is about (e.g. those that use an ISO
+	// that cannot be deleted), so that a client links to them. Only stacks the caller may see.
+	Stacks []StackRef `json:"stacks,omitempty"`
 
 	// Headers are sent with the response (e.g. Retry-After); not part of the body.
 	Headers map[string]string `json:"-"`
@@ -88,6 +93,12 @@ func (p *Problem) Error() string {
 }
 
 func (p *Problem) Unwrap() error { return p.cause }
+
+// StackRef names a stack in a problem's stacks member.
+type StackRef struct {
+	ID   uuid.UUID `json:"id"`
+	Name string    `json:"name"`
+}
 
 // New returns a problem of type t with status and a detail sentence.
 func New(t Type, status int, format string, args ...any) *Problem {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -320,6 +321,23 @@ func TestEditPlansAndReappliesOnlyWhatChanged(t *testing.T) {
 	}
 	if got := executions(copyOf, "app")[1]["parameters"].(map[string]any)["memory_mb"]; got != 1024.0 {
 		t.Fatalf("duplicated memory_mb %v, want 1024", got)
+	}
+	// The answer says what was left out, by field.
+	var left []string
+	for _, nc := range copyOf["not_copied"].([]any) {
+		left = append(left, nc.(map[string]any)["field"].(string))
+	}
+	for _, want := range []string{"jobs.db.executions[0].address_id", "jobs.app.executions[0].address_id", "jobs.app.executions[1].address_id",
+		"jobs.app.executions[0].parameters.admin_password"} {
+		if !slices.Contains(left, want) {
+			t.Errorf("not_copied %v lacks %s", left, want)
+		}
+	}
+	if slices.Contains(left, "jobs.app.executions[0].parameters.memory_mb") {
+		t.Errorf("not_copied %v names a copied answer", left)
+	}
+	if g := e.API.Do("GET", "/v1/stacks/"+copyOf["id"].(string), apitest.Req{Token: e.Member}).Map(); g["not_copied"] != nil {
+		t.Errorf("not_copied outside the duplicate's answer: %v", g["not_copied"])
 	}
 	if again := e.API.Do("POST", "/v1/stacks/"+stack+"/duplicate", apitest.Req{Token: e.Member}); again.Status != 201 || again.Map()["name"] != "edit-copy-2" {
 		t.Fatalf("second duplicate: %d %s, want the name edit-copy-2", again.Status, again.Body)

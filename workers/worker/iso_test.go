@@ -737,8 +737,9 @@ func TestISOAvailabilityAndProtection(t *testing.T) {
 	}
 
 	del := e.API.Do("DELETE", "/v1/isos/"+shared, apitest.Req{})
-	if p := del.Problem(); del.Status != 409 || !strings.Contains(p.Detail, "stack shared (db[0])") {
-		t.Fatalf("delete an ISO in use: %d %+v", del.Status, p)
+	if p := del.Problem(); del.Status != 409 || !strings.Contains(p.Detail, "stack shared (db[0])") ||
+		len(p.Stacks) != 1 || p.Stacks[0].ID != usesShared["id"] || p.Stacks[0].Name != "shared" {
+		t.Fatalf("delete an ISO in use: %d %+v, want the stack named and identified", del.Status, p)
 	}
 	if d := e.API.Do("GET", "/v1/isos/"+shared, apitest.Req{}).Map(); d["state"] != "built" {
 		t.Fatalf("a refused delete changed the ISO: %v", d["state"])

@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { isoDay2 } from "./day2.mjs";
 
 const env = (k) => {
   const v = process.env[k];
@@ -416,6 +417,8 @@ try {
   await page.getByRole("heading", { name: /^Draft / }).waitFor();
   await db.waitFor();
   check((await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "", "answers copied, addresses left empty");
+  // The draft opens with a notice of what the copy left out (the duplicate's not_copied).
+  await page.getByTestId("duplicate-notice").getByText(/^db #1 · address: /).waitFor();
   await screen(page, "duplicate-draft");
   await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
   await page.locator(".card").first().waitFor();
@@ -701,6 +704,7 @@ try {
   await screen(ai, "isos-list");
   imageServer.close();
   log("built an ISO from the form; its stages went green");
+  await isoDay2({ ai, apiAs, screen, check, log, ADMIN, MEMBER, isoName: "installer-e2e on pve1" });
 
   const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
   check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);

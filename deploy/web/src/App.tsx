@@ -53,7 +53,7 @@ function useEvents() {
           if (type !== "event") return;
           const e = data as HorizonEvent;
           // An ISO's events, and those of its runs and stages, carry its id (iso_id) instead of a stack's.
-          const iso = e.type === "iso" ? e.id : (e as { iso_id?: string }).iso_id;
+          const iso = e.type === "iso" ? e.id : e.iso_id;
           if (iso) {
             void qc.invalidateQueries({ queryKey: ["isos"] });
             void qc.invalidateQueries({ queryKey: ["iso", iso] });

@@ -575,7 +575,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A new draft with the same template version, environment, labels and answers; addresses and per-machine values left empty. */
+        /**
+         * A new draft with the same template version, environment, labels and answers; addresses and per-machine values left empty.
+         * @description The answer is the new draft with `not_copied`: each address and generated secret of the
+         *     original that the copy left out, by field, so that a client says what to fill in.
+         */
         post: operations["duplicateStack"];
         delete?: never;
         options?: never;
@@ -1129,10 +1133,12 @@ export interface paths {
         /**
          * Mint a stream token for a browser's EventSource.
          * @description A signed token, valid for at most five minutes (`HORIZON_STREAM_TOKEN_TTL`), that opens
-         *     one kind of stream when passed as `?stream_token=`: `events` (GET /v1/events) or `logs`
-         *     (GET /v1/stacks/{stack_id}/logs/stream of one stack). It acts as the API token that
-         *     minted it; revoking that token disables it. A `logs` token also opens the log download
-         *     (GET /v1/stacks/{stack_id}/logs). API tokens themselves are never accepted in URLs.
+         *     one kind of stream when passed as `?stream_token=`: `events` (GET /v1/events), `logs`
+         *     (GET /v1/stacks/{stack_id}/logs/stream of one stack) or `iso_logs` (GET
+         *     /v1/isos/{iso_id}/logs/stream of one ISO). It acts as the API token that minted it;
+         *     revoking that token disables it. A `logs` token also opens the stack's log download
+         *     (GET /v1/stacks/{stack_id}/logs), an `iso_logs` token the ISO's (GET
+         *     /v1/isos/{iso_id}/logs). API tokens themselves are never accepted in URLs.
          *     Nothing is stored; viewers may mint tokens.
          */
         post: operations["createStreamToken"];
@@ -1578,6 +1584,8 @@ export interface paths {
          * Remove an ISO (admin) — 409 naming the stacks that use it.
          * @description Starts a removal run that destroys the ISO's clones, VM, snippets and image on Proxmox
          *     (an image another ISO uses is kept), then marks the ISO removed (its history is kept).
+         *     While stacks use it, 409: the detail names them and their machines, and the problem's
+         *     `stacks` member gives their ids and names.
          */
         delete: operations["deleteISO"];
         options?: never;
@@ -1626,6 +1634,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/isos/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The ISO's runs (builds, rebuilds, retries, removals), newest first.
+         * @description Its build history; a run's log is `GET /v1/isos/{id}/logs?run=`.
+         */
+        get: operations["getISORuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/isos/{id}/logs": {
         parameters: {
             query?: never;
@@ -1636,7 +1667,12 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Download the ISO's build log (every run, or ?run=), as text or NDJSON. */
+        /**
+         * Download the ISO's build log (every run, or ?run=), as text or NDJSON.
+         * @description Like a stack's log download, a browser opens it through a plain link: an `iso_logs`
+         *     token of this ISO from `POST /v1/stream-tokens`, as `?stream_token=`, opens it too, so
+         *     that it goes straight to disk.
+         */
         get: operations["getISOLogs"];
         put?: never;
         post?: never;
@@ -1689,6 +1725,16 @@ export interface components {
             errors?: {
                 field: string;
                 message: string;
+            }[];
+            /**
+             * @description Extension member: the stacks the problem is about, to link to them — e.g. the stacks
+             *     that use an ISO whose delete is refused (409). Only stacks the caller may see; the
+             *     detail counts the others without naming them.
+             */
+            stacks?: {
+                /** Format: uuid */
+                id: string;
+                name: string;
             }[];
         };
         Status: {
@@ -2383,6 +2429,11 @@ export interface components {
             stack_id?: string;
             /** Format: uuid */
             team_id?: string;
+            /**
+             * Format: uuid
+             * @description The ISO of an `iso` event and of the runs and steps of an ISO's runs (which have no stack_id nor team_id).
+             */
+            iso_id?: string;
             /** Format: uuid */
             run_id?: string;
             state: string;
@@ -2474,6 +2525,11 @@ export interface components {
             action_commits: {
                 [key: string]: string;
             };
+            /**
+             * @description Only in the answer of POST /v1/stacks/{id}/duplicate: what the copy left out, by field
+             *     (`jobs.<job>.executions[<i>].address_id`, `….parameters.<name>` of a generated secret).
+             */
+            not_copied?: components["schemas"]["FieldError"][];
             allowed_actions: string[];
             current_run: components["schemas"]["Run"] | null;
             version: number;
@@ -6848,6 +6904,38 @@ export interface operations {
             default: components["responses"]["Problem"];
         };
     };
+    getISORuns: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200 (default 50). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunList"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
     getISOLogs: {
         parameters: {
             query?: {
@@ -6856,6 +6944,8 @@ export interface operations {
                 /** @description One clone's index. */
                 clone?: string;
                 format?: "text" | "ndjson";
+                /** @description A stream token for this stream (POST /v1/stream-tokens), instead of Authorization. */
+                stream_token?: components["parameters"]["StreamToken"];
             };
             header?: never;
             path: {

@@ -37,8 +37,8 @@ export interface LogSource {
   eventId: (l: LogLine) => string;
   /** The console screen a line's link opens. */
   page: string;
-  /** The downloaded file's name; none when the download route takes no stream token (an ISO's). */
-  file?: string;
+  /** The downloaded file's name. */
+  file: string;
 }
 
 export function stackLog(id: string): LogSource {
@@ -48,7 +48,7 @@ export function stackLog(id: string): LogSource {
 
 export function isoLog(id: string): LogSource {
   return { path: `/v1/isos/${id}`, token: { purpose: "iso_logs", iso_id: id }, jobParam: "stage", executionParam: "clone", jobLabel: "Stage",
-    executionLabel: "Clone", ndjson: { format: "ndjson" }, tail: false, eventId: (l) => l.id, page: `/isos/${id}` };
+    executionLabel: "Clone", ndjson: { format: "ndjson" }, tail: false, eventId: (l) => l.id, page: `/isos/${id}`, file: `iso-${id}.log` };
 }
 
 export function LogView({ source, runId, follow = true, jobs, lineLink }: {
@@ -209,18 +209,20 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   }, [lineLink, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
 
   // The download goes through a plain link, straight to disk: a logs stream token of this
-  // stack (iso_logs of this ISO) opens its GET …/logs (a link cannot send Authorization).
+  // stack (iso_logs of this ISO) opens its GET …/logs (a link cannot send Authorization). It is
+  // the run shown when the view shows one run alone, every run otherwise.
   const download = async () => {
     setErr("");
     try {
       const t = await call(api.POST("/v1/stream-tokens", { body: source.token }));
       const q = new URLSearchParams();
+      if (!follow && runId) q.set("run", runId);
       if (job) q.set(source.jobParam, job);
       if (job && execution !== "") q.set(source.executionParam, execution);
       q.set("stream_token", t.token);
       const a = document.createElement("a");
       a.href = `${apiBase()}${source.path}/logs?${q}`;
-      a.download = source.file ?? "";
+      a.download = source.file;
       a.click();
     } catch (e) {
       setErr(`The download failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -271,7 +273,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
             {newLines} new lines
           </button>
         )}
-        {source.file && <button type="button" onClick={() => void download()}>Download</button>}
+        <button type="button" onClick={() => void download()}>Download</button>
         <span className="small muted" aria-live="polite">{buf.length} lines{earlier ? " (reading earlier lines…)" : ""}{buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}</span>
       </div>
       {err && <p role="alert" className="problem">{err}</p>}

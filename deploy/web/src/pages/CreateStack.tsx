@@ -26,9 +26,10 @@ import {
   type FormValues,
 } from "../form/model";
 import { useMe } from "../App";
+import { notCopiedKey, notCopiedLines, type NotCopied } from "../stacks/duplicate";
 import { navigate } from "../router";
 import { PlanView } from "../plan/PlanView";
-import { busyReason, destroysMachines, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
+import { busyReason, needsTypedName, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
 import { ProblemBox, useDebounced } from "./common";
 import { VersionChanges } from "./Templates";
 import { useEnvironments, useTeams, useTemplates } from "./lookups";
@@ -52,6 +53,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     },
   });
   const stack = existing.data?.stack;
+  // Set by the stack page's Duplicate: what the copy left out.
+  const duplicated = stackId ? qc.getQueryData<{ from: string; items: NotCopied[] }>(notCopiedKey(stackId)) : undefined;
   const [templateId, setTemplateId] = useState("");
   const [version, setVersion] = useState(0);
   const [values, setValues] = useState<FormValues | null>(null);
@@ -139,7 +142,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const plainChanged = !!stack && !!values && (header.name !== stack.name || header.description !== stack.description || labelsOf({ ...values!, labels: header.labels }).join(",") !== stack.labels.join(","));
   const kind = saveKind(plan.data as Plan | undefined, plainChanged);
   const runs = upgrading ? !!plan.data?.run_needed : kind === "reapply";
-  const mustType = runs && destroysMachines(plan.data as Plan | undefined);
+  const mustType = needsTypedName(plan.data as Plan | undefined);
   useEffect(() => {
     // The plan's problems are where the save would fail: shown on their fields as they appear.
     if (!live) return;
@@ -289,6 +292,14 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         {live && <a href={`#/stacks/${stackId}`}>Back to the stack</a>}
       </div>
       {busy_ && <p className="notice" role="status">{busy_}</p>}
+      {duplicated && (
+        <div className="notice" role="status" data-testid="duplicate-notice">
+          <p>
+            A copy of {duplicated.from}: its answers were copied{duplicated.items.length ? "; not these:" : ", all of them."}
+          </p>
+          {duplicated.items.length > 0 && <ul>{notCopiedLines(duplicated.items).map((l) => <li key={l}>{l}</li>)}</ul>}
+        </div>
+      )}
       <ProblemBox error={existing.error ?? templates.error ?? form.error ?? opts.error} />
       <form
         className="stack-form"

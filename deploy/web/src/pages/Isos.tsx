@@ -113,8 +113,9 @@ export function BuildIso() {
     { name: "version", label: "Version", kind: "number", hint: "Default the template's latest." },
     { name: "proxmox_server_id", label: "Proxmox server", kind: "select", required: true,
       options: (servers.data?.items ?? []).map((s) => ({ value: s.id, label: s.name })) },
-    { name: "node", label: "Node", kind: "select", required: true,
-      options: (servers.data?.items ?? []).flatMap((s) => s.nodes.map((n) => ({ value: n.name, label: `${n.name} (${s.name}${n.online ? "" : ", offline"})` }))) },
+    { name: "node", label: "Node", kind: "select", required: true, hint: "A node of the chosen Proxmox server.",
+      options: (v) => (servers.data?.items ?? []).filter((s) => s.id === v.proxmox_server_id)
+        .flatMap((s) => s.nodes.map((n) => ({ value: n.name, label: `${n.name}${n.online ? "" : " (offline)"}` }))) },
     { name: "storage", label: "Storage", hint: "Where the image is downloaded; default the template's." },
     { name: "name", label: "Name", hint: "Default \"<template> v<version> on <node>\"." },
     { name: "skip", label: "Stages to skip", kind: "multi", options: STAGES.map((s) => ({ value: s, label: s })) },
@@ -148,7 +149,11 @@ export function BuildIso() {
 export function IsoDetail({ id }: { id: string }) {
   const qc = useQueryClient();
   const now = useNow();
+  const { query } = useRoute();
+  // ?run= shows an older run's log (from the build history); the pipeline is the latest run's.
+  const runParam = query.get("run") ?? "";
   const iso = useQuery({ queryKey: ["iso", id], queryFn: () => call(api.GET("/v1/isos/{id}", { params: { path: { id } } })) });
+  const runs = useQuery({ queryKey: ["iso", id, "runs"], queryFn: () => call(api.GET("/v1/isos/{id}/runs", { params: { path: { id }, query: { limit: "50" } } })) });
   const servers = useServers();
   const templates = useISOTemplates();
   const [err, setErr] = useState<unknown>(null);
@@ -251,12 +256,43 @@ export function IsoDetail({ id }: { id: string }) {
           {run.error && <p className="problem">{run.error}</p>}
           <PipelineView pipeline={isoPipeline(run)} now={now} />
           <p data-testid="iso-summary"><strong>Summary:</strong> {summaryText(run.summary)}</p>
-          <h2>Log</h2>
-          <LogView key={run.id} source={isoLog(id)} runId={run.id} follow={false} jobs={jobs} />
+          <h2>
+            Log{" "}
+            {runParam && runParam !== run.id && (
+              <span className="small muted">
+                of the run of {when(runs.data?.items.find((r) => r.id === runParam)?.created_at)} · <a href={href(`/isos/${id}`)}>latest run</a>
+              </span>
+            )}
+          </h2>
+          <LogView key={runParam || run.id} source={isoLog(id)} runId={runParam || run.id} follow={false} jobs={runParam && runParam !== run.id ? [] : jobs} />
         </>
       ) : (
         <p className="muted">No run yet.</p>
       )}
+      <h2>Builds</h2>
+      <ProblemBox error={runs.error} />
+      <table data-testid="iso-runs">
+        <caption>Runs of this ISO, newest first</caption>
+        <thead>
+          <tr><th scope="col">Started</th><th scope="col">Kind</th><th scope="col">State</th><th scope="col">Finished</th><th scope="col">Error</th><th scope="col">Log</th></tr>
+        </thead>
+        <tbody>
+          {(runs.data?.items ?? []).map((r) => (
+            <tr key={r.id} data-run={r.id}>
+              <td>{when(r.started_at ?? r.created_at)}</td>
+              <td>{r.kind.replace("iso_", "")}</td>
+              <td><StateBadge state={r.state} /></td>
+              <td>{when(r.finished_at)}</td>
+              <td>{r.error ?? ""}</td>
+              <td>
+                {(runParam || run?.id) === r.id ? <span className="muted">shown</span> : (
+                  <a href={href(`/isos/${id}`, { run: r.id })} aria-label={`Log of the run of ${when(r.created_at)}`}>View log</a>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
       <h2>History</h2>
       <StateChanges items={i.history} />
     </>

@@ -66,4 +66,28 @@ describe("ResourceForm", () => {
     fireEvent.click(screen.getByRole("button", { name: "Save" }));
     await waitFor(() => expect(done).toBe(1));
   });
+
+  it("lists only the chosen server's nodes and clears a node the server change took away", () => {
+    const nodes: Record<string, string[]> = { a: ["pve1", "pve2"], b: ["other1"] };
+    render(
+      <ResourceForm
+        title="Build"
+        fields={[
+          { name: "server", label: "Server", kind: "select", required: true, options: [{ value: "a", label: "A" }, { value: "b", label: "B" }] },
+          { name: "node", label: "Node", kind: "select", required: true, options: (v) => (nodes[String(v.server)] ?? []).map((n) => ({ value: n, label: n })) },
+        ]}
+        submit={async () => undefined}
+      />,
+    );
+    const node = screen.getByLabelText("Node *") as HTMLSelectElement;
+    const names = () => [...node.options].map((o) => o.value).filter(Boolean);
+    expect(names()).toEqual([]);
+    fireEvent.change(screen.getByLabelText("Server *"), { target: { value: "a" } });
+    expect(names()).toEqual(["pve1", "pve2"]);
+    fireEvent.change(node, { target: { value: "pve2" } });
+    expect(node.value).toBe("pve2");
+    fireEvent.change(screen.getByLabelText("Server *"), { target: { value: "b" } });
+    expect(names()).toEqual(["other1"]);
+    expect(node.value).toBe("");
+  });
 });

@@ -14,10 +14,31 @@ export interface FieldSpec {
   required?: boolean;
   hint?: string;
   placeholder?: string;
-  options?: { value: string; label: string }[];
+  /** The choices of a select or multi; a function of the values for choices that depend on
+   * another field (a server's nodes): a choice that goes away is cleared. */
+  options?: Option[] | ((v: Values) => Option[]);
 }
 
+export type Option = { value: string; label: string };
 export type Values = Record<string, string | string[] | boolean>;
+
+/** optionsOf is a field's choices for the values v. */
+export function optionsOf(f: FieldSpec, v: Values): Option[] {
+  return (typeof f.options === "function" ? f.options(v) : f.options) ?? [];
+}
+
+/** withValue sets field name to x and clears the choices of other fields that x took away. */
+export function withValue(fields: FieldSpec[], v: Values, name: string, x: string | string[] | boolean): Values {
+  const next = { ...v, [name]: x };
+  for (const f of fields) {
+    if (f.name === name || typeof f.options !== "function") continue;
+    const ok = new Set(optionsOf(f, next).map((o) => o.value));
+    const cur = next[f.name];
+    if (Array.isArray(cur)) next[f.name] = cur.filter((c) => ok.has(c));
+    else if (typeof cur === "string" && cur !== "" && !ok.has(cur)) next[f.name] = "";
+  }
+  return next;
+}
 
 export function ResourceForm({
   title,
@@ -68,7 +89,8 @@ export function ResourceForm({
             const id = `${base}-${f.name}`;
             const msgs = [...errorsFor(errs, f.name), ...[...errs.keys()].filter((k) => k.startsWith(`${f.name}.`) || k.startsWith(`${f.name}[`)).flatMap((k) => errs.get(k)!)];
             const val = v[f.name];
-            const set = (x: string | string[] | boolean) => setV({ ...v, [f.name]: x });
+            const set = (x: string | string[] | boolean) => setV(withValue(fields, v, f.name, x));
+            const options = optionsOf(f, v);
             const common = { id, "aria-invalid": msgs.length > 0, "aria-describedby": f.hint ? `${id}-hint` : undefined };
             return (
               <div key={f.name} className={`field${msgs.length ? " has-error" : ""}${f.kind === "textarea" || f.kind === "multi" ? " wide" : ""}`}>
@@ -82,11 +104,11 @@ export function ResourceForm({
                 ) : f.kind === "select" ? (
                   <select {...common} value={String(val)} onChange={(e) => set(e.target.value)}>
                     <option value="">{f.required ? "Choose…" : "none"}</option>
-                    {f.options?.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+                    {options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
                   </select>
                 ) : f.kind === "multi" ? (
                   <div id={id} role="group" aria-labelledby={`${id}-label`} aria-describedby={common["aria-describedby"]} className="checks">
-                    {f.options?.length ? f.options.map((o) => (
+                    {options.length ? options.map((o) => (
                       <label key={o.value}>
                         <input
                           type="checkbox"

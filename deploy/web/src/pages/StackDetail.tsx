@@ -9,6 +9,7 @@ import { useEffect, useRef, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Card } from "../api/client";
 import { useMe, useNow } from "../App";
 import { LogView, stackLog } from "../log/LogView";
+import { notCopiedKey } from "../stacks/duplicate";
 import { PipelineView } from "../pipeline/PipelineView";
 import { href, navigate, useRoute } from "../router";
 import { ProblemBox, StateBadge, StateChanges, when } from "./common";
@@ -121,6 +122,8 @@ export function StackDetail({ id }: { id: string }) {
               onClick={() =>
                 void act("duplicate", async () => {
                   const d = await call(api.POST("/v1/stacks/{id}/duplicate", { params: { path: { id }, header: key() }, body: {} }));
+                  // The draft's form opens with a notice of what the copy left out.
+                  qc.setQueryData(notCopiedKey(d.id), { from: s.name, items: d.not_copied ?? [] });
                   navigate(`/stacks/${d.id}/edit`);
                 })
               }

@@ -1,7 +1,7 @@
 // Templates: the list (admins add one from its definition), and one template: its versions,
-// a version's definition with the commits it pinned, what changed from the version before it
-// (definitionChanges) and whether the template moved since (GET …/changes: a new definition or
-// a branch that moved), and its form as a stack's creator sees it (FormRenderer, not saved).
+// a version's definition with the commits it pinned, what changed from any other version (the
+// one before it unless ?from= picks another: definitionChanges) and whether the template moved
+// since (GET …/changes: a new definition or a branch that moved), and its form as a stack's creator sees it (FormRenderer, not saved).
 // Admins add a template or a version (the definition read from a git branch's file, or pasted
 // as YAML or JSON; the API resolves every branch to a commit) and switch a template on or off.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
@@ -11,7 +11,7 @@ import { useMe } from "../App";
 import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import { emptyOptions, fieldErrors, initialValues, type FormValues } from "../form/model";
 import { href, navigate, useRoute } from "../router";
-import { definitionChanges } from "../templates/diff";
+import { compareWith, definitionChanges } from "../templates/diff";
 import { ProblemBox, when } from "./common";
 import { useTemplates } from "./lookups";
 
@@ -76,6 +76,7 @@ export function TemplateDetail({ id }: { id: string }) {
   });
   const t = detail.data?.t;
   const v = Number(query.get("v")) || t?.latest_version || 0;
+  const from = compareWith((t?.versions ?? []).map((x) => x.number), v, Number(query.get("from")));
   const cur = useQuery(versionQuery(id, v));
   const changes = useQuery({
     queryKey: ["template", id, "changes", v],
@@ -152,8 +153,22 @@ export function TemplateDetail({ id }: { id: string }) {
         <div className="version">
           <h2>Version {v}</h2>
           <ProblemBox error={cur.error} />
-          <h3>Changes from v{v - 1}</h3>
-          {v <= 1 ? <p className="muted">The first version.</p> : <VersionChanges templateId={id} from={v - 1} to={v} />}
+          <h3>Changes from v{from}</h3>
+          {t.versions.length <= 1 ? (
+            <p className="muted">The first version.</p>
+          ) : (
+            <>
+              <label>
+                Compare with{" "}
+                <select value={from} onChange={(e) => navigate(`/templates/${id}`, { v: String(v), from: e.target.value }, true)}>
+                  {[...t.versions].sort((a, b) => b.number - a.number).filter((x) => x.number !== v).map((x) => (
+                    <option key={x.number} value={x.number}>v{x.number}</option>
+                  ))}
+                </select>
+              </label>
+              {from > 0 && <VersionChanges templateId={id} from={from} to={v} />}
+            </>
+          )}
           <h3>Since this version</h3>
           {changes.data ? (
             <>

@@ -1,13 +1,18 @@
 import { useEffect, useState } from "react";
 import { ApiError } from "../api/client";
+import { href } from "../router";
 
-/** ProblemBox shows an API problem in plain words: its title and detail. */
+/** ProblemBox shows an API problem in plain words: its title and detail, and links to the
+ * stacks it is about (its stacks member, e.g. those using an ISO that cannot be deleted). */
 export function ProblemBox({ error }: { error: unknown }) {
   if (!error) return null;
   if (error instanceof ApiError) {
     const p = error.problem;
+    const stacks = p.stacks ?? [];
     const hint =
-      error.status === 409
+      stacks.length > 0
+        ? ""
+        : error.status === 409
         ? "Something else is happening to it right now; wait for it to finish and try again."
         : error.status === 412
           ? "It changed while you were looking; the page was reloaded with the latest version."
@@ -18,6 +23,17 @@ export function ProblemBox({ error }: { error: unknown }) {
       <div className="problem" role="alert">
         <strong>{p.title}</strong>
         {p.detail && <span> — {p.detail}</span>}
+        {stacks.length > 0 && (
+          <div className="small">
+            Stacks:{" "}
+            {stacks.map((st, i) => (
+              <span key={st.id}>
+                {i > 0 && ", "}
+                <a href={href(`/stacks/${st.id}`)}>{st.name}</a>
+              </span>
+            ))}
+          </div>
+        )}
         {hint && <div className="small">{hint}</div>}
       </div>
     );

@@ -3,9 +3,9 @@ import type { Stack } from "../api/client";
 import {
   busyReason,
   counts,
-  destroysMachines,
   entryName,
   manifestSummary,
+  needsTypedName,
   reasonText,
   removeSteps,
   replacements,
@@ -68,10 +68,19 @@ describe("confirmation rules", () => {
     expect(saveLabel("save")).toBe("Save");
   });
 
-  it("wants the name typed only when machines are destroyed, and exactly", () => {
-    expect(destroysMachines(plan([entry("reapply", "app", 0), entry("create", "app", 1)]))).toBe(false);
-    expect(destroysMachines(plan([entry("destroy", "app", 1)]))).toBe(true);
-    expect(destroysMachines(undefined)).toBe(false);
+  it("wants the name typed iff the plan destroys or replaces a machine, and exactly", () => {
+    const addr = "0190b2c4-0000-7000-8000-000000000001";
+    expect(needsTypedName(plan([entry("reapply", "app", 0), entry("create", "app", 1)]))).toBe(false);
+    expect(needsTypedName(plan([entry("destroy", "app", 1)]))).toBe(true);
+    // A replace: the job's machine is destroyed and another created in the same save.
+    expect(needsTypedName(plan([entry("create", "app", 2), entry("destroy", "app", 1)]))).toBe(true);
+    // Freeing addresses alone never asks; with a destroy it asks, as the destroy does.
+    expect(needsTypedName(plan([entry("reapply", "app", 0)], { addresses: { attach: [], free: [addr] } }))).toBe(false);
+    expect(needsTypedName(plan([], { addresses: { attach: [], free: [addr] }, run_needed: false }))).toBe(false);
+    expect(needsTypedName(plan([entry("destroy", "app", 1)], { addresses: { attach: [], free: [addr] } }))).toBe(true);
+    // Whether or not the plan says a run is needed.
+    expect(needsTypedName(plan([entry("destroy", "app", 1)], { run_needed: false }))).toBe(true);
+    expect(needsTypedName(undefined)).toBe(false);
     expect(typedNameMatches("web-e2e", "web-e2e")).toBe(true);
     expect(typedNameMatches(" web-e2e ", "web-e2e")).toBe(true);
     expect(typedNameMatches("web-e2", "web-e2e")).toBe(false);

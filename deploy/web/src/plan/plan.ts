@@ -107,8 +107,13 @@ export function saveLabel(k: SaveKind): string {
   return k === "reapply" ? "Save and re-apply" : k === "save" ? "Save" : "No changes to save";
 }
 
-/** destroysMachines: a save that destroys machines asks for the stack's name to be typed. */
-export function destroysMachines(p: Plan | undefined): boolean {
+/**
+ * needsTypedName is the rule of the edit's confirmation: the stack's name must be typed iff the
+ * plan destroys or replaces a machine (a replace is a destroy and a create in one save, so it is
+ * in p.destroy too). Nothing else asks for it: not freeing or attaching addresses, re-applying,
+ * creating, nor a plain save — whatever else the same save does.
+ */
+export function needsTypedName(p: Plan | undefined): boolean {
   return !!p && p.destroy.length > 0;
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Schemas } from "../api/client";
-import { definitionChanges } from "./diff";
+import { compareWith, definitionChanges } from "./diff";
 
 type Definition = Schemas["Definition"];
 const src = { repo: "https://git.example.org/t.git", branch: "main", path: "jobs/vm" };
@@ -52,5 +52,17 @@ describe("definitionChanges", () => {
     expect(c).toContainEqual({ subject: "job worker", kind: "changed", details: ["moved from phase application to workers"] });
     expect(c).toContainEqual({ subject: "action rotate", kind: "changed", details: ["path changed"] });
     expect(c).toContainEqual({ subject: "action backup", kind: "added", details: [] });
+  });
+});
+
+describe("compareWith", () => {
+  it("compares any two versions: the one asked, else the one before, else the next", () => {
+    expect(compareWith([1, 2, 3, 4], 4, 1)).toBe(1);
+    expect(compareWith([1, 2, 3, 4], 2, 4)).toBe(4);
+    expect(compareWith([1, 2, 3, 4], 4, 0)).toBe(3);
+    expect(compareWith([1, 2, 3, 4], 4, 4)).toBe(3); // not with itself
+    expect(compareWith([1, 2, 3, 4], 4, 9)).toBe(3); // not with a version it does not have
+    expect(compareWith([1, 2, 3], 1, 0)).toBe(2);
+    expect(compareWith([1], 1, 0)).toBe(0);
   });
 });

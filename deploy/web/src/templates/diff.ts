@@ -88,3 +88,15 @@ export function definitionChanges(a: Definition, b: Definition): Change[] {
   if (a.description !== b.description) out.push({ subject: "description", kind: "changed", details: [] });
   return out;
 }
+
+/**
+ * compareWith is the version a version v is compared with: asked (?from=) when it is another
+ * version of the template, else the one before v, else (v1) the oldest other; 0 when v is the
+ * only version.
+ */
+export function compareWith(versions: number[], v: number, asked: number): number {
+  const others = versions.filter((n) => n !== v).sort((a, b) => a - b);
+  if (others.includes(asked)) return asked;
+  if (others.includes(v - 1)) return v - 1;
+  return others[0] ?? 0;
+}
