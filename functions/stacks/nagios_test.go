@@ -30,6 +30,9 @@ func TestDraftSaveChecksNagiosHostgroups(t *testing.T) {
 		!strings.Contains(string(r.Body), "has no Nagios server") {
 		t.Fatalf("a host group without a Nagios server: %d %s", r.Status, r.Body)
 	}
+	if e.API.State() != before {
+		t.Fatal("a refused draft changed the database")
+	}
 
 	n := nagiostest.Start(t, nagiostest.Options{})
 	reg := e.API.Do("POST", "/v1/nagios-servers", apitest.Req{Body: n.Registration("nagios")})
