@@ -54,15 +54,27 @@ func (r *CreateRequest) defaults() {
 	def(&r.ReloadCommand, nagios.DefaultReloadCommand)
 }
 
-// check validates the request's syntax, recording every problem; it touches no network.
-func (r *CreateRequest) check(p *horizon.Problems) ssh.Signer {
+// sides says which sides of a server a check covers: its CGIs (url, username, password) and its
+// file side over SSH (address, user, key, host key, config directory, commands).
+type sides struct{ cgi, ssh bool }
+
+var bothSides = sides{cgi: true, ssh: true}
+
+// check validates the syntax of the request's fields on the sides given (and its name),
+// recording every problem; it touches no network.
+func (r *CreateRequest) check(p *horizon.Problems, which sides) ssh.Signer {
 	horizon.CheckName(p, "name", r.Name, horizon.MaxNameLength)
-	checkURL(p, "url", r.URL)
-	horizon.CheckName(p, "username", r.Username, horizon.MaxNameLength)
-	if r.Password == "" {
-		p.Add("password", "is required")
-	} else if len(r.Password) > 1024 {
-		p.Add("password", "must be at most 1024 bytes")
+	if which.cgi {
+		checkURL(p, "url", r.URL)
+		horizon.CheckName(p, "username", r.Username, horizon.MaxNameLength)
+		if r.Password == "" {
+			p.Add("password", "is required")
+		} else if len(r.Password) > 1024 {
+			p.Add("password", "must be at most 1024 bytes")
+		}
+	}
+	if !which.ssh {
+		return nil
 	}
 	if _, port, err := net.SplitHostPort(r.SSHAddress); err != nil || port == "" {
 		p.Add("ssh_address", "must be host:port, e.g. nagios.example.org:22")
@@ -108,40 +120,51 @@ func checkURL(p *horizon.Problems, field, s string) {
 	}
 }
 
-// connect checks both sides of the server (its CGIs, and SSH with the verify command), discovers
-// what it offers and returns the server to store, its secrets sealed. What the server answers is
-// a problem on the field that is probably wrong.
-func connect(ctx context.Context, box *secrets.Box, r CreateRequest) (horizon.NagiosServer, error) {
+// connect checks the sides given of the server (its CGIs, and SSH with the verify and reload
+// commands), discovers what it offers when its CGIs are checked, and returns the server to
+// store, its secrets sealed (the private key stays nil when none is given). What the server
+// answers is a problem on the field that is probably wrong.
+func connect(ctx context.Context, box *secrets.Box, r CreateRequest, which sides) (horizon.NagiosServer, error) {
 	r.defaults()
 	var p horizon.Problems
-	signer := r.check(&p)
+	signer := r.check(&p, which)
 	if err := p.Err(); err != nil {
 		return horizon.NagiosServer{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	client := &nagios.Client{URL: strings.TrimSuffix(r.URL, "/"), Username: r.Username, Password: r.Password.Reveal()}
-	found, err := client.Discover(ctx)
-	switch {
-	case errors.Is(err, nagios.ErrUnauthorized):
-		p.Add("password", "Nagios refused this username and password")
-	case err != nil:
-		p.Add("url", "%s", err.Error())
+	var found nagios.Discovery
+	if which.cgi {
+		var err error
+		found, err = client.Discover(ctx)
+		switch {
+		case errors.Is(err, nagios.ErrUnauthorized):
+			p.Add("password", "Nagios refused this username and password")
+		case err != nil:
+			p.Add("url", "%s", err.Error())
+		}
 	}
-	checkSSH(ctx, &p, r, signer)
+	if which.ssh {
+		checkSSH(ctx, &p, r, signer)
+	}
 	if err := p.Err(); err != nil {
 		return horizon.NagiosServer{}, err
 	}
+	var key []byte
+	if r.SSHPrivateKey != "" {
+		key = box.SealString(horizon.PurposeNagiosSSHPrivateKey, r.SSHPrivateKey.Reveal())
+	}
 	return horizon.NagiosServer{Name: r.Name, URL: client.URL, Username: r.Username,
 		Password:   box.SealString(horizon.PurposeNagiosPassword, r.Password.Reveal()),
-		SSHAddress: r.SSHAddress, SSHUser: r.SSHUser, SSHHostKey: r.SSHHostKeyFingerprint,
-		SSHPrivateKey: box.SealString(horizon.PurposeNagiosSSHPrivateKey, r.SSHPrivateKey.Reveal()),
-		ConfigDir:     r.ConfigDir, VerifyCommand: r.VerifyCommand, ReloadCommand: r.ReloadCommand,
+		SSHAddress: r.SSHAddress, SSHUser: r.SSHUser, SSHHostKey: r.SSHHostKeyFingerprint, SSHPrivateKey: key,
+		ConfigDir: r.ConfigDir, VerifyCommand: r.VerifyCommand, ReloadCommand: r.ReloadCommand,
 		Hostgroups: found.Hostgroups, Commands: found.Commands}, nil
 }
 
-// checkSSH connects with the pinned host key, creates the config directory and runs the verify
-// command, recording why it fails.
+// checkSSH connects with the pinned host key, creates the config directory, runs the verify
+// command and checks that the reload command's program exists (without reloading Nagios),
+// recording why it fails.
 func checkSSH(ctx context.Context, p *horizon.Problems, r CreateRequest, signer ssh.Signer) {
 	c, err := sshx.Dial(ctx, sshx.Config{Addr: r.SSHAddress, User: r.SSHUser, Signer: signer, HostKey: r.SSHHostKeyFingerprint})
 	var hk *sshx.HostKeyError
@@ -161,10 +184,17 @@ func checkSSH(ctx context.Context, p *horizon.Problems, r CreateRequest, signer 
 		p.Add("config_dir", "cannot be created or is not a directory for user %s", r.SSHUser)
 		return
 	}
+	// The reload check runs beside the verify command (a session each on the one connection):
+	// a session costs its own start on the server, and registration has one request's time.
+	reload := make(chan error, 1)
+	go func() { reload <- nagios.CheckReload(ctx, c, r.ReloadCommand) }()
 	if line, err := nagios.Verify(ctx, c, r.VerifyCommand); err != nil {
 		if line == "" {
 			line = err.Error()
 		}
 		p.Add("verify_command", "failed: %s", line)
+	}
+	if err := <-reload; err != nil {
+		p.Add("reload_command", "cannot run: %v", err)
 	}
 }

@@ -24,7 +24,7 @@ func Create(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		srv, err := connect(c.UserContext(), d.Box, req)
+		srv, err := connect(c.UserContext(), d.Box, req, bothSides)
 		if err != nil {
 			return err
 		}

@@ -2,10 +2,13 @@ package nagiosservers_test
 
 import (
 	"bytes"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"horizon/functions/apitest"
 	"horizon/functions/nagiosservers"
@@ -14,6 +17,7 @@ import (
 	"horizon/shared/nagios"
 	"horizon/shared/nagios/nagiostest"
 	"horizon/shared/sshx/sshxtest"
+	"horizon/shared/store"
 )
 
 func TestRegisterChecksBothSidesAndDiscovers(t *testing.T) {
@@ -100,6 +104,7 @@ func TestRegisterNamesTheFailingField(t *testing.T) {
 		"ssh_host_key_fingerprint": with(map[string]any{"ssh_address": impostor.Addr}),
 		"ssh_private_key":          with(map[string]any{"ssh_private_key": "not a key"}),
 		"verify_command":           with(map[string]any{"verify_command": n.Verify + "-missing"}),
+		"reload_command":           with(map[string]any{"reload_command": "no-such-reloader --now"}),
 		"config_dir":               with(map[string]any{"config_dir": "relative/dir"}),
 		"ssh_address":              with(map[string]any{"ssh_address": "127.0.0.1"}),
 		"name":                     with(map[string]any{"name": strings.Repeat("n", horizon.MaxNameLength+1)}),
@@ -122,4 +127,118 @@ func TestRegisterNamesTheFailingField(t *testing.T) {
 	if r := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: with(map[string]any{"name": strings.Repeat("n", horizon.MaxNameLength)})}); r.Status != 201 {
 		t.Fatalf("name at the limit: %d %s", r.Status, r.Body)
 	}
+}
+
+// TestUpdateAddsSSHAndChecksWhatChanged: a server registered without SSH access (before
+// migration 00016) gets it through PATCH and can then publish; each change is checked like
+// registration on its side and a failure names the field and changes nothing; If-Match is
+// honoured; only admins update; an unknown server is 404.
+func TestUpdateAddsSSHAndChecksWhatChanged(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	n := nagiostest.Start(t, nagiostest.Options{})
+	impostor := sshxtest.Start(t, sshxtest.Options{})
+	r := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: n.Registration("nagios-old")})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id := r.Map()["id"].(string)
+	// As migration 00016 leaves a server registered before it: no SSH access.
+	if _, err := s.DB.Exec(t.Context(), `UPDATE nagios_servers SET ssh_address = '', ssh_private_key = NULL, ssh_host_key = '',
+		config_dir = DEFAULT, verify_command = DEFAULT, reload_command = DEFAULT WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	target := func() error {
+		srv, err := store.NagiosServerGet(t.Context(), s.DB, mustParse(t, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = nagios.Open(s.Deps.Box, srv)
+		return err
+	}
+	if err := target(); !errors.Is(err, nagios.ErrNoSSH) {
+		t.Fatalf("a server without SSH opens: %v", err)
+	}
+	path := "/v1/nagios-servers/" + id
+	// A change of the CGI side alone checks the CGIs only: the missing SSH is no problem yet.
+	g := s.Do("PATCH", path, apitest.Req{Body: map[string]any{"name": "nagios-renamed", "password": n.Password}})
+	if g.Status != 200 || g.Map()["name"] != "nagios-renamed" || g.Map()["ssh_address"] != "" {
+		t.Fatalf("rename: %d %s", g.Status, g.Body)
+	}
+	etag := g.Header.Get("ETag")
+
+	ssh := map[string]any{"ssh_address": n.SSH.Addr, "ssh_user": n.SSH.User, "ssh_private_key": n.ClientKeyPEM,
+		"ssh_host_key_fingerprint": n.SSH.Fingerprint, "config_dir": n.Dir, "verify_command": n.Verify, "reload_command": n.Reload}
+	with := func(change map[string]any) map[string]any {
+		b := maps.Clone(ssh)
+		maps.Copy(b, change)
+		return b
+	}
+	_, member := s.NewUser(auth.RoleMember)
+	before := s.State()
+	for field, body := range map[string]map[string]any{
+		"ssh_address":              {"ssh_user": "root"}, // SSH touched, still no address
+		"ssh_host_key_fingerprint": with(map[string]any{"ssh_address": impostor.Addr}),
+		"ssh_private_key":          with(map[string]any{"ssh_private_key": "not a key"}),
+		"reload_command":           with(map[string]any{"reload_command": "no-such-reloader --now"}),
+		"verify_command":           with(map[string]any{"verify_command": n.Verify + "-missing"}),
+		"config_dir":               with(map[string]any{"config_dir": "/proc/horizon"}),
+		"password":                 {"password": "wrong"},
+		"url":                      {"url": "http://127.0.0.1:1/cgi-bin/nagios4"},
+	} {
+		p := s.Do("PATCH", path, apitest.Req{Body: body, Headers: map[string]string{"If-Match": etag}})
+		if p.Status != 422 || !strings.Contains(string(p.Body), `"field":"`+field+`"`) {
+			t.Errorf("%s: %d %s", field, p.Status, p.Body)
+		}
+		if strings.Contains(string(p.Body), n.Password) || strings.Contains(string(p.Body), "PRIVATE KEY") {
+			t.Errorf("%s: a secret is in the answer", field)
+		}
+	}
+	if p := s.Do("PATCH", path, apitest.Req{Body: ssh, Token: member}); p.Status != 403 {
+		t.Errorf("a member updates: %d", p.Status)
+	}
+	if p := s.Do("PATCH", "/v1/nagios-servers/01900000-0000-7000-8000-000000000000", apitest.Req{Body: ssh}); p.Status != 404 {
+		t.Errorf("update a missing server: %d %s", p.Status, p.Body)
+	}
+	if p := s.Do("PATCH", path, apitest.Req{Body: ssh, Headers: map[string]string{"If-Match": `"1"`}}); p.Status != 412 {
+		t.Errorf("stale If-Match: %d %s", p.Status, p.Body)
+	}
+	if s.State() != before {
+		t.Fatal("rejected updates changed the database")
+	}
+
+	u := s.Do("PATCH", path, apitest.Req{Body: ssh, Headers: map[string]string{"If-Match": etag}})
+	if u.Status != 200 || u.Map()["ssh_address"] != n.SSH.Addr || u.Header.Get("ETag") == etag || strings.Contains(string(u.Body), "PRIVATE KEY") {
+		t.Fatalf("add SSH: %d %s", u.Status, u.Body)
+	}
+	if err := target(); err != nil {
+		t.Fatalf("after the update the server does not open: %v", err)
+	}
+	srv, err := store.NagiosServerGet(t.Context(), s.DB, mustParse(t, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tg, err := nagios.Open(s.Deps.Box, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nagios.Publish(t.Context(), tg, "patched.cfg", nagios.Render("p", []nagios.Host{{Name: "p-0", Address: "10.0.0.8",
+		Alias: "p", Hostgroups: []string{nagiostest.Hostgroup}}})); err != nil {
+		t.Fatalf("publish after adding SSH: %v", err)
+	}
+	n.WaitHosts(t, func(h []string) bool { return slices.Contains(h, "p-0") })
+	// Changing the reload command alone re-runs the SSH checks.
+	if p := s.Do("PATCH", path, apitest.Req{Body: map[string]any{"reload_command": "no-such-reloader"}}); p.Status != 422 ||
+		!strings.Contains(string(p.Body), `"field":"reload_command"`) {
+		t.Fatalf("a bad reload command alone: %d %s", p.Status, p.Body)
+	}
+}
+
+func mustParse(t *testing.T, s string) uuid.UUID {
+	t.Helper()
+	id, err := uuid.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

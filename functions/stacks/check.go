@@ -358,7 +358,8 @@ func hasSnippetStorage(s *horizon.ProxmoxServer, node string) bool {
 // nagiosProblems checks the executions that chose Nagios against what the environment's Nagios
 // server offered at its last discovery: there must be a server, and every command of the checks
 // their jobs declare must be one it defines (named with the job). Host groups are checked
-// live before a deploy (nagiosLive): the discovered list leaves out empty groups.
+// against Nagios itself when a draft is saved (refuseHostgroups) and before a deploy
+// (askNagios): the discovered list leaves out empty groups.
 func nagiosProblems(p *horizon.Problems, def *template.Definition, execs []horizon.Execution, cat *catalogue) {
 	jobs := map[string]bool{}
 	for _, e := range execs {

@@ -87,6 +87,9 @@ func Create(d api.Deps) fiber.Handler {
 			if err := refuseKeys(ctx, tx, req.TeamID, execs, nil); err != nil {
 				return err
 			}
+			if err := refuseHostgroups(ctx, d, cat, def, execs, nil); err != nil {
+				return err
+			}
 			preselected, err := preselect(ctx, tx, def, execs, cat, who)
 			if err != nil {
 				return err

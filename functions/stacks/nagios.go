@@ -3,6 +3,7 @@ package stacks
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -86,22 +87,80 @@ func askNagios(ctx context.Context, d api.Deps, cat *catalogue, def *template.De
 	}
 	now := time.Now()
 	cat.nagios.Commands, cat.nagios.Hostgroups, cat.nagios.DiscoveredAt = found.Commands, found.Hostgroups, &now
-	for group, fields := range groups {
-		if slices.Contains(found.Hostgroups, group) {
+	missing, err := missingHostgroups(ctx, client, found.Hostgroups, groups)
+	if err != nil {
+		p.Add("environment_id", "the Nagios server %s does not answer: %v", cat.nagios.Name, err)
+	}
+	for _, group := range missing {
+		for _, f := range groups[group] {
+			p.Add(f, "is not a host group of Nagios server %s", cat.nagios.Name)
+		}
+	}
+	return fieldsOf(&p), nil
+}
+
+// missingHostgroups returns those of groups (name → the fields that chose it) that the server
+// does not define, sorted: a group in listed (what hostgrouplist answered) exists; another is
+// asked for by name, since the list leaves out host groups that have no member.
+func missingHostgroups(ctx context.Context, client *nagios.Client, listed []string, groups map[string][]string) ([]string, error) {
+	var missing []string
+	for _, group := range slices.Sorted(maps.Keys(groups)) {
+		if slices.Contains(listed, group) {
 			continue
 		}
 		ok, err := client.HostgroupExists(ctx, group)
 		if err != nil {
-			p.Add("environment_id", "the Nagios server %s does not answer: %v", cat.nagios.Name, err)
-			break
+			return missing, err
 		}
 		if !ok {
-			for _, f := range fields {
+			missing = append(missing, group)
+		}
+	}
+	return missing, nil
+}
+
+// refuseHostgroups refuses a draft save that brings a Nagios choice the environment cannot take:
+// a host group when the environment has no Nagios server, or one its server does not define
+// (judged against the discovered list, and for a group not in it by asking Nagios, bounded by
+// preflightTimeout). A group the draft had before is left to problems and to the deploy's check
+// (the server may have lost it since); so is a new group when Nagios does not answer now.
+func refuseHostgroups(ctx context.Context, d api.Deps, cat *catalogue, def *template.Definition, execs, had []horizon.Execution) error {
+	known := map[string]bool{}
+	for _, e := range had {
+		known[e.Config.NagiosHostgroup] = true
+	}
+	var p horizon.Problems
+	groups := map[string][]string{}
+	for _, e := range execs {
+		group := e.Config.NagiosHostgroup
+		if job := def.Job(e.Job); job == nil || !job.Machine || group == "" || known[group] || e.State == horizon.ExecutionRemoved {
+			continue
+		}
+		field := execField(e.Job, e.Index, "nagios.hostgroup")
+		if cat.nagios == nil {
+			p.Add(field, "the environment %s has no Nagios server: choose no host group", cat.env.Name)
+			continue
+		}
+		groups[group] = append(groups[group], field)
+	}
+	if len(groups) > 0 {
+		client, _, err := nagios.Open(d.Box, *cat.nagios)
+		if client == nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+		defer cancel()
+		missing, err := missingHostgroups(ctx, client, cat.nagios.Hostgroups, groups)
+		if err != nil {
+			d.Log.WarnContext(ctx, "nagios does not answer; host groups left to the deploy's check", "nagios_server_id", cat.nagios.ID, "error", err)
+		}
+		for _, group := range missing {
+			for _, f := range groups[group] {
 				p.Add(f, "is not a host group of Nagios server %s", cat.nagios.Name)
 			}
 		}
 	}
-	return fieldsOf(&p), nil
+	return p.SortedErr()
 }
 
 // fieldsOf returns p's problems, sorted.

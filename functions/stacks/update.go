@@ -187,6 +187,9 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	if err := refuseKeys(ctx, tx, l.stack.TeamID, execs, l.execs); err != nil {
 		return nil, err
 	}
+	if err := refuseHostgroups(ctx, d, cat, def, execs, l.execs); err != nil {
+		return nil, err
+	}
 	preselected, err := preselect(ctx, tx, def, execs, cat, who)
 	if err != nil {
 		return nil, err

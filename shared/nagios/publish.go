@@ -118,3 +118,19 @@ func lastLine(out string) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
+
+// CheckReload checks, without reloading Nagios, that the reload command can run: that its
+// program (the command's first word) is one the login shell finds (`command -v`).
+func CheckReload(ctx context.Context, c *sshx.Client, cmd string) error {
+	words := strings.Fields(cmd)
+	if len(words) == 0 {
+		return errors.New("is empty")
+	}
+	var out bytes.Buffer
+	err := c.Run(ctx, "command -v -- '"+strings.ReplaceAll(words[0], "'", `'\''`)+"'", sshx.RunOpts{Stdout: &out, Stderr: &out})
+	var exit *sshx.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("%s is not a command on the Nagios host", words[0])
+	}
+	return err
+}

@@ -32,6 +32,27 @@ func NagiosServerCreate(ctx context.Context, q Querier, n horizon.NagiosServer) 
 	return out, translate(err)
 }
 
+// NagiosServerUpdate rewrites a server's settings if its version is still ifVersion (0 skips the
+// check); Password and SSHPrivateKey must already be sealed. When discovered, n's lists are what
+// a discovery just found and are recorded as such; otherwise the stored lists are kept.
+func NagiosServerUpdate(ctx context.Context, q Querier, n horizon.NagiosServer, ifVersion int64, discovered bool) (horizon.NagiosServer, error) {
+	out, err := scanNagios(q.QueryRow(ctx, `UPDATE nagios_servers SET name = $2, url = $3, username = $4, password = $5,
+		ssh_address = $6, ssh_user = $7, ssh_private_key = $8, ssh_host_key = $9, config_dir = $10, verify_command = $11,
+		reload_command = $12,
+		hostgroups = CASE WHEN $15 THEN $13 ELSE hostgroups END,
+		commands = CASE WHEN $15 THEN $14 ELSE commands END,
+		discovered_at = CASE WHEN $15 THEN now() ELSE discovered_at END,
+		discovery_error = CASE WHEN $15 THEN NULL ELSE discovery_error END,
+		version = version + 1, updated_at = now()
+		WHERE id = $1 AND ($16 = 0 OR version = $16) RETURNING `+nagiosColumns,
+		n.ID, n.Name, n.URL, n.Username, n.Password, n.SSHAddress, n.SSHUser, n.SSHPrivateKey, n.SSHHostKey, n.ConfigDir,
+		n.VerifyCommand, n.ReloadCommand, nonNil(n.Hostgroups), nonNil(n.Commands), discovered, ifVersion))
+	if err != nil {
+		return out, staleOrMissing(ctx, q, err, "nagios_servers", n.ID)
+	}
+	return out, nil
+}
+
 // NagiosServerDiscovered records a discovery: the lists when it succeeded (failure nil), or why
 // it failed, keeping the lists of the last success. It does not change the server's version:
 // discovery is not an edit.

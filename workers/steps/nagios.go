@@ -160,7 +160,7 @@ func (n *Nagios) Do(ctx context.Context, w *nagiosWork, out *attempt.Log, lease 
 		return nagios.Publish(ctx, w.target, nagios.FileName(w.stack.ID), contents)
 	})
 	if err != nil {
-		return attempt.Result{}, err
+		return attempt.Result{}, fmt.Errorf("Nagios server %s: %w", w.server.Name, err)
 	}
 	out.Say("Nagios verified and reloaded its configuration")
 	server := w.server.ID

@@ -34,6 +34,16 @@ func (e *engine) withNagios(name string) *nagiostest.Server {
 // with members) choose Nagios, on addresses from first on.
 func (e *engine) nagiosDraft(name string, first, apps int) string {
 	e.t.Helper()
+	r := e.postNagiosDraft(name, first, apps)
+	if r.Status != 201 {
+		e.t.Fatalf("draft: %d %s", r.Status, r.Body)
+	}
+	return r.Map()["id"].(string)
+}
+
+// postNagiosDraft posts the draft nagiosDraft makes and returns the answer.
+func (e *engine) postNagiosDraft(name string, first, apps int) *apitest.Response {
+	e.t.Helper()
 	var app []any
 	for i := range apps {
 		app = append(app, e.Machine(first+1+i, map[string]any{"nagios": map[string]any{"hostgroup": nagiostest.Hostgroup}}))
@@ -42,10 +52,7 @@ func (e *engine) nagiosDraft(name string, first, apps int) string {
 		"environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
 		"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(first, map[string]any{"nagios": map[string]any{"hostgroup": nagiostest.EmptyHostgroup}})}},
 			"app": map[string]any{"executions": app}}}})
-	if r.Status != 201 {
-		e.t.Fatalf("draft: %d %s", r.Status, r.Body)
-	}
-	return r.Map()["id"].(string)
+	return r
 }
 
 // nagiosSteps returns the kind, phase and state of the Nagios steps of the stack's latest run.
@@ -179,20 +186,27 @@ func TestNagiosRefusesUnknownChecksAndFailedDeploysPublishNothing(t *testing.T) 
 
 	// Checks Nagios knows, an unknown host group: refused on the field.
 	e2 := newEngine(t, engineOpts{override: map[string]string{labtest.AppScript: labtest.AppScriptWith(t, "echo 'configure: refused' >&2; exit 3\n")}})
-	// Without a Nagios server in the environment, choosing a host group is a problem.
-	stack2 := e2.nagiosDraft("fail", 0, 1)
-	if d := e2.API.Do("GET", "/v1/stacks/"+stack2, apitest.Req{Token: e2.Member}); !strings.Contains(string(d.Body), "has no Nagios server") {
-		t.Fatalf("a host group without a Nagios server is no problem: %s", d.Body)
+	// Without a Nagios server in the environment, saving a host group is refused.
+	if r := e2.postNagiosDraft("fail", 0, 1); r.Status != 422 || !strings.Contains(string(r.Body), "has no Nagios server") {
+		t.Fatalf("a host group without a Nagios server: %d %s", r.Status, r.Body)
 	}
 	n2 := e2.withNagios("nagios")
+	stack2 := e2.nagiosDraft("fail", 0, 1)
 	cur, etag := e2.get(stack2)
 	body := editBody(cur, func(job string, ex map[string]any) {
 		if job == "app" {
 			ex["nagios"] = map[string]any{"hostgroup": "no-such-group"}
 		}
 	})
-	if p := e2.API.Do("PATCH", "/v1/stacks/"+stack2, apitest.Req{Token: e2.Member, Headers: map[string]string{"If-Match": etag}, Body: body}); p.Status != 200 {
-		t.Fatalf("edit the draft: %d %s", p.Status, p.Body)
+	if p := e2.API.Do("PATCH", "/v1/stacks/"+stack2, apitest.Req{Token: e2.Member, Headers: map[string]string{"If-Match": etag}, Body: body}); p.Status != 422 ||
+		!strings.Contains(string(p.Body), `"field":"jobs.app.executions[0].nagios.hostgroup"`) {
+		t.Fatalf("save an unknown host group: %d %s", p.Status, p.Body)
+	}
+	// A group the draft was saved with and that Nagios no longer has (as if its definition
+	// was removed since): the deploy's live check refuses it.
+	if _, err := e2.API.DB.Exec(t.Context(), `UPDATE executions SET config = jsonb_set(config, '{nagios_hostgroup}', '"no-such-group"')
+		WHERE stack_id = $1 AND job = 'app'`, stack2); err != nil {
+		t.Fatal(err)
 	}
 	r = e2.API.Do("POST", "/v1/stacks/"+stack2+"/deploy", apitest.Req{Token: e2.Member})
 	if r.Status != 422 || !strings.Contains(string(r.Body), `"field":"jobs.app.executions[0].nagios.hostgroup"`) {
@@ -226,4 +240,74 @@ func TestNagiosRefusesUnknownChecksAndFailedDeploysPublishNothing(t *testing.T) 
 			t.Fatalf("Nagios hosts %v", hosts)
 		}
 	}
+}
+
+// TestNagiosLostMidPublishFailsTheStepAndARetryPublishes: when Nagios's host cannot be reached
+// (its sshd stopped) while an edit publishes, the publish step fails with an error naming the
+// Nagios server and the address, the stack's previous file stays in place and the stack ends
+// failed (not busy); once Nagios is back, a retry publishes the stack as it now is.
+func TestNagiosLostMidPublishFailsTheStepAndARetryPublishes(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{})
+	n := e.withNagios("nagios-lost")
+	stack := e.nagiosDraft("lost", 0, 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "deployed", 3*time.Minute)
+	n.WaitHosts(t, func(h []string) bool { return hasAll(h, "lost-db-0", "lost-app-0") })
+	file := filepath.Join(n.Dir, nagios.FileName(mustUUID(t, stack)))
+	previous, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(previous), nagiostest.Hostgroup) {
+		t.Fatalf("published file: %v\n%s", err, previous)
+	}
+
+	// Nagios's host is lost; the app moves to the empty host group, which re-publishes.
+	n.SSH.Stop(t)
+	cur, etag := e.get(stack)
+	body := editBody(cur, func(job string, ex map[string]any) {
+		if job == "app" {
+			ex["nagios"] = map[string]any{"hostgroup": nagiostest.EmptyHostgroup}
+		}
+	})
+	if r := e.API.Do("PATCH", "/v1/stacks/"+stack, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: withConfirm(body)}); r.Status != 202 {
+		t.Fatalf("save: %d %s", r.Status, r.Body)
+	}
+	failed := e.waitState(stack, "failed", 3*time.Minute)
+	onePublish := func(got []string, state string) bool {
+		return len(got) == 1 && strings.HasPrefix(got[0], "nagios_publish@") && strings.HasSuffix(got[0], ":"+state)
+	}
+	if got := e.nagiosSteps(stack); !onePublish(got, "failed") {
+		t.Fatalf("Nagios steps %v, want the publish failed", got)
+	}
+	var stepErr string
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT coalesce(error, '') FROM steps WHERE kind = 'nagios_publish'
+		AND run_id = (SELECT id FROM runs WHERE stack_id = $1 ORDER BY id DESC LIMIT 1)`, stack).Scan(&stepErr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stepErr, "Nagios server nagios-lost") || !strings.Contains(stepErr, n.SSH.Addr) {
+		t.Fatalf("the step's error does not say what was lost: %q", stepErr)
+	}
+	if !slices.Contains(stringsOf(failed["allowed_actions"]), "retry_failed") {
+		t.Fatalf("a failed publish leaves the stack without a retry: %v", failed["allowed_actions"])
+	}
+	if got, err := os.ReadFile(file); err != nil || string(got) != string(previous) {
+		t.Fatalf("the previous file changed: %v\n%s", err, got)
+	}
+
+	// Nagios is back: a retry publishes the stack as it now is.
+	n.SSH.Start(t)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.Member}); r.Status != 202 {
+		t.Fatalf("retry: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "deployed", 3*time.Minute)
+	if got := e.nagiosSteps(stack); !onePublish(got, "succeeded") {
+		t.Fatalf("the retry's Nagios steps %v, want the publish succeeded", got)
+	}
+	if got, err := os.ReadFile(file); err != nil || strings.Contains(string(got), nagiostest.Hostgroup) ||
+		!strings.Contains(string(got), "lost-app-0") {
+		t.Fatalf("the retry did not publish the edit: %v\n%s", err, got)
+	}
+	n.WaitHosts(t, func(h []string) bool { return hasAll(h, "lost-db-0", "lost-app-0") })
+	e.gateLinesEmpty()
 }

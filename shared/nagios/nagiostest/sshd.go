@@ -30,6 +30,10 @@ const (
 type SSHD struct {
 	// Addr is host:port; Fingerprint its host key's SHA256 fingerprint; User who logs in.
 	Addr, Fingerprint, User string
+
+	config, log string
+	cmd         *exec.Cmd // nil while stopped
+	exited      chan struct{}
 }
 
 // StartSSHD starts sshd -D with a configuration of its own under dir, authorizing key.
@@ -84,11 +88,40 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 Subsystem sftp %s
 `, port, hostKey, authorized, sftpServer))
-	cmd := exec.Command(sshdBin, "-D", "-e", "-f", cfg)
+	s := &SSHD{Addr: fmt.Sprintf("127.0.0.1:%d", port), Fingerprint: ssh.FingerprintSHA256(signer.PublicKey()), User: me.Username,
+		config: cfg, log: filepath.Join(dir, "sshd.log")}
+	s.Start(t)
+	t.Cleanup(func() { s.Stop(t) })
+	return s
+}
+
+// Stop stops sshd and its sessions (Nagios's host lost to Horizon); Start starts it again on
+// the same address with the same host key.
+func (s *SSHD) Stop(t testing.TB) {
+	t.Helper()
+	if s.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM) // sshd and its sessions
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Start starts sshd -D and waits until it answers.
+func (s *SSHD) Start(t testing.TB) {
+	t.Helper()
+	if s.cmd != nil {
+		return
+	}
+	cmd := exec.Command(sshdBin, "-D", "-e", "-f", s.config)
 	// Its log goes to a file: a pipe would keep Wait waiting for every session process that
 	// inherited it.
-	logName := filepath.Join(dir, "sshd.log")
-	logFile, err := os.Create(logName)
+	logFile, err := os.OpenFile(s.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,27 +134,18 @@ Subsystem sftp %s
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) // sshd and its sessions
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
-	s := &SSHD{Addr: fmt.Sprintf("127.0.0.1:%d", port), Fingerprint: ssh.FingerprintSHA256(signer.PublicKey()), User: me.Username}
+	s.cmd, s.exited = cmd, exited
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := sshx.ScanHostKey(ctx, s.Addr)
 		cancel()
 		if err == nil {
-			return s
+			return
 		}
 		select {
 		case <-exited:
-			logs, _ := os.ReadFile(logName)
+			logs, _ := os.ReadFile(s.log)
 			t.Fatalf("nagiostest: sshd exited: %s", logs)
 		case <-time.After(50 * time.Millisecond):
 		}

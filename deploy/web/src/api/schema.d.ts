@@ -1207,8 +1207,10 @@ export interface paths {
          * Register a Nagios server (admin). The password and SSH key are stored encrypted and never returned.
          * @description Both sides are checked before anything is saved, and a failure names the field: the CGIs
          *     (url, username, password; Basic or Digest) must answer objectjson.cgi, and over SSH (the
-         *     pinned host key, the private key) the config directory must be creatable and the verify
-         *     command must pass. Host groups and commands are discovered and returned.
+         *     pinned host key, the private key) the config directory must be creatable, the verify
+         *     command must pass and the reload command's program must exist (checked with
+         *     `command -v`, without reloading Nagios). Host groups and commands are discovered and
+         *     returned.
          */
         post: operations["createNagiosServer"];
         delete?: never;
@@ -1234,7 +1236,15 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a server's settings (admin), checked like registration.
+         * @description Absent fields are left as they are; this is how a server registered without SSH access
+         *     gets it. The checks of the side a change touches run again before anything is saved: the
+         *     CGIs (and a new discovery) when url, username or password change; SSH, the config
+         *     directory and the verify and reload commands when any SSH-side field changes. A failure
+         *     names the field (422) and changes nothing.
+         */
+        patch: operations["updateNagiosServer"];
         trace?: never;
     };
     "/v1/nagios-servers/{id}/refresh": {
@@ -2685,6 +2695,19 @@ export interface components {
             /** @description Default /usr/sbin/nagios4 -v /etc/nagios4/nagios.cfg. */
             verify_command?: string;
             /** @description Default systemctl reload nagios4. */
+            reload_command?: string;
+        };
+        NagiosServerUpdate: {
+            name?: string;
+            url?: string;
+            username?: string;
+            password?: string;
+            ssh_address?: string;
+            ssh_user?: string;
+            ssh_private_key?: string;
+            ssh_host_key_fingerprint?: string;
+            config_dir?: string;
+            verify_command?: string;
             reload_command?: string;
         };
         NagiosServerList: {
@@ -6042,6 +6065,45 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    updateNagiosServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag you read; the write is refused with 412 if the object changed since. */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NagiosServerUpdate"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NagiosServer"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            412: components["responses"]["Stale"];
+            422: components["responses"]["Invalid"];
             default: components["responses"]["Problem"];
         };
     };

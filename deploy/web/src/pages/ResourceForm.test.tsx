@@ -4,7 +4,7 @@
 import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import { ApiError } from "../api/client";
-import { ResourceForm, type Values } from "./ResourceForm";
+import { changed, ResourceForm, type Values } from "./ResourceForm";
 
 afterEach(cleanup);
 
@@ -89,5 +89,16 @@ describe("ResourceForm", () => {
     fireEvent.change(screen.getByLabelText("Server *"), { target: { value: "b" } });
     expect(names()).toEqual(["other1"]);
     expect(node.value).toBe("");
+  });
+});
+
+describe("changed", () => {
+  it("keeps only the fields that differ from the initial values; a blank secret is unchanged", () => {
+    const initial: Values = { name: "nagios", url: "https://n/cgi-bin/nagios4", password: "", ssh_address: "", reload_command: "systemctl reload nagios4" };
+    expect(changed({ ...initial }, initial, "name", "url", "password", "ssh_address", "reload_command")).toEqual({});
+    expect(changed({ ...initial, ssh_address: " n:22 ", password: "pw", reload_command: "kill -HUP 1" }, initial, "name", "url", "password", "ssh_address", "reload_command"))
+      .toEqual({ ssh_address: "n:22", password: "pw", reload_command: "kill -HUP 1" });
+    // Clearing a field sends it empty (the API then uses its default or names the field).
+    expect(changed({ ...initial, reload_command: "" }, initial, "reload_command")).toEqual({ reload_command: "" });
   });
 });

@@ -162,6 +162,12 @@ export function given(v: Values, ...keys: string[]): Record<string, string> {
   return Object.fromEntries(keys.filter((k) => str(v, k) !== "").map((k) => [k, str(v, k)]));
 }
 
+/** changed is the named text fields whose value differs from initial (a secret left blank is
+ * unchanged), to send only those in a PATCH. */
+export function changed(v: Values, initial: Values, ...keys: string[]): Record<string, string> {
+  return Object.fromEntries(keys.filter((k) => str(v, k) !== str(initial, k) && (str(v, k) !== "" || str(initial, k) !== "")).map((k) => [k, str(v, k)]));
+}
+
 /** Adder is the "Add …" button that opens a ResourceForm in place. */
 export function Adder({ label, children }: { label: string; children: (close: () => void) => React.ReactNode }) {
   const [open, setOpen] = useState(false);

@@ -1,0 +1,122 @@
+package nagiosservers
+
+import (
+	"context"
+	"slices"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/secrets"
+	"horizon/shared/store"
+)
+
+// UpdateRequest is the body of PATCH /v1/nagios-servers/{id}; absent fields are left as they
+// are. A server registered without SSH access (before Horizon published to Nagios) gets it here.
+type UpdateRequest struct {
+	Name                  *string        `json:"name"`
+	URL                   *string        `json:"url"`
+	Username              *string        `json:"username"`
+	Password              *secrets.Value `json:"password"`
+	SSHAddress            *string        `json:"ssh_address"`
+	SSHUser               *string        `json:"ssh_user"`
+	SSHPrivateKey         *secrets.Value `json:"ssh_private_key"`
+	SSHHostKeyFingerprint *string        `json:"ssh_host_key_fingerprint"`
+	ConfigDir             *string        `json:"config_dir"`
+	VerifyCommand         *string        `json:"verify_command"`
+	ReloadCommand         *string        `json:"reload_command"`
+}
+
+// Update changes a server (admin), honouring If-Match. The registration checks of the side a
+// change touches run again — the CGIs (and a new discovery) when url, username or password
+// change; SSH, the config directory and the verify and reload commands when any SSH-side field
+// changes — outside any transaction; nothing is saved when one fails (422 naming the field), and
+// the write applies only if the server did not change meanwhile.
+func Update(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := api.RequireAdmin(c); err != nil {
+			return err
+		}
+		id, err := api.ParamID(c, "id")
+		if err != nil {
+			return err
+		}
+		ifVersion, err := api.IfMatch(c)
+		if err != nil {
+			return err
+		}
+		req, err := api.Decode[UpdateRequest](c)
+		if err != nil {
+			return err
+		}
+		ctx := c.UserContext()
+		cur, err := store.NagiosServerGet(ctx, d.DB, id)
+		if err != nil {
+			return err
+		}
+		if ifVersion == 0 {
+			ifVersion = cur.Version
+		}
+		r, err := stored(d.Box, cur)
+		if err != nil {
+			return err
+		}
+		var which sides
+		which.cgi = slices.Contains([]bool{apply(&r.URL, req.URL), apply(&r.Username, req.Username), apply(&r.Password, req.Password)}, true)
+		which.ssh = slices.Contains([]bool{apply(&r.SSHAddress, req.SSHAddress), apply(&r.SSHUser, req.SSHUser),
+			apply(&r.SSHPrivateKey, req.SSHPrivateKey), apply(&r.SSHHostKeyFingerprint, req.SSHHostKeyFingerprint),
+			apply(&r.ConfigDir, req.ConfigDir), apply(&r.VerifyCommand, req.VerifyCommand), apply(&r.ReloadCommand, req.ReloadCommand)}, true)
+		apply(&r.Name, req.Name)
+		srv, err := connect(ctx, d.Box, r, which)
+		if err != nil {
+			return err
+		}
+		srv.ID = cur.ID
+		if !which.ssh {
+			srv.SSHPrivateKey = cur.SSHPrivateKey // unchanged: kept sealed as it is (nil when never given)
+		}
+		who := api.Principal(c)
+		n, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.NagiosServer, error) {
+			n, err := store.NagiosServerUpdate(ctx, tx, srv, ifVersion, which.cgi)
+			if err != nil {
+				return n, err
+			}
+			return n, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "nagios_server.update",
+				ObjectType: "nagios_server", ObjectID: &n.ID, Details: map[string]any{"name": n.Name, "url": n.URL, "ssh_address": n.SSHAddress,
+					"checked_cgi": which.cgi, "checked_ssh": which.ssh}})
+		})
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderETag, api.ETag(n.Version))
+		return c.JSON(toNagiosServer(n))
+	}
+}
+
+// apply sets *dst to *v when v is given, reporting whether it was.
+func apply[T any](dst *T, v *T) bool {
+	if v != nil {
+		*dst = *v
+	}
+	return v != nil
+}
+
+// stored returns a stored server's settings as a registration request, its secrets opened (the
+// private key empty when none was ever given).
+func stored(box *secrets.Box, n horizon.NagiosServer) (CreateRequest, error) {
+	pw, err := box.OpenString(horizon.PurposeNagiosPassword, n.Password)
+	if err != nil {
+		return CreateRequest{}, err
+	}
+	var key secrets.Value
+	if n.SSHPrivateKey != nil {
+		if key, err = box.OpenString(horizon.PurposeNagiosSSHPrivateKey, n.SSHPrivateKey); err != nil {
+			return CreateRequest{}, err
+		}
+	}
+	return CreateRequest{Name: n.Name, URL: n.URL, Username: n.Username, Password: pw, SSHAddress: n.SSHAddress, SSHUser: n.SSHUser,
+		SSHPrivateKey: key, SSHHostKeyFingerprint: n.SSHHostKey, ConfigDir: n.ConfigDir, VerifyCommand: n.VerifyCommand,
+		ReloadCommand: n.ReloadCommand}, nil
+}

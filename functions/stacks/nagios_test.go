@@ -1,0 +1,84 @@
+package stacks_test
+
+import (
+	"strings"
+	"testing"
+
+	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
+	"horizon/shared/nagios/nagiostest"
+)
+
+// TestDraftSaveChecksNagiosHostgroups: saving a draft (create or edit) refuses a host group when
+// the environment has no Nagios server, and one its server does not define — a group missing
+// from the discovered list is asked for by name, so an empty group (which hostgrouplist leaves
+// out) is accepted; the problem names the execution's field and nothing is saved. When Nagios does
+// not answer, a new group is left to the deploy's check.
+func TestDraftSaveChecksNagiosHostgroups(t *testing.T) {
+	t.Parallel()
+	e := labtest.New(t, labtest.Options{})
+	group := func(g string) map[string]any { return map[string]any{"nagios": map[string]any{"hostgroup": g}} }
+	draft := func(dbGroup, appGroup string) *apitest.Response {
+		return e.API.Do("POST", "/v1/stacks", apitest.Req{Token: e.Member, Body: map[string]any{"team_id": e.Team, "name": "mon",
+			"environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
+			"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(0, group(dbGroup))}},
+				"app": map[string]any{"executions": []any{e.Machine(1, group(appGroup))}}}}})
+	}
+	const appField = `"field":"jobs.app.executions[0].nagios.hostgroup"`
+	before := e.API.State()
+	if r := draft("", nagiostest.Hostgroup); r.Status != 422 || !strings.Contains(string(r.Body), appField) ||
+		!strings.Contains(string(r.Body), "has no Nagios server") {
+		t.Fatalf("a host group without a Nagios server: %d %s", r.Status, r.Body)
+	}
+	if e.API.State() != before {
+		t.Fatal("a refused draft changed the database")
+	}
+
+	n := nagiostest.Start(t, nagiostest.Options{})
+	reg := e.API.Do("POST", "/v1/nagios-servers", apitest.Req{Body: n.Registration("nagios")})
+	if reg.Status != 201 {
+		t.Fatalf("register nagios: %d %s", reg.Status, reg.Body)
+	}
+	if env := e.API.Do("PATCH", "/v1/environments/"+e.Env, apitest.Req{Body: map[string]any{"nagios_server_id": reg.Map()["id"]}}); env.Status != 200 {
+		t.Fatalf("environment: %d %s", env.Status, env.Body)
+	}
+	before = e.API.State()
+	if r := draft(nagiostest.Hostgroup, "no-such-group"); r.Status != 422 || !strings.Contains(string(r.Body), appField) ||
+		strings.Contains(string(r.Body), "jobs.db.executions[0]") {
+		t.Fatalf("create with an unknown host group: %d %s", r.Status, r.Body)
+	}
+	if e.API.State() != before {
+		t.Fatal("a refused draft changed the database")
+	}
+	// The empty group is not in the discovered list, but Nagios defines it.
+	r := draft(nagiostest.EmptyHostgroup, nagiostest.Hostgroup)
+	if r.Status != 201 {
+		t.Fatalf("create with known host groups: %d %s", r.Status, r.Body)
+	}
+	id, etag := r.Map()["id"].(string), r.Header.Get("ETag")
+	edit := func(appGroup string) *apitest.Response {
+		return e.API.Do("PATCH", "/v1/stacks/"+id, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag},
+			Body: map[string]any{"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(0, group(nagiostest.EmptyHostgroup))}},
+				"app": map[string]any{"executions": []any{e.Machine(1, group(appGroup))}}}}})
+	}
+	before = e.API.State()
+	if p := edit("no-such-group"); p.Status != 422 || !strings.Contains(string(p.Body), appField) || !strings.Contains(string(p.Body), "is not a host group") {
+		t.Fatalf("edit to an unknown host group: %d %s", p.Status, p.Body)
+	}
+	if e.API.State() != before {
+		t.Fatal("a refused edit changed the database")
+	}
+	p := edit(nagiostest.EmptyHostgroup)
+	if p.Status != 200 {
+		t.Fatalf("edit to the empty host group: %d %s", p.Status, p.Body)
+	}
+	etag = p.Header.Get("ETag")
+
+	// Nagios does not answer: a new group is saved, and the deploy's check will judge it.
+	if _, err := e.API.DB.Exec(t.Context(), `UPDATE nagios_servers SET url = 'http://127.0.0.1:1/cgi-bin/nagios4'`); err != nil {
+		t.Fatal(err)
+	}
+	if p := edit("later-judged"); p.Status != 200 {
+		t.Fatalf("edit while Nagios is down: %d %s", p.Status, p.Body)
+	}
+}
