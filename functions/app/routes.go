@@ -149,6 +149,7 @@ func routes(d api.Deps) []route {
 		{fiber.MethodGet, "/nagios-servers", nagiosservers.List(d)},
 		{fiber.MethodGet, "/nagios-servers/:id", nagiosservers.Get(d)},
 		{fiber.MethodPatch, "/nagios-servers/:id", nagiosservers.Update(d)},
+		{fiber.MethodDelete, "/nagios-servers/:id", nagiosservers.Delete(d)},
 		{fiber.MethodPost, "/nagios-servers/:id/refresh", nagiosservers.Refresh(d)},
 
 		{fiber.MethodPost, "/git-credentials", gitcredentials.Create(d)},

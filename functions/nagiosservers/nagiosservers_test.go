@@ -242,3 +242,49 @@ func mustParse(t *testing.T, s string) uuid.UUID {
 	}
 	return id
 }
+
+// TestDeleteRefusesWhileUsed: a server an environment uses, or that a stack's hosts are
+// published to, is kept (409, nothing changed); a free one is forgotten; viewers may not.
+func TestDeleteRefusesWhileUsed(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	ctx := t.Context()
+	newServer := func(name string) string {
+		var id uuid.UUID
+		if err := s.DB.QueryRow(ctx, `INSERT INTO nagios_servers (name, url, username, password) VALUES ($1, 'http://127.0.0.1:1/', 'u', '\x00') RETURNING id`,
+			name).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id.String()
+	}
+	exists := func(id string) bool {
+		var n int
+		if err := s.DB.QueryRow(ctx, `SELECT count(*) FROM nagios_servers WHERE id = $1`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	byEnv, published, free := newServer("by-env"), newServer("published"), newServer("free")
+	if r := s.Do("POST", "/v1/environments", apitest.Req{Body: map[string]any{"name": "prod", "nagios_server_id": byEnv}}); r.Status != 201 {
+		t.Fatalf("environment: %d %s", r.Status, r.Body)
+	}
+	stack := s.NewStack(s.NewTeam("ops"), "web")
+	if _, err := s.DB.Exec(ctx, `INSERT INTO nagios_publications (stack_id, nagios_server_id, hosts) VALUES ($1, $2, '{web-0}')`, stack, published); err != nil {
+		t.Fatal(err)
+	}
+	_, viewer := s.NewUser(auth.RoleViewer)
+	if r := s.Do("DELETE", "/v1/nagios-servers/"+free, apitest.Req{Token: viewer}); r.Status != 403 || !exists(free) {
+		t.Fatalf("a viewer deletes: %d", r.Status)
+	}
+	for _, id := range []string{byEnv, published} {
+		if r := s.Do("DELETE", "/v1/nagios-servers/"+id, apitest.Req{}); r.Status != 409 || !exists(id) {
+			t.Fatalf("delete a server in use: %d %s", r.Status, r.Body)
+		}
+	}
+	if r := s.Do("DELETE", "/v1/nagios-servers/"+free, apitest.Req{}); r.Status != 204 || exists(free) {
+		t.Fatalf("delete a free server: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("DELETE", "/v1/nagios-servers/"+free, apitest.Req{}); r.Status != 404 {
+		t.Fatalf("delete it again: %d", r.Status)
+	}
+}

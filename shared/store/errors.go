@@ -1,9 +1,11 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -51,4 +53,17 @@ func translate(err error) error {
 		}
 	}
 	return err
+}
+
+// deleteByID deletes the row id of table: horizon.ErrNotFound when there is none, ErrConflict
+// when a row elsewhere still refers to it. noun names the object in the error.
+func deleteByID(ctx context.Context, q Querier, table, noun string, id uuid.UUID) error {
+	tag, err := q.Exec(ctx, `DELETE FROM `+table+` WHERE id = $1`, id)
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s %s: %w", noun, id, horizon.ErrNotFound)
+	}
+	return nil
 }

@@ -124,3 +124,9 @@ func NagiosServerList(ctx context.Context, q Querier, p Page) ([]horizon.NagiosS
 	ns, next := cut(ns, p, func(n horizon.NagiosServer) uuid.UUID { return n.ID })
 	return ns, next, nil
 }
+
+// NagiosServerDelete deletes a Nagios server: ErrConflict while an environment uses it or a
+// stack's hosts are published to it.
+func NagiosServerDelete(ctx context.Context, q Querier, id uuid.UUID) error {
+	return deleteByID(ctx, q, "nagios_servers", "nagios server", id)
+}

@@ -57,12 +57,5 @@ func NetworkList(ctx context.Context, q Querier, p Page) ([]horizon.Network, *uu
 // NetworkDelete deletes a network that has no addresses and no environment using it; otherwise
 // it is a conflict.
 func NetworkDelete(ctx context.Context, q Querier, id uuid.UUID) error {
-	tag, err := q.Exec(ctx, `DELETE FROM networks WHERE id = $1`, id)
-	if err != nil {
-		return translate(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("network %s: %w", id, horizon.ErrNotFound)
-	}
-	return nil
+	return deleteByID(ctx, q, "networks", "network", id)
 }

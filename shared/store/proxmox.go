@@ -181,14 +181,7 @@ func ProxmoxServerLock(ctx context.Context, q Querier, id uuid.UUID) error {
 
 // ProxmoxServerDelete deletes a server no environment uses (a conflict otherwise).
 func ProxmoxServerDelete(ctx context.Context, q Querier, id uuid.UUID) error {
-	tag, err := q.Exec(ctx, `DELETE FROM proxmox_servers WHERE id = $1`, id)
-	if err != nil {
-		return translate(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("proxmox server %s: %w", id, horizon.ErrNotFound)
-	}
-	return nil
+	return deleteByID(ctx, q, "proxmox_servers", "proxmox server", id)
 }
 
 // ProxmoxServersMissing returns those of ids that name no Proxmox server.

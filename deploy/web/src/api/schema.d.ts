@@ -1233,7 +1233,8 @@ export interface paths {
         get: operations["getNagiosServer"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Forget a Nagios server no environment uses and no stack is published to (admin). Nothing on the server is touched. */
+        delete: operations["deleteNagiosServer"];
         options?: never;
         head?: never;
         /**
@@ -6065,6 +6066,36 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    deleteNagiosServer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             default: components["responses"]["Problem"];
         };
     };

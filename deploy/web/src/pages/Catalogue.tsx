@@ -492,6 +492,7 @@ function Nagios({ admin }: { admin: boolean }) {
                   {admin && (
                     <td>
                       {editing !== n.id && <button type="button" className="link" onClick={() => setEditing(n.id)} aria-label={`Edit ${n.name}`}>Edit</button>}
+                      {editing !== n.id && <Delete what={n.name} run={() => call(api.DELETE("/v1/nagios-servers/{id}", { params: { path: { id: n.id } } }))} onDone={refresh} />}
                       {editing === n.id && (
                         <ResourceForm
                           title={`Edit ${n.name}`}

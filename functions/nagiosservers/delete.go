@@ -1,0 +1,30 @@
+package nagiosservers
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/problem"
+	"horizon/shared/store"
+)
+
+// Delete forgets a Nagios server (admin). It touches nothing on the server. While an
+// environment uses it, or a stack's hosts are published to it (their unpublish needs it), it is
+// 409: remove it from the environment, and remove or edit those stacks, first.
+func Delete(d api.Deps) fiber.Handler {
+	return api.AdminDelete(d, func(ctx context.Context, tx pgx.Tx, id uuid.UUID, who auth.Principal) error {
+		if err := store.NagiosServerDelete(ctx, tx, id); errors.Is(err, horizon.ErrConflict) {
+			return problem.Conflict("An environment uses this Nagios server or stacks are published to it; remove it from the environment and unpublish those stacks first.")
+		} else if err != nil {
+			return err
+		}
+		return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "nagios_server.delete", ObjectType: "nagios_server", ObjectID: &id})
+	})
+}
