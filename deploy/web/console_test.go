@@ -97,7 +97,7 @@ func e2e(t *testing.T, web string) {
 	if err := os.WriteFile(key, []byte(l.Sandbox.NodeKeyPEM), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 6*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out, "NODE_KEY_FILE="+key,
+	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 8*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out, "NODE_KEY_FILE="+key,
 		"PVE_TOKEN_SECRET="+l.Sandbox.Cluster("demo").TokenSecret())
 }
 

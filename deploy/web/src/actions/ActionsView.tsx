@@ -328,7 +328,7 @@ function ActionHistory({ id, runs, who }: { id: string; runs: Run[]; who: (id: s
   if (!runs.length) return <p className="muted">No action has run yet.</p>;
   return (
     <table className="action-history">
-      <caption>Action runs</caption>
+      <caption>History of the actions</caption>
       <thead>
         <tr>
           <th scope="col">Action</th><th scope="col">By</th><th scope="col">When</th><th scope="col">Machine</th><th scope="col">Parameters</th><th scope="col">Result</th><th scope="col">Outputs</th>
