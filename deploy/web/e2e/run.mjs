@@ -12,6 +12,7 @@ import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { isoDay2 } from "./day2.mjs";
+import { actionsJourney } from "./actions.mjs";
 
 const env = (k) => {
   const v = process.env[k];
@@ -408,6 +409,9 @@ try {
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("deregistering");
   await page.getByText(/^\d+ found/).waitFor();
   log("replaced app #1 by adding first; its cleanup ran:", replaced.join(","));
+
+  // Actions (#17): terraform instances made and undone, a script on a chosen machine.
+  await actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, MEMBER, apiAs, screen, check, log });
 
   // Duplicate: a new draft in the create form, with what could be copied.
   await page.getByRole("button", { name: "Duplicate" }).click();

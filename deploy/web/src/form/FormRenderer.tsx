@@ -131,7 +131,7 @@ function Field({ label, errors, children, hint }: { label: string; errors: strin
   );
 }
 
-function ParamInput({ name, p, value, onChange, errors, required }: {
+export function ParamInput({ name, p, value, onChange, errors, required }: {
   name: string;
   p: FormParameter;
   value: string | number | boolean;

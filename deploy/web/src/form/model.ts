@@ -58,7 +58,7 @@ export function attachmentKinds(job: FormJob): Set<string> {
   return new Set(job.attachments.map((a) => a.kind));
 }
 
-export function orderedParameters(job: FormJob): [string, FormParameter][] {
+export function orderedParameters(job: Pick<FormJob, "parameters">): [string, FormParameter][] {
   const props = job.parameters.properties ?? {};
   const order = job.parameters["x-horizon-order"] ?? Object.keys(props);
   const names = [...order, ...Object.keys(props).filter((n) => !order.includes(n))];
@@ -81,11 +81,27 @@ export function parameterDefault(p: FormParameter): Scalar | "" {
   return "";
 }
 
+/** parameterDefaults is the values a parameters form starts with (a job's or an action's). */
+export function parameterDefaults(owner: Pick<FormJob, "parameters">): Record<string, Scalar | ""> {
+  const out: Record<string, Scalar | ""> = {};
+  for (const [name, p] of orderedParameters(owner)) out[name] = parameterDefault(p);
+  return out;
+}
+
+/** parameterValues is what a request sends for a parameters form: typed, the empty ones left out. */
+export function parameterValues(owner: Pick<FormJob, "parameters">, values: Record<string, Scalar | "">): Record<string, Scalar> {
+  const params: Record<string, Scalar> = {};
+  for (const [name, p] of orderedParameters(owner)) {
+    const val = convert(p, values[name] ?? "");
+    if (val !== undefined) params[name] = val;
+  }
+  return params;
+}
+
 /** newExecution is a new execution's values: defaults, and every single option preselected. */
 export function newExecution(job: FormJob, opts: Options): ExecValues {
   const kinds = attachmentKinds(job);
-  const parameters: ExecValues["parameters"] = {};
-  for (const [name, p] of orderedParameters(job)) parameters[name] = parameterDefault(p);
+  const parameters = parameterDefaults(job);
   const e: ExecValues = {
     parameters,
     address_id: "",
@@ -213,11 +229,7 @@ export function toJobs(v: FormValues, form: TemplateForm): Record<string, { exec
         executions: (v.jobs[job.name] ?? []).map((e) => {
           const r: ExecutionRequest = { parameters: {} };
           if (e.id) r.id = e.id;
-          const params: Record<string, Scalar> = {};
-          for (const [name, p] of orderedParameters(job)) {
-            const val = convert(p, e.parameters[name] ?? "");
-            if (val !== undefined) params[name] = val;
-          }
+          const params = parameterValues(job, e.parameters);
           r.parameters = params as unknown as ExecutionRequest["parameters"];
           if (kinds.has("address")) r.address_id = e.address_id || null;
           if (kinds.has("ssh_key")) r.ssh_key_id = e.ssh_key_id || null;

@@ -1,20 +1,22 @@
 // A stack: header, the buttons its allowed_actions permit, the pipeline of its latest run (or a
-// chosen one), the live log, the outputs (secret ones behind Copy and Reveal) and its history.
+// chosen one), the live log, the outputs (secret ones behind Copy and Reveal), its actions
+// (their forms, instances and runs: ../actions) and its history.
 // Remove confirms with what happens, in order (a built stack wants its name typed); force-remove
 // (admins, failed stacks) lists every VM, address and workspace left behind, offers the abandon
 // manifest for download, and wants the name typed too.
 // Everything refreshes from GET /v1/events (the shell invalidates ["stack", id]); no polling.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useRef, useState } from "react";
+import { useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Card } from "../api/client";
 import { useMe, useNow } from "../App";
 import { LogView, stackLog } from "../log/LogView";
 import { notCopiedKey } from "../stacks/duplicate";
 import { PipelineView } from "../pipeline/PipelineView";
 import { href, navigate, useRoute } from "../router";
-import { ProblemBox, StateBadge, StateChanges, when } from "./common";
+import { ProblemBox, Secret, StateBadge, StateChanges, when } from "./common";
 import { busyReason, manifestSummary, removeSteps, typedNameMatches, type Manifest } from "../plan/plan";
 import { nameOf, useEnvironments, useTemplates } from "./lookups";
+import { ActionsSection } from "../actions/ActionsView";
 
 export function StackDetail({ id }: { id: string }) {
   const qc = useQueryClient();
@@ -34,6 +36,11 @@ export function StackDetail({ id }: { id: string }) {
     enabled: !!s,
     staleTime: Infinity,
     queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: s!.template_id, v: String(s!.template_version) } } })),
+  });
+  const instances = useQuery({
+    queryKey: ["stack", id, "action-instances"],
+    enabled: !!s && s.state !== "draft",
+    queryFn: () => call(api.GET("/v1/stacks/{id}/action-instances", { params: { path: { id } } })),
   });
   const templates = useTemplates();
   const envs = useEnvironments();
@@ -75,6 +82,7 @@ export function StackDetail({ id }: { id: string }) {
     s,
     phases.flatMap((p) => p.jobs).filter((j) => (j.cleanup ?? []).length > 0 && (s.jobs[j.name]?.executions.length ?? 0) > 0).map((j) => j.name),
     phases.map((p) => p.name),
+    instances.data?.items.length ?? 0,
   );
   // The preview changes nothing: what would be left behind, before anything is confirmed.
   const openForce = async () => {
@@ -255,6 +263,7 @@ export function StackDetail({ id }: { id: string }) {
           <OutputsView id={id} />
         </>
       )}
+      <ActionsSection stack={s} role={me.data?.role} />
       <h2>History</h2>
       <HistoryView id={id} />
     </>
@@ -281,7 +290,12 @@ function OutputsView({ id }: { id: string }) {
                     </th>
                     <td>
                       {val && typeof val === "object" && (val as { secret?: boolean }).secret ? (
-                        <Secret id={id} job={job} n={e.execution} name={name} />
+                        <Secret
+                          name={name}
+                          reveal={() =>
+                            call(api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", { params: { path: { id, job, n: String(e.execution), name }, header: { "Idempotency-Key": idempotencyKey() } } }))
+                          }
+                        />
                       ) : (
                         <code>{typeof val === "string" ? val : JSON.stringify(val)}</code>
                       )}
@@ -294,61 +308,6 @@ function OutputsView({ id }: { id: string }) {
         </section>
       ))}
     </div>
-  );
-}
-
-/** Secret: Copy reveals into the clipboard without rendering; Reveal shows it for 30 s. */
-function Secret({ id, job, n, name }: { id: string; job: string; n: number; name: string }) {
-  const [shown, setShown] = useState<string | null>(null);
-  const [note, setNote] = useState("");
-  const [err, setErr] = useState<unknown>(null);
-  const timer = useRef<ReturnType<typeof setTimeout>>(undefined);
-  useEffect(() => () => clearTimeout(timer.current), []);
-  const reveal = () =>
-    call(api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", { params: { path: { id, job, n: String(n), name }, header: { "Idempotency-Key": idempotencyKey() } } }));
-  return (
-    <span className="secret">
-      <code aria-label={shown === null ? "hidden secret" : undefined}>{shown ?? "••••••••"}</code>{" "}
-      <button
-        type="button"
-        onClick={async () => {
-          setErr(null);
-          try {
-            const r = await reveal();
-            await navigator.clipboard.writeText(r.value);
-            setNote("Copied");
-            setTimeout(() => setNote(""), 3000);
-          } catch (e) {
-            setErr(e);
-          }
-        }}
-        aria-label={`Copy ${name}`}
-      >
-        Copy
-      </button>{" "}
-      {shown === null ? (
-        <button
-          type="button"
-          aria-label={`Reveal ${name}`}
-          onClick={async () => {
-            setErr(null);
-            try {
-              setShown((await reveal()).value);
-              clearTimeout(timer.current);
-              timer.current = setTimeout(() => setShown(null), 30_000);
-            } catch (e) {
-              setErr(e);
-            }
-          }}
-        >
-          Reveal
-        </button>
-      ) : (
-        <button type="button" onClick={() => setShown(null)} aria-label={`Hide ${name}`}>Hide</button>
-      )}
-      <span role="status" className="small">{note}</span>
-      <ProblemBox error={err} />
-    </span>
   );
 }
 
@@ -367,7 +326,10 @@ function HistoryView({ id }: { id: string }) {
         <tbody>
           {runs.data?.items.map((r) => (
             <tr key={r.id}>
-              <td><a href={href(`/stacks/${id}`, { run: r.id })}>{r.kind}</a></td>
+              <td>
+                <a href={href(`/stacks/${id}`, { run: r.id })}>{r.kind}</a>
+                {r.action && <span className="small muted"> {r.action.undo ? "undo " : ""}{r.action.name}</span>}
+              </td>
               <td><StateBadge state={r.state} /></td>
               <td>{when(r.started_at ?? r.created_at)}</td>
               <td>{r.error ?? ""}</td>

@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { ApiError } from "../api/client";
 import { href } from "../router";
 
@@ -86,5 +86,61 @@ export function StateChanges({ items }: {
         ))}
       </tbody>
     </table>
+  );
+}
+
+/**
+ * Secret: Copy reveals into the clipboard without rendering; Reveal shows it for 30 s. reveal is
+ * the route that reveals it (a job's output, an action run's), recorded by the API.
+ */
+export function Secret({ name, reveal }: { name: string; reveal: () => Promise<{ value: string }> }) {
+  const [shown, setShown] = useState<string | null>(null);
+  const [note, setNote] = useState("");
+  const [err, setErr] = useState<unknown>(null);
+  const timer = useRef<ReturnType<typeof setTimeout>>(undefined);
+  useEffect(() => () => clearTimeout(timer.current), []);
+  return (
+    <span className="secret">
+      <code aria-label={shown === null ? "hidden secret" : undefined}>{shown ?? "••••••••"}</code>{" "}
+      <button
+        type="button"
+        onClick={async () => {
+          setErr(null);
+          try {
+            const r = await reveal();
+            await navigator.clipboard.writeText(r.value);
+            setNote("Copied");
+            setTimeout(() => setNote(""), 3000);
+          } catch (e) {
+            setErr(e);
+          }
+        }}
+        aria-label={`Copy ${name}`}
+      >
+        Copy
+      </button>{" "}
+      {shown === null ? (
+        <button
+          type="button"
+          aria-label={`Reveal ${name}`}
+          onClick={async () => {
+            setErr(null);
+            try {
+              setShown((await reveal()).value);
+              clearTimeout(timer.current);
+              timer.current = setTimeout(() => setShown(null), 30_000);
+            } catch (e) {
+              setErr(e);
+            }
+          }}
+        >
+          Reveal
+        </button>
+      ) : (
+        <button type="button" onClick={() => setShown(null)} aria-label={`Hide ${name}`}>Hide</button>
+      )}
+      <span role="status" className="small">{note}</span>
+      <ProblemBox error={err} />
+    </span>
   );
 }

@@ -104,6 +104,11 @@ describe("confirmation rules", () => {
     expect(steps[1]).toBe("Its 3 executions are destroyed in reverse phase order (application, then database).");
     expect(steps).toHaveLength(4);
     expect(removeSteps(s, [], ["database"])[0]).toMatch(/^Its 3 executions are destroyed/);
+    // Action instances are undone first, before any cleanup or destroy.
+    expect(removeSteps(s, ["app"], ["database"], 2).slice(0, 2)).toEqual([
+      "Its 2 action instances are undone, newest first.",
+      "The cleanup scripts of app run on their machines.",
+    ]);
     expect(removeSteps({ ...s, state: "draft" }, ["app"], [])).toEqual(["The draft is deleted at once; nothing was ever built."]);
   });
 

@@ -131,10 +131,11 @@ export function busyReason(s: Pick<Stack, "state" | "current_run">): string {
 }
 
 /** removeSteps lists what removing a stack does, in order. */
-export function removeSteps(s: Pick<Stack, "state" | "jobs" | "deployed_at">, cleanupJobs: string[], phases: string[]): string[] {
+export function removeSteps(s: Pick<Stack, "state" | "jobs" | "deployed_at">, cleanupJobs: string[], phases: string[], instances = 0): string[] {
   if (s.state === "draft") return ["The draft is deleted at once; nothing was ever built."];
   const machines = Object.values(s.jobs).reduce((n, j) => n + j.executions.filter((e) => e.state !== "removed").length, 0);
   const steps: string[] = [];
+  if (instances) steps.push(`Its ${instances} action instance${instances === 1 ? " is" : "s are"} undone, newest first.`);
   if (cleanupJobs.length) steps.push(`The cleanup scripts of ${cleanupJobs.join(", ")} run on their machines.`);
   steps.push(
     `Its ${machines} execution${machines === 1 ? " is" : "s are"} destroyed in reverse phase order${phases.length ? ` (${[...phases].reverse().join(", then ")})` : ""}.`,
