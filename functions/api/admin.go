@@ -34,22 +34,10 @@ type Edited struct {
 // any point leaves the database as it was.
 func AdminEdit[Req any](d Deps, apply func(ctx context.Context, tx pgx.Tx, e Edit[Req]) (Edited, error)) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := ParamID(c, "id")
+		e, err := ReadAdminEdit[Req](c)
 		if err != nil {
 			return err
 		}
-		ifVersion, err := IfMatch(c)
-		if err != nil {
-			return err
-		}
-		body, err := Decode[Req](c)
-		if err != nil {
-			return err
-		}
-		e := Edit[Req]{ID: id, IfVersion: ifVersion, Body: body, Who: Principal(c)}
 		out, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (Edited, error) {
 			return apply(ctx, tx, e)
 		})
@@ -59,6 +47,28 @@ func AdminEdit[Req any](d Deps, apply func(ctx context.Context, tx pgx.Tx, e Edi
 		c.Set(fiber.HeaderETag, ETag(out.Version))
 		return c.JSON(out.View)
 	}
+}
+
+// ReadAdminEdit reads an admin's PATCH of the object at …/{id}: the admin check, the id,
+// If-Match and the body decoded strictly. Handlers whose change must be checked outside any
+// transaction (against a cluster, a Nagios server) start with it; the others use AdminEdit.
+func ReadAdminEdit[Req any](c *fiber.Ctx) (Edit[Req], error) {
+	if err := RequireAdmin(c); err != nil {
+		return Edit[Req]{}, err
+	}
+	id, err := ParamID(c, "id")
+	if err != nil {
+		return Edit[Req]{}, err
+	}
+	ifVersion, err := IfMatch(c)
+	if err != nil {
+		return Edit[Req]{}, err
+	}
+	body, err := Decode[Req](c)
+	if err != nil {
+		return Edit[Req]{}, err
+	}
+	return Edit[Req]{ID: id, IfVersion: ifVersion, Body: body, Who: Principal(c)}, nil
 }
 
 // AdminDelete is the one skeleton of an admin's DELETE of a catalogue object named by the

@@ -29,21 +29,11 @@ type UpdateRequest struct {
 // (409) and for a removed ISO.
 func Update(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
+		e, err := api.ReadAdminEdit[UpdateRequest](c)
 		if err != nil {
 			return err
 		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
+		id, ifVersion, req := e.ID, e.IfVersion, e.Body
 		var p horizon.Problems
 		if req.Name != nil {
 			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)

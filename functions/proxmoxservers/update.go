@@ -31,21 +31,11 @@ type UpdateRequest struct {
 // server did not change meanwhile.
 func Update(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
+		e, err := api.ReadAdminEdit[UpdateRequest](c)
 		if err != nil {
 			return err
 		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
+		id, ifVersion, req := e.ID, e.IfVersion, e.Body
 		ctx := c.UserContext()
 		cur, err := store.ProxmoxServerGet(ctx, d.DB, id)
 		if err != nil {

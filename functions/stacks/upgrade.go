@@ -25,21 +25,11 @@ type UpgradeRequest struct {
 // previews it. If-Match is checked when sent.
 func UpgradeTemplate(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
+		e, err := api.ReadAdminEdit[UpgradeRequest](c)
 		if err != nil {
 			return err
 		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[UpgradeRequest](c)
-		if err != nil {
-			return err
-		}
+		id, ifVersion, req := e.ID, e.IfVersion, e.Body
 		who := api.Principal(c)
 		l, err := load(c.UserContext(), d.DB, who.Scope(), id, false)
 		if err != nil {

@@ -25,21 +25,11 @@ type UpdateRequest struct {
 // installation cannot lose its last admin by accident.
 func Update(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
+		e, err := api.ReadAdminEdit[UpdateRequest](c)
 		if err != nil {
 			return err
 		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
+		id, ifVersion, req := e.ID, e.IfVersion, e.Body
 		who := api.Principal(c)
 		u, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.User, error) {
 			var p horizon.Problems
