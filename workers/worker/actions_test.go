@@ -6,12 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
 	"horizon/shared/horizon"
+	"horizon/shared/testkit"
 )
 
 // rotateKeyScript is the sandbox-vm example's action script.
@@ -211,5 +215,55 @@ func TestCancelAHungAction(t *testing.T) {
 	got := e.API.Do("GET", "/v1/stacks/"+stack+"/runs/"+runID, apitest.Req{Token: e.Member}).Map()
 	if got["run"].(map[string]any)["state"] != "canceled" {
 		t.Fatalf("the hung action's run: %v", got["run"])
+	}
+}
+
+// TestWorkerKilledDuringAScriptAction: the worker process running a script action is killed
+// (SIGKILL) while the script runs; the machine hangs the script up with the connection, another
+// worker takes the step over in a new attempt, the script runs to its end there, and the run
+// succeeds with its outputs — the stack is deployed again, not stuck busy.
+func TestWorkerKilledDuringAScriptAction(t *testing.T) {
+	t.Parallel()
+	hangsOnce := strings.Replace(labtest.ExampleFile(t, rotateKeyScript), "set -euo pipefail\n",
+		"set -euo pipefail\nif [ ! -e hung-once ]; then touch hung-once; echo hanging; sleep 600; fi\n", 1)
+	e := newEngine(t, engineOpts{override: map[string]string{rotateKeyScript: hangsOnce}})
+	stack := e.deployed("killsh", 1)
+	e.worker.Shutdown()
+	proc := e.workerProcess(t)
+
+	r := e.API.Do("POST", "/v1/stacks/"+stack+"/actions/rotate-api-key", apitest.Req{Token: e.Member})
+	if r.Status != 202 {
+		t.Fatalf("run the action: %d %s", r.Status, r.Body)
+	}
+	run := r.Map()["id"].(string)
+	testkit.Eventually(t, 2*time.Minute, "the script did not start in the worker process", func() bool {
+		return strings.Contains(e.logText(stack), "hanging")
+	})
+	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+
+	e.startWorker(engineOpts{})
+	testkit.Eventually(t, 3*time.Minute, "the killed action was not taken over", func() bool {
+		if err := e.worker.Reconcile.Pass(context.Background()); err != nil {
+			t.Logf("reconcile: %v", err)
+		}
+		return e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map()["state"] == "deployed"
+	})
+	if s := e.runState(stack, run); s != "succeeded" {
+		t.Fatalf("the action's run after the takeover: %s\nlog:\n%s", s, e.logText(stack))
+	}
+	var attempt int
+	if err := e.API.DB.QueryRow(t.Context(), `SELECT attempt FROM steps WHERE run_id = $1`, uuid.MustParse(run)).Scan(&attempt); err != nil || attempt < 2 {
+		t.Fatalf("the action's step attempt is %d (%v), want a new attempt after the kill", attempt, err)
+	}
+	history := e.API.Do("GET", "/v1/stacks/"+stack+"/runs?kind=action", apitest.Req{Token: e.Member}).Map()["items"].([]any)
+	if done := history[0].(map[string]any)["action"].(map[string]any); len(history) != 1 || done["outputs"].(map[string]any)["rotated_at"] == nil {
+		t.Fatalf("the action's outputs after the takeover: %v", history)
+	}
+	key, err := os.ReadFile(filepath.Join(e.appVMDir(stack, 0), "app", "api_key"))
+	if err != nil || len(key) != 2*16 {
+		t.Fatalf("the key the taken-over script wrote: %q, %v", key, err)
 	}
 }
