@@ -273,7 +273,13 @@ try {
   log(`the deploy run's log alone: ${deployLines} lines`);
   // A line's link opens its run's log scrolled to it, also when loaded afresh (the token is
   // kept per tab, so the same tab loads it).
-  await page.locator(".log-lines .line .ln").nth(3).click();
+  // The rows may still move under the pointer (the view scrolls to the end as the run's lines
+  // arrive), so a click can land beside the link: click until the link is followed.
+  for (let i = 0; !(await page.evaluate(() => location.hash.includes("line="))); i++) {
+    check(i < 10, "a line number's link is followed when clicked");
+    await page.locator(".log-lines .line .ln").nth(3).click();
+    await page.waitForFunction(() => location.hash.includes("line="), null, { timeout: 2_000 }).catch(() => {});
+  }
   await page.locator(".log-lines .line.linked").waitFor();
   // Read after the click: the virtualised rows may have moved between a read and a click.
   const lineNo = await page.locator(".log-lines .line.linked .ln").textContent();
