@@ -92,3 +92,11 @@ func AdminDelete(d Deps, remove func(ctx context.Context, tx pgx.Tx, id uuid.UUI
 		return c.SendStatus(fiber.StatusNoContent)
 	}
 }
+
+// SetGiven sets *dst to *v when a PATCH gave the field (v not nil), and reports whether it did.
+func SetGiven[T any](dst *T, v *T) bool {
+	if v != nil {
+		*dst = *v
+	}
+	return v != nil
+}

@@ -54,11 +54,11 @@ func Update(d api.Deps) fiber.Handler {
 			return err
 		}
 		var which sides
-		which.cgi = slices.Contains([]bool{apply(&r.URL, req.URL), apply(&r.Username, req.Username), apply(&r.Password, req.Password)}, true)
-		which.ssh = slices.Contains([]bool{apply(&r.SSHAddress, req.SSHAddress), apply(&r.SSHUser, req.SSHUser),
-			apply(&r.SSHPrivateKey, req.SSHPrivateKey), apply(&r.SSHHostKeyFingerprint, req.SSHHostKeyFingerprint),
-			apply(&r.ConfigDir, req.ConfigDir), apply(&r.VerifyCommand, req.VerifyCommand), apply(&r.ReloadCommand, req.ReloadCommand)}, true)
-		apply(&r.Name, req.Name)
+		which.cgi = slices.Contains([]bool{api.SetGiven(&r.URL, req.URL), api.SetGiven(&r.Username, req.Username), api.SetGiven(&r.Password, req.Password)}, true)
+		which.ssh = slices.Contains([]bool{api.SetGiven(&r.SSHAddress, req.SSHAddress), api.SetGiven(&r.SSHUser, req.SSHUser),
+			api.SetGiven(&r.SSHPrivateKey, req.SSHPrivateKey), api.SetGiven(&r.SSHHostKeyFingerprint, req.SSHHostKeyFingerprint),
+			api.SetGiven(&r.ConfigDir, req.ConfigDir), api.SetGiven(&r.VerifyCommand, req.VerifyCommand), api.SetGiven(&r.ReloadCommand, req.ReloadCommand)}, true)
+		api.SetGiven(&r.Name, req.Name)
 		srv, err := connect(ctx, d.Box, r, which)
 		if err != nil {
 			return err
@@ -83,14 +83,6 @@ func Update(d api.Deps) fiber.Handler {
 		c.Set(fiber.HeaderETag, api.ETag(n.Version))
 		return c.JSON(toNagiosServer(n))
 	}
-}
-
-// apply sets *dst to *v when v is given, reporting whether it was.
-func apply[T any](dst *T, v *T) bool {
-	if v != nil {
-		*dst = *v
-	}
-	return v != nil
 }
 
 // stored returns a stored server's settings as a registration request, its secrets opened (the

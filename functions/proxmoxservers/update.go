@@ -48,22 +48,16 @@ func Update(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		apply(&s.Name, req.Name)
-		apply(&s.APIURL, req.APIURL)
-		apply(&s.TokenID, req.TokenID)
-		apply(&s.TokenSecret, req.TokenSecret)
-		apply(&s.TLSFingerprint, req.TLSFingerprint)
-		apply(&s.CACert, req.CACert)
-		apply(&s.SSHUser, req.SSHUser)
-		apply(&s.SSHPrivateKey, req.SSHPrivateKey)
+		api.SetGiven(&s.Name, req.Name)
+		api.SetGiven(&s.APIURL, req.APIURL)
+		api.SetGiven(&s.TokenID, req.TokenID)
+		api.SetGiven(&s.TokenSecret, req.TokenSecret)
+		api.SetGiven(&s.TLSFingerprint, req.TLSFingerprint)
+		api.SetGiven(&s.CACert, req.CACert)
+		api.SetGiven(&s.SSHUser, req.SSHUser)
+		api.SetGiven(&s.SSHPrivateKey, req.SSHPrivateKey)
 		s.Nodes = req.Nodes
 		return save(c, d, cur, s, ifVersion, "proxmox_server.update")
-	}
-}
-
-func apply[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
 	}
 }
 
