@@ -417,3 +417,42 @@ func TestAPanicOutsideTheWorkFailsTheStep(t *testing.T) {
 		t.Fatalf("ran %d times; step %s (error %v); want failed with an internal error", k.ran.Load(), s.State, s.Error)
 	}
 }
+
+// TestAStepCanceledWhileItWaitsForItsNodeStopsWaiting: a step waiting in the gate's Acquire
+// when its run is canceled (run:advance cancels it and takes it out of the node's line) stops
+// waiting at once, without building and without being handed back to Asynq; before, its next
+// ask put it back in line, ahead of every build that came later.
+func TestAStepCanceledWhileItWaitsForItsNodeStopsWaiting(t *testing.T) {
+	e, _ := gatedEnv(t)
+	e.lifecycle.GateWait = time.Minute
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	node, owner := queue.GateNode(*e.step.ServerID, *e.step.Node), queue.StepTaskID(e.step.ID, e.step.Attempt)
+	started := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- e.process(t, k, e.step.Attempt) }()
+	testkit.Eventually(t, 5*time.Second, "the step waits for its node", func() bool {
+		st, err := e.lifecycle.Gate.Status(t.Context(), node)
+		return err == nil && len(st.Waiters) == 1 && st.Waiters[0].Owner == owner && st.Waiters[0].Seen.After(started)
+	})
+	// What run:advance does for a canceled run's queued step.
+	if err := store.StepSetState(t.Context(), e.db, e.step.ID, horizon.StepCanceled); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.lifecycle.Gate.Leave(t.Context(), node, owner); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the canceled step's attempt was handed back to Asynq: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the canceled step still waits for its node")
+	}
+	if st, err := e.lifecycle.Gate.Status(t.Context(), node); err != nil || len(st.Waiters) != 0 {
+		t.Fatalf("line %+v (%v), want the canceled step out of it", st.Waiters, err)
+	}
+	if k.ran.Load() != 0 || e.stepNow(t).State != horizon.StepCanceled {
+		t.Fatalf("ran %d times, step %s; want not run, canceled", k.ran.Load(), e.stepNow(t).State)
+	}
+}
