@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"horizon/deploy/web"
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
 	"horizon/workers/worker/workertest"
@@ -137,15 +137,14 @@ func newConsole(t testing.TB, web string) *console {
 	return &console{web: web, url: "http://" + ln.Addr().String(), ln: ln}
 }
 
-// serve serves dist/ and a config.json naming the API until the test ends.
+// serve serves dist/ and a config.json naming the API until the test ends, with the
+// production headers (web.Handler), so every journey runs under the console's strict CSP.
 func (c *console) serve(t testing.TB, api string) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"apiBaseUrl": %q}`, api)
-	})
-	mux.Handle("GET /", http.FileServer(http.Dir(filepath.Join(c.web, "dist"))))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	h, err := web.Handler(filepath.Join(c.web, "dist"), api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(c.ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 }

@@ -48,6 +48,7 @@ func New(d api.Deps, o Options) *fiber.App {
 		StrictRouting:         true,
 	})
 	metrics := middleware.NewMetrics(o.Registry)
+	app.Use(middleware.NoSniff())
 	app.Use(middleware.RequestID())
 	app.Use(middleware.Observe(d.Log, metrics))
 	app.Use(recover.New())
