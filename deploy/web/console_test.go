@@ -17,7 +17,7 @@ import (
 	"horizon/workers/worker/workertest"
 )
 
-// chromium is Debian's Chromium; .ci/run installs it when it is missing.
+// chromium is Debian's Chromium; `go tool task deps` installs it when it is missing.
 const chromium = "/usr/bin/chromium"
 
 // TestConsole type-checks the console, runs its unit tests, builds it, then drives the build in
@@ -29,11 +29,11 @@ func TestConsole(t *testing.T) {
 	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: the console needs Node 20+ (.ci/run installs what CI lacks)", tool)
+			t.Fatalf("%s is not installed: the console needs Node 20+ (`go tool task deps` installs it)", tool)
 		}
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("%s is missing: apt-get install -y chromium (.ci/run does it)", chromium)
+		t.Fatalf("%s is missing: run `go tool task deps`", chromium)
 	}
 	// A fresh clone installs; a developer's up-to-date node_modules is kept.
 	lock, err := os.Stat(filepath.Join(web, "package-lock.json"))
