@@ -111,7 +111,7 @@ func run() error {
 
 	var sandbox sandboxState
 	var nodeKey string
-	err = p.step("building and starting the Proxmox VE sandbox (go build ./deploy/sandbox)",
+	err = p.step("building and starting the Proxmox VE sandbox: go build ./deploy/sandbox",
 		"first time on a cold machine 1-4 min: Go downloads and compiles its modules; then seconds", func() (err error) {
 			sandbox, nodeKey, err = startSandbox(ctx, root, data, vmSSHPort, &procs)
 			return err
@@ -121,7 +121,7 @@ func run() error {
 	}
 	bin := filepath.Join(data, "bin")
 	for _, cmd := range []struct{ pkg, what string }{{"functions", "the API"}, {"workers", "the workers"}} {
-		err := p.step("building "+cmd.what+" (go build ./"+cmd.pkg+")",
+		err := p.step("building "+cmd.what+": go build ./"+cmd.pkg,
 			"first time on a cold machine 2-6 min: more modules to download and compile; then seconds", func() error {
 				return build(ctx, root, cmd.pkg, filepath.Join(bin, cmd.pkg))
 			})
@@ -143,7 +143,7 @@ func run() error {
 		return err
 	}
 	var dist string
-	consoleErr := p.step("building the web console (npm ci when node_modules is stale, then tsc and vite build in deploy/web)",
+	consoleErr := p.step("building the web console in deploy/web: npm ci when node_modules is stale, then tsc and vite build",
 		"first time 1-3 min: npm downloads about 110 packages; then 20-60 s", func() (err error) {
 			dist, err = buildConsole(ctx, root)
 			return err
@@ -200,13 +200,13 @@ Horizon is running.
   Template:     "sandbox-vm" (deploy/examples/sandbox-vm, published to .data/examples/sandbox-vm)
   Team:         the admin belongs to %q: create stacks there
   SSH key:      "demo", registered for the admin: its private half is %s
-                (ssh -i %s root@<machine's address> logs in to a deployed machine)
+                (ssh -i %s -p %s root@<machine's address> logs in to a deployed machine)
   ISOs:         none; an admin registers an ISO template (POST /v1/iso-templates, see
                 deploy/README.md "ISO builds"), then builds it from the console's ISOs page
   Try:          curl -H "Authorization: Bearer $(cat .data/admin.token)" %s/v1/me
 Ctrl-C stops everything started here; state is kept in .data/.
 
-`, console, url, url, sandbox.Clusters[0].URL, team, demoKey, demoKey, url)
+`, console, url, url, sandbox.Clusters[0].URL, team, demoKey, demoKey, vmSSHPort, url)
 	select {
 	case <-ctx.Done():
 		return nil
