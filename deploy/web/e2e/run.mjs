@@ -92,6 +92,19 @@ try {
   check((await db.getByLabel("SSH key *").inputValue()) !== "", "the single SSH key is preselected");
   check((await db.getByLabel("Proxmox server *").inputValue()) !== "", "the single server is preselected");
   check((await app.locator(".exec").count()) === 1, "a multiple job starts with one execution");
+  // Deploy on the empty form (#29): every required field is flagged at once, in words, and
+  // the summary takes the focus.
+  await page.getByRole("button", { name: "Deploy" }).click();
+  const summary = page.getByTestId("error-summary");
+  await summary.waitFor();
+  check(await summary.evaluate((el) => el === document.activeElement), "the error summary has the focus");
+  const said = await summary.textContent();
+  for (const w of ["Name", "db #1 · Address", "db #1 · Node", "app #1 · Address", "app #1 · Node"]) check(said.includes(w), `the summary names ${w}: ${said}`);
+  check(!said.includes("jobs.") && !said.includes("_id"), `no API path in the summary: ${said}`);
+  check((await db.getByLabel("Address *").getAttribute("aria-invalid")) === "true", "db's address is flagged on its field");
+  check((await app.getByLabel("Node *").getAttribute("aria-invalid")) === "true", "app's node is flagged on its field");
+  check(/Proxmox tag/.test(await page.locator("#f-labels-hint").textContent()), "the labels' hint gives their format");
+  await screen(page, "create-deploy-empty");
   await page.getByLabel("Name *").fill("web-e2e");
   await page.getByLabel("Labels").fill("e2e, web");
   // Save with what is missing: the server's problems appear on their fields.

@@ -49,6 +49,11 @@ export function StateBadge({ state }: { state: string }) {
   return <span className={`state state-${state}`}>{state}</span>;
 }
 
+/** plural is a count and its noun: "1 thing", "3 things" (never "thing(s)"). */
+export function plural(n: number, noun: string, nouns = noun + "s"): string {
+  return `${n} ${n === 1 ? noun : nouns}`;
+}
+
 export function when(iso: string | null | undefined): string {
   if (!iso) return "";
   const d = new Date(iso);
