@@ -99,7 +99,7 @@ try {
   await summary.waitFor();
   check(await summary.evaluate((el) => el === document.activeElement), "the error summary has the focus");
   const said = await summary.textContent();
-  for (const w of ["Name", "db #1 · Address", "db #1 · Node", "app #1 · Address", "app #1 · Node"]) check(said.includes(w), `the summary names ${w}: ${said}`);
+  for (const w of ["Name", "db #0 · Address", "db #0 · Node", "app #0 · Address", "app #0 · Node"]) check(said.includes(w), `the summary names ${w}: ${said}`);
   check(!said.includes("jobs.") && !said.includes("_id"), `no API path in the summary: ${said}`);
   check((await db.getByLabel("Address *").getAttribute("aria-invalid")) === "true", "db's address is flagged on its field");
   check((await app.getByLabel("Node *").getAttribute("aria-invalid")) === "true", "app's node is flagged on its field");
@@ -193,7 +193,7 @@ try {
   log(`downloaded the log: ${text.split("\n").length} lines`);
 
   // Copy a secret: the clipboard holds it, the page never shows it.
-  const row = page.locator('tr[data-output="app#1.api_key"]');
+  const row = page.locator('tr[data-output="app#0.api_key"]');
   await row.getByRole("button", { name: "Copy api_key" }).click();
   await row.getByText("Copied").waitFor();
   const clip = await page.evaluate(() => navigator.clipboard.readText());
@@ -227,15 +227,15 @@ try {
   vpage.on("framenavigated", (f) => { if (f === vpage.mainFrame()) viewerNavs++; });
 
   // Run one card again: a run of that execution only.
-  await page.getByRole("button", { name: "Run again: app #2" }).click();
+  await page.getByRole("button", { name: "Run again: app #1" }).click();
   await page.getByText(/run run_again/).waitFor({ timeout: 30_000 });
   await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
-  await page.waitForFunction(() => document.querySelector('.card[data-card="app #2"]')?.getAttribute("data-state") === "succeeded");
-  log("ran app #2 again");
+  await page.waitForFunction(() => document.querySelector('.card[data-card="app #1"]')?.getAttribute("data-state") === "succeeded");
+  log("ran app #1 again");
 
   // Cancel a hung run, then retry the failed jobs.
   writeFileSync(HANG, "hang");
-  await page.getByRole("button", { name: "Run again: app #2" }).click();
+  await page.getByRole("button", { name: "Run again: app #1" }).click();
   await page.getByText("waiting for the license server").first().waitFor({ timeout: 60_000 });
   await page.getByRole("button", { name: "Cancel run" }).click();
   await screen(page, "detail-cancel-confirm");
@@ -370,11 +370,11 @@ try {
   check((await runs()) === runsBefore, "a plain edit starts no run");
   log("plain edit saved without a run, after a 412 that named the change");
 
-  // Raise app #2's memory: the plan re-applies that machine alone and says why.
+  // Raise app #1's memory: the plan re-applies that machine alone and says why.
   await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).selectOption("1024");
-  const planned = page.locator('[data-plan-entry="app #2"]');
+  const planned = page.locator('[data-plan-entry="app #1"]');
   await planned.getByText("memory_mb: 512 → 1024").waitFor();
-  check((await planned.getAttribute("data-action")) === "reapply", "app #2 is re-applied");
+  check((await planned.getAttribute("data-action")) === "reapply", "app #1 is re-applied");
   check((await page.locator("[data-plan-entry]").count()) === 1, "nothing else is touched");
   check((await page.locator('[data-count="reapply"]').textContent()) === "1 to re-apply", "counted");
   await screen(page, "edit-plan");
@@ -396,15 +396,19 @@ try {
   await page.getByRole("link", { name: "Back to the stack" }).click();
   await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 30_000 });
   const reapplied = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
-  check(reapplied.join(",") === "app #1=skipped,app #2=succeeded,db #1=skipped", `only app #2 ran: ${reapplied}`);
-  log("save and re-apply ran app #2 only:", reapplied.join(","));
+  check(reapplied.join(",") === "app #0=skipped,app #1=succeeded,db #0=skipped", `only app #1 ran: ${reapplied}`);
+  log("save and re-apply ran app #1 only:", reapplied.join(","));
 
-  // Replace app #1 by adding first: the plan says so, the old one's cleanup runs before it is
+  // Replace app #0 by adding first: the plan says so, the old one's cleanup runs before it is
   // destroyed (in the log), and the name is typed because a machine goes.
   await page.getByRole("link", { name: "Edit", exact: true }).click();
   await page.getByText("No machine is touched").waitFor();
-  await app.getByRole("button", { name: "Remove app #1" }).click();
+  await app.getByRole("button", { name: "Remove app #0" }).click();
   await app.getByRole("button", { name: "Add machine to app" }).click();
+  // A machine keeps its number (#29): the survivor is still app #1, the new one is app #2,
+  // the number the API gives it.
+  const heads = await app.locator(".exec h4").allTextContents();
+  check(heads.join(",") === "app #1,app #2", `the form keeps the survivor's number: ${heads}`);
   const added = app.locator(".exec").nth(1);
   const free = await added.getByLabel("Address *").locator("option", { hasText: "vm-15" }).getAttribute("value");
   await added.getByLabel("Address *").selectOption(free);
@@ -412,7 +416,7 @@ try {
   const addedPool = added.getByLabel(/^Resource pool/);
   if (await addedPool.count()) await addedPool.selectOption("dev");
   await page.getByText("app: replaced by adding the new machine first, then removing the old one.").waitFor();
-  await page.locator('[data-plan-entry="app #1"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
+  await page.locator('[data-plan-entry="app #0"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
   check((await page.locator('[data-action="create"]').count()) === 1, "one machine is added");
   const replace = page.getByRole("button", { name: "Save and re-apply" });
   check(await replace.isDisabled(), "a save that destroys a machine waits for the name");
@@ -421,13 +425,13 @@ try {
   await replace.click();
   await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
   // This run's pipeline has a card for the new machine; wait for it, and for the run to end.
-  await page.waitForFunction(() => [...document.querySelectorAll(".card")].some((c) => !["app #1", "app #2", "db #1"].includes(c.getAttribute("data-card"))), null, { timeout: 30_000 });
+  await page.locator('.card[data-card="app #2"]').waitFor({ timeout: 30_000 });
   await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
   const replaced = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
-  check(replaced.filter((c) => c.endsWith("=succeeded")).length === 2 && replaced.includes("db #1=skipped") && replaced.includes("app #2=skipped"), `the new app was built and app #1 destroyed, nothing else: ${replaced}`);
+  check(replaced.join(",") === "app #0=succeeded,app #1=skipped,app #2=succeeded,db #0=skipped", `the new app #2 was built and app #0 destroyed, nothing else: ${replaced}`);
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("deregistering");
   await page.getByText(/^\d+ found/).waitFor();
-  log("replaced app #1 by adding first; its cleanup ran:", replaced.join(","));
+  log("replaced app #0 by adding first; its cleanup ran:", replaced.join(","));
 
   // Actions (#17): terraform instances made and undone, a script on a chosen machine.
   await actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, MEMBER, apiAs, screen, check, log });
@@ -441,7 +445,7 @@ try {
   await db.waitFor();
   check((await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "", "answers copied, addresses left empty");
   // The draft opens with a notice of what the copy left out (the duplicate's not_copied).
-  await page.getByTestId("duplicate-notice").getByText(/^db #1 · address: /).waitFor();
+  await page.getByTestId("duplicate-notice").getByText(/^db #0 · address: /).waitFor();
   await screen(page, "duplicate-draft");
   await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
   await page.locator(".card").first().waitFor();
@@ -449,7 +453,7 @@ try {
 
   // Startup: the stack's three machines, with their host and the state Proxmox reports.
   await page.getByRole("link", { name: "Startup" }).click();
-  await page.locator('tr[data-machine="web-e2e app #2"]').waitFor();
+  await page.locator('tr[data-machine="web-e2e app #1"]').waitFor();
   const machines = await page.locator('tr[data-machine^="web-e2e "]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
   check(machines.length === 3 && machines.every((m) => /^pve\d$/.test(m[4]) && /^\d+$/.test(m[5]) && m[6] !== ""), `three machines with host, VM and state: ${JSON.stringify(machines)}`);
   await screen(page, "startup");
@@ -509,7 +513,7 @@ try {
   await a2.goto(`${CONSOLE}/#/stacks/${stackId}/edit`);
   await a2.getByLabel("Version *").selectOption("2");
   await a2.getByRole("region", { name: "Template changes" }).locator('[data-change="job app"]').waitFor();
-  await a2.locator('[data-plan-entry="app #2"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
+  await a2.locator('[data-plan-entry="app #1"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
   check((await a2.locator('[data-action="destroy"]').count()) === 2, "both apps are destroyed");
   const upgrade = a2.getByRole("button", { name: "Upgrade to v2" });
   check(await upgrade.isDisabled(), "the upgrade waits for the name");

@@ -24,6 +24,7 @@ import {
   preselectOnServer,
   removeExecution,
 } from "./model";
+import { machineLabel } from "../numbering";
 
 interface Props {
   form: TemplateForm;
@@ -69,11 +70,11 @@ function JobBlock({ job, values, onChange, options, errors }: Omit<Props, "form"
           {(job.executions.multiple || execs.length > 1) && (
             <div className="exec-head">
               <h4>
-                {job.name} #{execNumber(values, job.name, i)}
+                {machineLabel(job.name, execNumber(values, job.name, i))}
               </h4>
               {canRemove(job, execs.length) && (
                 <button type="button" className="link" onClick={() => onChange(removeExecution(values, job, i))}>
-                  Remove {job.name} #{execNumber(values, job.name, i)}
+                  Remove {machineLabel(job.name, execNumber(values, job.name, i))}
                 </button>
               )}
             </div>

@@ -233,9 +233,9 @@ describe("deploy on an incomplete form (#29 item 10)", () => {
 describe("field labels in words (#29 item 10)", () => {
   it("names a field by its label, never by its API path", () => {
     const v = initialValues(form, opts);
-    expect(fieldLabel("jobs.app.executions[0].address_id", form, v)).toBe("app #1 · Address");
-    expect(fieldLabel("jobs.db.executions[0].ssh_key_id", form, v)).toBe("db #1 · SSH key");
-    expect(fieldLabel("jobs.app.executions[1].parameters.motd", form, v)).toBe("app #2 · motd");
+    expect(fieldLabel("jobs.app.executions[0].address_id", form, v)).toBe("app #0 · Address");
+    expect(fieldLabel("jobs.db.executions[0].ssh_key_id", form, v)).toBe("db #0 · SSH key");
+    expect(fieldLabel("jobs.app.executions[1].parameters.motd", form, v)).toBe("app #1 · motd");
     expect(fieldLabel("labels[1]", form, v, ["ok", "Web!"])).toBe('Label "Web!"');
     expect(fieldLabel("labels[4]", form, v, [])).toBe("Label 5");
     expect(fieldLabel("environment_id", form, v)).toBe("Environment");
@@ -295,16 +295,16 @@ describe("a machine keeps its number (#29 item 8)", () => {
       },
     }) as unknown as Stack;
 
-  it("after removing #2 of a built stack the survivor stays #3, and an added one gets the API's next number", () => {
+  it("after removing #1 of a built stack the survivor stays #2, and an added one gets the API's next index", () => {
     let v = fromStack(stack("deployed"), form, opts);
-    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([2, 3]);
+    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([1, 2]);
     v = removeExecution({ ...v, jobs: { ...v.jobs, app: [...v.jobs.app, newExecution(app, opts)] } }, app, 0);
-    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([3, 4]);
-    expect(fieldLabel("jobs.app.executions[0].node", form, v)).toBe("app #3 · Node");
+    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([2, 3]);
+    expect(fieldLabel("jobs.app.executions[0].node", form, v)).toBe("app #2 · Node");
   });
 
   it("numbers a draft's executions by their place, as the API does when it saves", () => {
     const v = fromStack(stack("draft"), form, opts);
-    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([1, 2]);
+    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([0, 1]);
   });
 });

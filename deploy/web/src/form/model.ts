@@ -3,6 +3,7 @@
 // removing executions within a job's bounds, the request body the values make, and where the
 // server's problems land. The server stays the validator: nothing here checks more than types
 // and bounds.
+import { machineLabel } from "../numbering";
 import type { ExecutionRequest, FormJob, FormParameter, Stack, TemplateForm } from "../api/client";
 
 export type Scalar = string | number | boolean;
@@ -11,8 +12,8 @@ export interface ExecValues {
   id?: string;
   /**
    * index is a built stack's execution's index, kept for the machine's life: the machine is
-   * "#index+1" everywhere (form, plan, pipeline, log, outputs, its VM name). Unset for a new
-   * execution, and in a draft, whose executions are numbered by their place in the list.
+   * "#index" everywhere (../numbering). Unset for a new execution, and in a draft, whose
+   * executions are numbered by their place in the list.
    */
   index?: number;
   parameters: Record<string, Scalar | "">;
@@ -224,18 +225,19 @@ export function fromStack(stack: Stack, form: TemplateForm, opts: Options): Form
 }
 
 /**
- * execNumber is the number the i-th execution of a job in the form is called by ("app #2"): a
- * built machine keeps its own (its index + 1) whatever is removed before it, and a new one gets
- * the number the API will give it; in a draft, its place in the list.
+ * execNumber is the number the i-th execution of a job in the form is called by (../numbering):
+ * a built machine keeps its index whatever is removed before it, and a new one gets the index
+ * the API will give it; in a draft, whose executions the API numbers by their place in the
+ * list at each save, its place.
  */
 export function execNumber(v: Pick<FormValues, "jobs" | "nextIndex">, job: string, i: number): number {
   const list = v.jobs[job] ?? [];
   const e = list[i];
-  if (e?.index !== undefined) return e.index + 1;
-  if (!v.nextIndex) return i + 1;
+  if (e?.index !== undefined) return e.index;
+  if (!v.nextIndex) return i;
   let n = v.nextIndex[job] ?? 0;
   for (let j = 0; j < i; j++) if (list[j].index === undefined) n++;
-  return n + 1;
+  return n;
 }
 
 function convert(p: FormParameter, raw: Scalar | ""): Scalar | undefined {
@@ -419,7 +421,7 @@ export function fieldLabel(path: string, form: TemplateForm | undefined, v: Pick
   const exec = /^jobs\.([^.[]+)\.executions\[(\d+)\](?:\.(.+))?$/.exec(f);
   if (exec) {
     const [, job, i, rest] = exec;
-    const machine = `${job} #${v ? execNumber(v, job, Number(i)) : Number(i) + 1}`;
+    const machine = machineLabel(job, v ? execNumber(v, job, Number(i)) : Number(i));
     if (!rest) return machine;
     const param = /^parameters\.(.+)$/.exec(rest);
     if (param) {

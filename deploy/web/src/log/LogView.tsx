@@ -247,7 +247,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
             {source.executionLabel}
             <select value={execution} onChange={(e) => setExecution(e.target.value)}>
               <option value="">all</option>
-              {Array.from({ length: execCount }, (_, i) => <option key={i} value={i}>#{i + 1}</option>)}
+              {Array.from({ length: execCount }, (_, i) => <option key={i} value={i}>#{i}</option>)}
             </select>
           </label>
         )}
@@ -293,7 +293,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
                 <a className="ln" href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
                   {index + 1}
                 </a>
-                {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution + 1}` : ""}</span>}
+                {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution}` : ""}</span>}
                 <span className="lt">{l.text}</span>
               </div>
             );

@@ -17,6 +17,7 @@ import { ProblemBox, Secret, StateBadge, StateChanges, when } from "./common";
 import { busyReason, manifestSummary, removeSteps, typedNameMatches, type Manifest } from "../plan/plan";
 import { nameOf, useEnvironments, useTemplates } from "./lookups";
 import { ActionsSection } from "../actions/ActionsView";
+import { machineLabel } from "../numbering";
 
 export function StackDetail({ id }: { id: string }) {
   const qc = useQueryClient();
@@ -284,9 +285,9 @@ function OutputsView({ id }: { id: string }) {
             <tbody>
               {execs.flatMap((e) =>
                 Object.entries(e.outputs as Record<string, unknown>).map(([name, val]) => (
-                  <tr key={`${e.execution}/${name}`} data-output={`${job}#${e.execution + 1}.${name}`}>
+                  <tr key={`${e.execution}/${name}`} data-output={`${job}#${e.execution}.${name}`}>
                     <th scope="row">
-                      {job} #{e.execution + 1} · {name}
+                      {machineLabel(job, e.execution)} · {name}
                     </th>
                     <td>
                       {val && typeof val === "object" && (val as { secret?: boolean }).secret ? (
@@ -354,7 +355,7 @@ function ManifestView({ m }: { m: Manifest }) {
           {m.vms.length === 0 && <tr><td colSpan={5} className="muted">none</td></tr>}
           {m.vms.map((v) => (
             <tr key={`${v.proxmox_server_id}/${v.vm_id}`} data-vm={v.vm_id}>
-              <td>{v.vm_id}</td><td>{v.name}</td><td>{v.node}</td><td>{v.pool}</td><td>{v.job} #{v.execution + 1}</td>
+              <td>{v.vm_id}</td><td>{v.name}</td><td>{v.node}</td><td>{v.pool}</td><td>{machineLabel(v.job, v.execution)}</td>
             </tr>
           ))}
         </tbody>

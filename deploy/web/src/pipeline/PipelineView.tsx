@@ -1,6 +1,7 @@
 import { useState } from "react";
 import type { Card, Pipeline } from "../api/client";
 import { duration, layout, waitingText } from "./layout";
+import { machineLabel } from "../numbering";
 
 export function PipelineView({ pipeline, now, onRunAgain }: { pipeline: Pipeline; now: number; onRunAgain?: (c: Card) => void }) {
   const cols = layout(pipeline);
@@ -26,7 +27,7 @@ export function PipelineView({ pipeline, now, onRunAgain }: { pipeline: Pipeline
 
 function CardView({ c, now, onRunAgain }: { c: Card; now: number; onRunAgain?: (c: Card) => void }) {
   const d = duration(c.started_at, c.finished_at, now);
-  const name = `${c.job}${c.execution != null ? ` #${c.execution + 1}` : ""}`;
+  const name = machineLabel(c.job, c.execution);
   return (
     <article className={`card state-${c.state}`} data-card={name} data-state={c.state} aria-label={`${name}: ${c.state}`}>
       <header>
