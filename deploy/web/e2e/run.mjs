@@ -163,6 +163,7 @@ try {
   await page.getByRole("button", { name: "Deploy" }).click();
   await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
   await page.locator(".card").first().waitFor();
+  await page.getByRole("listitem", { name: "Phase 2: application" }).waitFor();
   check((await page.getByRole("listitem", { name: /^Phase \d/ }).count()) === 2, "a column per phase");
   // Pause while the deploy writes its log: new lines are counted, not shown.
   await page.locator(".log-lines .line").first().waitFor({ timeout: 60_000 });
@@ -398,6 +399,9 @@ try {
   const reapplied = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
   check(reapplied.join(",") === "app #0=skipped,app #1=succeeded,db #0=skipped", `only app #1 ran: ${reapplied}`);
   log("save and re-apply ran app #1 only:", reapplied.join(","));
+  // The re-apply's columns are numbered as the template's phases (#29), not by the run's slots.
+  const columns = async () => page.getByRole("list", { name: "Pipeline" }).getByRole("listitem").evaluateAll((cs) => cs.map((c) => c.getAttribute("aria-label")));
+  check((await columns()).join(" | ") === "Phase 1: database | Phase 2: application", `phases 1 and 2 of the template: ${await columns()}`);
 
   // Replace app #0 by adding first: the plan says so, the old one's cleanup runs before it is
   // destroyed (in the log), and the name is typed because a machine goes.
@@ -432,6 +436,7 @@ try {
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("deregistering");
   await page.getByText(/^\d+ found/).waitFor();
   log("replaced app #0 by adding first; its cleanup ran:", replaced.join(","));
+  check((await columns()).join(" | ") === "Phase 1: database | Phase 2: application | Phase 2: application (remove after replacing)", `replacing stays in phase 2: ${await columns()}`);
 
   // Actions (#17): terraform instances made and undone, a script on a chosen machine.
   await actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, MEMBER, apiAs, screen, check, log });

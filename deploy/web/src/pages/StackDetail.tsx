@@ -257,7 +257,7 @@ export function StackDetail({ id }: { id: string }) {
             )}
           </h2>
           {pipeline.data?.run.error && <p className="problem">{pipeline.data.run.error}</p>}
-          {pipeline.data ? <PipelineView pipeline={pipeline.data} now={now} onRunAgain={(c) => void runAgain(c)} /> : pipeline.isLoading ? <p>Loading…</p> : <ProblemBox error={pipeline.error} />}
+          {pipeline.data ? <PipelineView pipeline={pipeline.data} phases={phases} now={now} onRunAgain={(c) => void runAgain(c)} /> : pipeline.isLoading ? <p>Loading…</p> : <ProblemBox error={pipeline.error} />}
           <h2>Log</h2>
           {pipeline.isLoading ? <p>Loading…</p> : <LogView key={runParam || "latest"} source={stackLog(id)} runId={pipeline.data?.run.id} follow={!runParam} jobs={jobs} lineLink={query.get("line") ?? undefined} />}
           <h2>Outputs</h2>
