@@ -65,7 +65,7 @@ type Holder struct {
 	StepID  *uuid.UUID `json:"step"`
 }
 
-// GetPipeline returns the pipeline of the stack's latest run, or of ?run=.
+// GetPipeline returns the pipeline of the stack's latest run that is not an action, or of ?run=.
 func GetPipeline(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		runID, err := api.QueryID(c, "run")
@@ -108,7 +108,10 @@ func servePipeline(c *fiber.Ctx, d api.Deps, runID *uuid.UUID) error {
 			err = fmt.Errorf("run %s of stack %s: %w", *runID, s.ID, horizon.ErrNotFound)
 		}
 	} else {
-		run, err = store.RunLatest(ctx, d.DB, store.OfStack(s.ID))
+		// The stack's pipeline is its latest run that changes it: an action run since (a
+		// script on one machine, a terraform action's instance) is shown by its own ?run= and
+		// in the actions' history, and does not hide the jobs' cards and their Run again.
+		run, err = store.RunLatestChange(ctx, d.DB, s.ID)
 	}
 	if err != nil {
 		return err

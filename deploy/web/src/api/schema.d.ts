@@ -875,7 +875,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The latest run (or ?run=) as a pipeline: one column per phase, one card per execution. */
+        /** The latest run that is not an action (or ?run=, any run of the stack) as a pipeline: one column per phase, one card per execution. */
         get: operations["getPipeline"];
         put?: never;
         post?: never;

@@ -124,7 +124,7 @@ export function BuildIso() {
     <>
       <h1>Build an ISO</h1>
       <ResourceForm
-        title="Build an ISO"
+        title="The image to build"
         submitLabel="Build"
         fields={fields}
         onCancel={() => navigate("/isos")}
