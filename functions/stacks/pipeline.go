@@ -133,6 +133,15 @@ func pipeline(ctx context.Context, d api.Deps, s horizon.Stack, run horizon.Run,
 	if err != nil {
 		return Pipeline{}, err
 	}
+	// An older run's cards may be of machines removed since: nothing is offered on those.
+	execs, err := store.ExecutionsOfStack(ctx, d.DB, s.ID, false)
+	if err != nil {
+		return Pipeline{}, err
+	}
+	live := make(map[uuid.UUID]bool, len(execs))
+	for _, e := range execs {
+		live[e.ID] = true
+	}
 	out := Pipeline{Run: r, Columns: []Column{}}
 	inProgress := !run.State.Terminal()
 	for _, st := range steps {
@@ -142,6 +151,9 @@ func pipeline(ctx context.Context, d api.Deps, s horizon.Stack, run horizon.Run,
 		card := Card{StepID: st.ID, Job: st.Job, Execution: st.ExecutionIndex, Kind: string(st.Kind), State: string(st.State),
 			Attempt: st.Attempt, Node: st.Node, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, GateWaitMS: st.GateWaitMS,
 			Error: st.Error, Reason: st.Reason, AllowedActions: horizon.StepActions(s.State, inProgress, st, can)}
+		if st.ExecutionID != nil && !live[*st.ExecutionID] {
+			card.AllowedActions = []string{}
+		}
 		if st.StartedAt != nil {
 			end := time.Now()
 			if st.FinishedAt != nil {

@@ -1,6 +1,7 @@
 package stacks_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/uuid"
@@ -13,7 +14,8 @@ import (
 
 // TestPipelineIsTheStacksNotAnActions: the stack's pipeline is its latest run that changes it;
 // an action run started since does not replace it (the action shows in the actions' history
-// and by its own ?run=), and another team's run of the stack is not found.
+// and by its own ?run=); an older run offers nothing on a machine removed since; the runs name
+// who started them; another team's caller finds no pipeline.
 func TestPipelineIsTheStacksNotAnActions(t *testing.T) {
 	t.Parallel()
 	e := labtest.New(t, labtest.Options{})
@@ -47,6 +49,31 @@ func TestPipelineIsTheStacksNotAnActions(t *testing.T) {
 	chosen := e.API.Do("GET", "/v1/stacks/"+stack+"/pipeline?run="+actionRun, apitest.Req{Token: e.Viewer})
 	if chosen.Status != 200 || chosen.Map()["run"].(map[string]any)["kind"] != "action" {
 		t.Fatalf("the action's own pipeline: %d %s", chosen.Status, chosen.Body)
+	}
+	// The deploy's card of a machine removed since offers nothing; the db's still runs again.
+	e.API.FinishRun(uuid.MustParse(actionRun), horizon.RunSucceeded)
+	if _, err := e.API.DB.Exec(t.Context(), `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.API.DB.Exec(t.Context(), `UPDATE executions SET state = 'removed' WHERE stack_id = $1 AND job = 'app'`, stack); err != nil {
+		t.Fatal(err)
+	}
+	offered := map[string]any{}
+	for _, c := range e.API.Do("GET", "/v1/stacks/"+stack+"/pipeline?run="+deployRun, apitest.Req{Token: e.Member}).Map()["columns"].([]any) {
+		for _, card := range c.(map[string]any)["cards"].([]any) {
+			m := card.(map[string]any)
+			offered[m["job"].(string)] = m["allowed_actions"]
+		}
+	}
+	if fmt.Sprint(offered["db"]) != "[run_again]" || fmt.Sprint(offered["app"]) != "[]" {
+		t.Errorf("an old run's cards offer %v; want run_again on db alone, nothing on the removed app", offered)
+	}
+	// The runs name who started them, for a reader who may not list users.
+	me := e.API.Do("GET", "/v1/me", apitest.Req{Token: e.Member}).Map()["name"]
+	for _, r := range e.API.Do("GET", "/v1/stacks/"+stack+"/runs", apitest.Req{Token: e.Viewer}).Map()["items"].([]any) {
+		if got := r.(map[string]any)["actor_name"]; got != me {
+			t.Errorf("run %v is credited to %v, want %v", r.(map[string]any)["kind"], got, me)
+		}
 	}
 	other := e.API.NewTeam("strangers")
 	_, stranger := e.API.NewUser(auth.RoleMember, other)

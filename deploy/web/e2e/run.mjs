@@ -229,7 +229,8 @@ try {
 
   // Run one card again: a run of that execution only.
   await page.getByRole("button", { name: "Run again: app #1" }).click();
-  await page.getByText(/run run_again/).waitFor({ timeout: 30_000 });
+  await page.locator('h2 [data-run-kind="run_again"]').waitFor({ timeout: 30_000 });
+  check(!(await page.locator("h2", { hasText: "Pipeline" }).textContent()).includes("run_again"), "the run's kind is said in words");
   await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
   await page.waitForFunction(() => document.querySelector('.card[data-card="app #1"]')?.getAttribute("data-state") === "succeeded");
   log("ran app #1 again");
@@ -269,31 +270,49 @@ try {
   await vctx.close();
   await page.locator("summary", { hasText: "Retry" }).click();
   await screen(page, "detail-retry-menu");
+  // The menu closes on Escape and on a click outside it (#29).
+  const menuOpen = () => page.locator("details.menu").evaluate((d) => d.open);
+  await page.keyboard.press("Escape");
+  check(!(await menuOpen()), "Escape closes the Retry menu");
+  await page.locator("summary", { hasText: "Retry" }).click();
+  check(await menuOpen(), "the Retry menu opens again");
+  await page.locator("h1").click();
+  check(!(await menuOpen()), "a click outside closes the Retry menu");
+  await page.locator("summary", { hasText: "Retry" }).click();
   await page.getByRole("menuitem", { name: "Retry failed jobs" }).click();
-  await page.getByText(/run retry/).waitFor({ timeout: 30_000 });
+  await page.locator('h2 [data-run-kind="retry"]').waitFor({ timeout: 30_000 });
   await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
   log("retried the failed jobs: deployed again");
 
   // The history names who acted.
   const me = await apiAs(MEMBER, "GET", "/v1/me");
   await page.getByRole("table", { name: "State changes" }).getByRole("cell", { name: me.name, exact: true }).first().waitFor();
+  // A run's end is Horizon's doing, not the member's (#29); the runs say who, when each ended
+  // and how long it took.
+  await page.getByRole("table", { name: "State changes" }).getByRole("cell", { name: "Horizon", exact: true }).first().waitFor();
+  const firstRun = page.getByRole("table", { name: "Runs" }).locator("tbody tr").first();
+  await firstRun.locator("td").nth(4).filter({ hasText: /\S/ }).waitFor();
+  const retryRow = await firstRun.locator("td").allTextContents();
+  check(retryRow[0] === "retry" && retryRow[1] === me.name && retryRow[4] !== "" && /^\d+(s|m \d\ds)$/.test(retryRow[5]), `the retry's row: ${retryRow}`);
   // An older run's log is that run's alone, not followed into the later ones.
   const runList = (await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}/runs?limit=20`)).items;
   const deployRun = runList.find((r) => r.kind === "deploy");
   const deployLines = (await (await fetch(`${API}/v1/stacks/${stackId}/logs?run=${deployRun.id}`, { headers: { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" } })).text()).trim().split("\n").length;
   await page.getByRole("table", { name: "Runs" }).getByRole("link", { name: "deploy", exact: true }).click();
-  await page.getByText(/run deploy/).waitFor();
+  await page.locator('h2 [data-run-kind="deploy"]').waitFor();
+  // The chosen run is shown where its pipeline starts (#29), not at the bottom of the page.
+  await page.waitForFunction(() => {
+    const r = document.getElementById("pipeline")?.getBoundingClientRect();
+    return !!r && r.top >= -1 && r.top < innerHeight / 2;
+  });
   await page.waitForFunction((n) => document.querySelector(".log-tools [aria-live]")?.textContent?.startsWith(`${n} lines`), deployLines);
   log(`the deploy run's log alone: ${deployLines} lines`);
   // A line's link opens its run's log scrolled to it, also when loaded afresh (the token is
-  // kept per tab, so the same tab loads it).
-  // The rows may still move under the pointer (the view scrolls to the end as the run's lines
-  // arrive), so a click can land beside the link: click until the link is followed.
-  for (let i = 0; !(await page.evaluate(() => location.hash.includes("line="))); i++) {
-    check(i < 10, "a line number's link is followed when clicked");
-    await page.locator(".log-lines .line .ln").nth(3).click();
-    await page.waitForFunction(() => location.hash.includes("line="), null, { timeout: 2_000 }).catch(() => {});
-  }
+  // kept per tab, so the same tab loads it). The run's log is complete (counted above) and the
+  // view is paused, so no row moves between where the click aims and where it lands: one click.
+  await page.getByRole("toolbar", { name: "Log" }).getByRole("button", { name: "Pause" }).click();
+  await page.locator(".log-lines .line .ln").nth(3).click();
+  await page.waitForFunction(() => location.hash.includes("line="), null, { timeout: 5_000 });
   await page.locator(".log-lines .line.linked").waitFor();
   // Read after the click: the virtualised rows may have moved between a read and a click.
   const lineNo = await page.locator(".log-lines .line.linked .ln").textContent();
@@ -395,7 +414,7 @@ try {
   await page.getByText("No machine is touched").waitFor();
   check((await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).inputValue()) === "1024", "the edit is kept");
   await page.getByRole("link", { name: "Back to the stack" }).click();
-  await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 30_000 });
+  await page.locator("h2", { has: page.locator('[data-run-kind="reapply"]') }).locator(".state-succeeded").waitFor({ timeout: 30_000 });
   const reapplied = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
   check(reapplied.join(",") === "app #0=skipped,app #1=succeeded,db #0=skipped", `only app #1 ran: ${reapplied}`);
   log("save and re-apply ran app #1 only:", reapplied.join(","));
@@ -430,7 +449,7 @@ try {
   await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
   // This run's pipeline has a card for the new machine; wait for it, and for the run to end.
   await page.locator('.card[data-card="app #2"]').waitFor({ timeout: 30_000 });
-  await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  await page.locator("h2", { has: page.locator('[data-run-kind="reapply"]') }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
   const replaced = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
   check(replaced.join(",") === "app #0=succeeded,app #1=skipped,app #2=succeeded,db #0=skipped", `the new app #2 was built and app #0 destroyed, nothing else: ${replaced}`);
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("deregistering");
@@ -526,7 +545,7 @@ try {
   await screen(a2, "upgrade-plan");
   await upgrade.click();
   await a2.waitForURL(new RegExp(`#/stacks/${stackId}$`));
-  await a2.locator("h2", { hasText: "run upgrade" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  await a2.locator("h2", { has: a2.locator('[data-run-kind="upgrade"]') }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
   const upgraded = await apiAs(ADMIN, "GET", `/v1/stacks/${stackId}`);
   check(upgraded.template_version === 2 && (upgraded.jobs.app === undefined || upgraded.jobs.app.executions.every((e) => e.state === "removed")), `upgraded to v2 without apps: ${JSON.stringify(upgraded.jobs).slice(0, 300)}`);
   log("upgraded the stack to v2: the apps were destroyed");

@@ -2326,6 +2326,8 @@ export interface components {
             state: "queued" | "running" | "canceling" | "succeeded" | "failed" | "canceled";
             /** Format: uuid */
             actor_id: string | null;
+            /** @description The name of the user who started the run, in a stack's list of runs; absent elsewhere and when the run has no such user. */
+            actor_name?: string | null;
             error: string | null;
             allowed_actions: string[];
             /** Format: date-time */

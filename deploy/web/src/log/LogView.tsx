@@ -177,9 +177,14 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
     const el = scroller.current;
     if (el) el.scrollTop = top;
   };
-  // Follow the end unless paused.
+  // Follow the end unless paused, when lines arrive (or on resuming): not at every render, or a
+  // reader's own scroll (keys, scrollbar) would be undone at once and a row would move under
+  // the pointer between where a click aims and where it lands.
+  const followed = useRef(-1);
   useLayoutEffect(() => {
-    if (!paused && buf.length) scrollTo(buf.length * ROW);
+    if (paused || !buf.length || followed.current === buf.version) return;
+    followed.current = buf.version;
+    scrollTo(buf.length * ROW);
   });
 
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
@@ -190,6 +195,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   const pause = (on: boolean) => {
     setPaused(on);
     setPausedAt(buf.version);
+    if (!on) followed.current = -1;
   };
   const newLines = paused ? buf.version - pausedAt : 0;
   const jump = (i: number) => {
