@@ -448,7 +448,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         {mustType && planCurrent && (
           <div className="confirm block">
             <label htmlFor="f-typed">
-              This save destroys {plan.data!.destroy.length} machine(s). Type the stack's name, <strong>{stack!.name}</strong>, to confirm:
+              This save destroys {plural(plan.data!.destroy.length, "machine")}. Type the stack's name, <strong>{stack!.name}</strong>, to confirm:
             </label>{" "}
             <input id="f-typed" value={typed} autoComplete="off" onChange={(e) => setTyped(e.target.value)} />
           </div>

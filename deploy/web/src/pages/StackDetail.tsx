@@ -46,6 +46,7 @@ export function StackDetail({ id }: { id: string }) {
   });
   const templates = useTemplates();
   const envs = useEnvironments();
+  const history = useHistory(id);
   const me = useMe();
   const [actionErr, setActionErr] = useState<unknown>(null);
   const [confirm, setConfirm] = useState<"" | "cancel" | "remove" | "force">("");
@@ -251,7 +252,8 @@ export function StackDetail({ id }: { id: string }) {
         <dd>{when(s.updated_at)}{s.deployed_at && s.state !== "deploying" ? ` · first deployed ${when(s.deployed_at)}` : ""}</dd>
       </dl>
       {s.description && <p>{s.description}</p>}
-      {s.state === "removed" && me.data?.role === "admin" && <AbandonManifestLink id={id} />}
+      {/* Only a force-removal records a manifest: a plain removal is not asked for one (a 404). */}
+      {s.state === "removed" && me.data?.role === "admin" && forceRemoved(history.data?.items ?? []) && <AbandonManifestLink id={id} />}
       {s.problems.length > 0 && (
         <div className="problem" role="status">
           <strong>Before it can deploy:</strong>
@@ -326,8 +328,19 @@ function OutputsView({ id }: { id: string }) {
   );
 }
 
+/** useHistory is the stack's state history (the history section and the force-removal note share it). */
+function useHistory(id: string) {
+  return useQuery({ queryKey: ["stack", id, "history"], queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })) });
+}
+
+/** forceRemoved says whether a history ends in a force-removal, whose manifest is then asked for. */
+export function forceRemoved(items: { to: string; error: string | null }[]): boolean {
+  const last = items.at(-1);
+  return last?.to === "removed" && !!last.error?.startsWith("force-removed");
+}
+
 function HistoryView({ id, now }: { id: string; now: number }) {
-  const history = useQuery({ queryKey: ["stack", id, "history"], queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })) });
+  const history = useHistory(id);
   const runs = useQuery({ queryKey: ["stack", id, "runs"], queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { limit: "20" } } })) });
   return (
     <div className="history">

@@ -2,7 +2,7 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Menu, plural, runKindLabel } from "./common";
-import { onEnter } from "./StackDetail";
+import { forceRemoved, onEnter } from "./StackDetail";
 
 afterEach(cleanup);
 
@@ -83,5 +83,14 @@ describe("runKindLabel", () => {
     expect(runKindLabel("reapply")).toBe("re-apply");
     expect(runKindLabel("deploy")).toBe("deploy");
     expect(runKindLabel("some_new_kind")).toBe("some new kind");
+  });
+});
+
+describe("forceRemoved", () => {
+  it("asks for an abandon manifest only after a force-removal", () => {
+    const h = (to: string, error: string | null) => ({ to, error });
+    expect(forceRemoved([h("deployed", null), h("removed", "force-removed: its VMs … were left behind")])).toBe(true);
+    expect(forceRemoved([h("deployed", null), h("removing", null), h("removed", null)])).toBe(false);
+    expect(forceRemoved([])).toBe(false);
   });
 });
