@@ -184,6 +184,15 @@ try {
     const ls = [...document.querySelectorAll(".log-lines .line")];
     return ls.length > 0 && ls.every((l) => l.getAttribute("data-job") === "app");
   });
+  // Or by one machine (#29): its lines alone, each with its time.
+  await page.getByRole("toolbar", { name: "Log" }).getByLabel("Job").selectOption("app/1");
+  await page.waitForFunction(() => {
+    const ls = [...document.querySelectorAll(".log-lines .line")];
+    return ls.length > 0 && ls.every((l) => l.querySelector(".lj")?.textContent === "app#1");
+  });
+  check(/^\d\d:\d\d:\d\d$/.test(await page.locator(".log-lines .line .lts").first().textContent()), "a line says when it was written");
+  await page.getByRole("toolbar", { name: "Log" }).getByLabel("Job").selectOption("app");
+  await page.waitForFunction(() => [...document.querySelectorAll(".log-lines .line .lj")].some((l) => l.textContent === "app#0"));
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("warming up");
   await page.getByText(/^\d+ found/).waitFor();
   await screen(page, "detail-deployed");

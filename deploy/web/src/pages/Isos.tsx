@@ -178,8 +178,8 @@ export function IsoDetail({ id }: { id: string }) {
   const allowed = new Set(i.allowed_actions);
   const run = i.last_run;
   const jobs = [...STAGES, "remove"]
-    .map((s) => ({ job: s, executions: run?.stages.filter((x) => x.stage === s).length ?? 0 }))
-    .filter((j) => j.executions > 0);
+    .map((s) => ({ job: s, executions: (run?.stages.filter((x) => x.stage === s) ?? []).map((_, i) => i) }))
+    .filter((j) => j.executions.length > 0);
   return (
     <>
       <div className="page-head">

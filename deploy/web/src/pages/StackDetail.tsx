@@ -120,7 +120,9 @@ export function StackDetail({ id }: { id: string }) {
       const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: { confirm: true } }));
       downloadManifest(r.manifest);
     });
-  const jobs = Object.entries(s.jobs).map(([job, j]) => ({ job, executions: j.executions.length }));
+  // The log's filter offers every machine a job has had (an older run's lines may be of one
+  // removed since), by its index.
+  const jobs = Object.entries(s.jobs).map(([job, j]) => ({ job, executions: [...new Set(j.executions.map((e) => e.index))].sort((a, b) => a - b) }));
   return (
     <>
       <div className="page-head">
