@@ -37,9 +37,9 @@ import (
 
 // Config is what the workers need.
 type Config struct {
-	DB          *pgxpool.Pool
+	DB *pgxpool.Pool
+	// Redis is the process's one client (a failover client with Sentinel); Asynq uses it too.
 	Redis       redis.UniversalClient
-	RedisOpt    asynq.RedisConnOpt
 	Box         *secrets.Box
 	Log         *slog.Logger
 	Namespace   string
@@ -137,8 +137,8 @@ func New(cfg Config) (*Worker, error) {
 		cfg.ShutdownTimeout = 90 * time.Second
 	}
 	queues := queue.Names(cfg.Namespace)
-	client := asynq.NewClient(cfg.RedisOpt)
-	inspector := asynq.NewInspector(cfg.RedisOpt)
+	client := asynq.NewClientFromRedisClient(cfg.Redis)
+	inspector := asynq.NewInspectorFromRedisClient(cfg.Redis)
 	g, err := gate.New(cfg.Redis, gate.Config{Prefix: cfg.Namespace, Wake: gate.AsynqWaker(inspector, queues.Build)})
 	if err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func New(cfg Config) (*Worker, error) {
 	// own Shutdown does not cancel handler contexts).
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	w.cancelBase = cancelBase
-	w.srv = asynq.NewServer(cfg.RedisOpt, asynq.Config{
+	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
 		Concurrency:         cfg.Concurrency,
 		Queues:              queues.Weights(),
 		HealthCheckInterval: healthInterval,
