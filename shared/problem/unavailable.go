@@ -35,7 +35,7 @@ func dependencyDown(err error) bool {
 		// A Redis failover in progress: the client reached a replica, a master without its
 		// replicas (min-replicas-to-write), or a server loading its data.
 		return true
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+	case errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
 		return true
 	case errors.As(err, &network):

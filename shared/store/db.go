@@ -105,7 +105,7 @@ func withTxOnce[T any](ctx context.Context, pool *pgxpool.Pool, fn func(ctx cont
 		return zero, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return zero, translate(fmt.Errorf("commit: %w", err))
+		return zero, translate(commitError{err})
 	}
 	return v, nil
 }

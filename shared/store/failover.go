@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,9 +40,10 @@ func IsReadOnly(err error) bool {
 }
 
 // readOnlyTracer watches every statement of the pool's connections and resets the pool when one
-// fails with SQLSTATE 25006: every pooled connection then went to the server that is no longer
-// the primary, and target_session_attrs=read-write sends the new ones to the one that is.
-// A pool left alone would hand out the read-only connections until they aged out.
+// fails with SQLSTATE 25006 or finds its connection gone: every pooled connection then went to
+// the server that is no longer the primary, and target_session_attrs=read-write sends the new
+// ones to the one that is. A pool left alone would hand out the read-only or dead connections
+// (a connection used within the last second is not pinged) until each had failed once.
 type readOnlyTracer struct {
 	mu        sync.Mutex
 	pool      *pgxpool.Pool
@@ -47,7 +51,7 @@ type readOnlyTracer struct {
 }
 
 func (t *readOnlyTracer) saw(err error) {
-	if !IsReadOnly(err) {
+	if !IsReadOnly(err) && !connectionLost(err) {
 		return
 	}
 	t.mu.Lock()
@@ -96,9 +100,36 @@ var (
 	_ pgx.CopyFromTracer = (*readOnlyTracer)(nil)
 )
 
+// connectionLost says whether err means the connection's server went away (not a timeout or
+// a cancellation of our own).
+func connectionLost(err error) bool {
+	if err == nil || pgconn.Timeout(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// 57P01-03: the server is shutting down (a stopping primary ends its sessions this way).
+		return strings.HasPrefix(pe.Code, "57P")
+	}
+	var ne net.Error
+	return errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.As(err, &ne) || pgconn.SafeToRetry(err)
+}
+
+// commitError marks a failed COMMIT: whether the transaction was committed is unknown, so it
+// is never run again.
+type commitError struct{ err error }
+
+func (e commitError) Error() string { return "commit: " + e.err.Error() }
+func (e commitError) Unwrap() error { return e.err }
+
 // retryableAfterSwitch says whether a transaction that failed with err may be run again at
-// once: the server was read only (the pool has been reset), or the connection broke before
-// anything was sent, so nothing of it was committed.
+// once: it did not reach its COMMIT, and the server was read only or the connection was lost
+// (the pool has been reset by then), so nothing of it was committed.
 func retryableAfterSwitch(err error) bool {
-	return IsReadOnly(err) || pgconn.SafeToRetry(err)
+	var ce commitError
+	if errors.As(err, &ce) {
+		return false
+	}
+	return IsReadOnly(err) || connectionLost(err)
 }
