@@ -349,12 +349,12 @@ func Attribute(rec Record, findings []Finding, tasks []Task) {
 	}
 }
 
-// Mentions reports whether a node's task log since the last check names the VM in a task that
-// may change its config (so its config must be read).
-func Mentions(tasks []Task, vmid int) bool {
-	id := strconv.Itoa(vmid)
+// Mentions reports whether a node's task log names the machine in a task, started since
+// Horizon recorded it, that may have changed its config (so its config must be read).
+func Mentions(tasks []Task, rec Record) bool {
+	id := strconv.Itoa(rec.VMID)
 	for _, t := range tasks {
-		if t.ID == id && slices.Contains([]string{"qmconfig", "resize", "qmcreate", "qmclone", "qmrestore", "qmdestroy", "qmigrate"}, t.Type) {
+		if t.ID == id && !time.Unix(t.StartTime, 0).Before(rec.RecordedAt.Truncate(time.Second)) && slices.Contains([]string{"qmconfig", "resize", "qmcreate", "qmclone", "qmrestore", "qmdestroy", "qmigrate"}, t.Type) {
 			return true
 		}
 	}

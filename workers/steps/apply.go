@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"horizon/shared/answers"
+	"horizon/shared/drift"
 	"horizon/shared/gate"
 	"horizon/shared/gitcred"
 	"horizon/shared/horizon"
@@ -30,6 +31,10 @@ type outcome struct {
 	hash          string
 	outputs       map[string]any
 	sealedSecrets []byte
+	// machine: the step built a machine; vm is what it set on it, for drift checks (nil when
+	// it could not be read back).
+	machine bool
+	vm      *drift.Record
 }
 
 // record writes the outcome in the transaction that finishes the step.
@@ -38,10 +43,22 @@ func (o *outcome) record(ctx context.Context, tx pgx.Tx, w *stepWork) error {
 		if err := store.ExecutionSetState(ctx, tx, w.exec.ID, horizon.ExecutionRemoved); err != nil {
 			return err
 		}
+		if err := store.VMRecordDelete(ctx, tx, w.exec.ID); err != nil {
+			return err
+		}
 		if err := store.VMIDRelease(ctx, tx, w.exec.ID); err != nil {
 			return err
 		}
 		return store.AddressDetach(ctx, tx, w.exec.ID)
+	}
+	if o.vm != nil {
+		if err := store.VMRecordPut(ctx, tx, *o.vm); err != nil {
+			return err
+		}
+	} else if o.machine {
+		if err := store.VMRecordDelete(ctx, tx, w.exec.ID); err != nil {
+			return err
+		}
 	}
 	return store.ExecutionApplied(ctx, tx, w.exec.ID, o.hash, o.outputs, o.sealedSecrets)
 }
@@ -105,6 +122,8 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 	if err != nil {
 		return outcome{}, err
 	}
+	// Read back before the scripts, which do not go through Proxmox: what the module set.
+	vm := h.captureVM(ctx, w, out, outputs)
 	if len(w.job.Scripts) > 0 {
 		scripted, err := h.runScripts(ctx, w, out, outputs, w.job.Scripts, "scripts")
 		if err != nil {
@@ -129,7 +148,7 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 	}
 	out.Say("outputs: %s", strings.Join(sorted(names), ", "))
 	return outcome{hash: w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)), outputs: outputs,
-		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
+		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs), machine: w.machine(), vm: vm}, nil
 }
 
 // moduleOutputs reads the module's outputs after an apply: sensitive ones apart (and taught to
