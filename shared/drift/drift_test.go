@@ -111,3 +111,30 @@ func TestAttribute(t *testing.T) {
 		t.Errorf("tags: by %q, want nobody (PVE logs no task for a synchronous edit)", f[1].ChangedBy)
 	}
 }
+
+// TestUnfixed: a re-apply clears the findings it fixed and keeps, with what Horizon set
+// before, those whose property still shows the drifted value.
+func TestUnfixed(t *testing.T) {
+	t.Parallel()
+	captured := record()
+	captured.Status = "running"                                  // the apply started it again: fixed
+	captured.Config["scsi0"] = "local-lvm:vm-100-disk-0,size=8G" // PVE cannot shrink: still drifted
+	captured.Tags = []string{"lab"}                              // the module does not write tags: still drifted
+	open := []Finding{
+		{Path: "status", Kind: Stopped, Expected: "running", Actual: "stopped"},
+		{Path: "scsi0.size", Kind: Changed, Expected: "4G", Actual: "8G"},
+		{Path: "tags", Kind: Changed, Expected: []any{"horizon", "lab"}, Actual: []any{"lab"}},
+	}
+	rec, keep := Unfixed(captured, open)
+	if diff := cmp.Diff([]int{1, 2}, keep); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	if rec.Config["scsi0"] != "local-lvm:vm-100-disk-0,size=4G" || !cmp.Equal(rec.Tags, []string{"horizon", "lab"}) {
+		t.Errorf("record: scsi0 %q tags %v, want what Horizon set before", rec.Config["scsi0"], rec.Tags)
+	}
+	now := raw()
+	now["scsi0"] = "local-lvm:vm-100-disk-0,size=8G"
+	if f := CompareConfig(rec, now); len(f) != 1 || f[0].Path != "scsi0.size" {
+		t.Errorf("the kept record no longer finds the resize: %v", f)
+	}
+}

@@ -15,11 +15,10 @@ import (
 	"horizon/shared/horizon"
 )
 
-// VMRecordPut records what Horizon set on an execution's machine after a successful apply (or
-// after writing its tags), replacing the previous record, and drops the execution's drift
-// findings: what the apply set is, from now on, what Proxmox is compared with, so a re-apply
-// clears what it fixed (and a check finds again whatever it did not).
-func VMRecordPut(ctx context.Context, q Querier, r drift.Record) error {
+// VMRecordPut records what Horizon set on an execution's machine after a successful apply,
+// replacing the previous record, and drops the execution's drift findings but those of keep
+// (the ones the apply did not fix: drift.Unfixed). So a re-apply clears what it fixed.
+func VMRecordPut(ctx context.Context, q Querier, r drift.Record, keep []uuid.UUID) error {
 	tags := r.Tags
 	if tags == nil {
 		tags = []string{}
@@ -36,8 +35,22 @@ func VMRecordPut(ctx context.Context, q Querier, r drift.Record) error {
 	if err != nil {
 		return translate(err)
 	}
-	_, err = q.Exec(ctx, `DELETE FROM drift_findings WHERE execution_id = $1`, r.ExecutionID)
+	if keep == nil {
+		keep = []uuid.UUID{}
+	}
+	_, err = q.Exec(ctx, `DELETE FROM drift_findings WHERE execution_id = $1 AND id <> ALL($2)`, r.ExecutionID, keep)
 	return translate(err)
+}
+
+// DriftFindingsOfExecution returns an execution's findings (accepted ones included).
+func DriftFindingsOfExecution(ctx context.Context, q Querier, execution uuid.UUID) ([]DriftFinding, error) {
+	rows, err := q.Query(ctx, `SELECT `+driftFindingColumns+` FROM drift_findings f JOIN executions e ON e.id = f.execution_id
+		WHERE f.execution_id = $1 ORDER BY f.path`, execution)
+	if err != nil {
+		return nil, translate(err)
+	}
+	fs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DriftFinding, error) { return scanDriftFinding(r) })
+	return fs, translate(err)
 }
 
 // VMRecordDelete forgets an execution's machine (destroyed, or no longer readable after its
@@ -313,12 +326,12 @@ func nilIfEmpty(s string) *string {
 
 // DriftFindingAccept records that user accepts a finding of stack as it stands (reason says
 // why): while Proxmox shows the accepted value, the finding does not count as drift. The
-// finding must still be at version (its ETag); horizon.ErrStale when it changed since,
+// finding must still be at version (its ETag; 0 skips the check); horizon.ErrStale when it changed since,
 // horizon.ErrNotFound when the stack has no such finding.
 func DriftFindingAccept(ctx context.Context, q Querier, stack, finding uuid.UUID, version int64, user uuid.UUID, reason string) (DriftFinding, error) {
 	var id uuid.UUID
 	err := q.QueryRow(ctx, `UPDATE drift_findings SET accepted_by = $4, accepted_at = now(), accepted_reason = $5,
-		accepted_value = actual, version = version + 1 WHERE id = $1 AND stack_id = $2 AND version = $3 RETURNING id`,
+		accepted_value = actual, version = version + 1 WHERE id = $1 AND stack_id = $2 AND ($3 = 0 OR version = $3) RETURNING id`,
 		finding, stack, version, user, reason).Scan(&id)
 	if err != nil {
 		var exists bool
@@ -380,4 +393,30 @@ func DriftExecutionsWithConfigFindings(ctx context.Context, q Querier, execution
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return ids, translate(err)
+}
+
+// DriftedStacks returns which of stacks have an unaccepted drift finding.
+func DriftedStacks(ctx context.Context, q Querier, stacks []uuid.UUID) (map[uuid.UUID]bool, error) {
+	rows, err := q.Query(ctx, `SELECT DISTINCT stack_id FROM drift_findings WHERE stack_id = ANY($1) AND accepted_at IS NULL`, stacks)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	out := map[uuid.UUID]bool{}
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, translate(err)
+}
+
+// DriftCheckOfStack is when the stack was last checked, and the last failure of a check of one
+// of its servers since then (nil when none failed).
+func DriftCheckOfStack(ctx context.Context, q Querier, stack uuid.UUID) (checkedAt, failedAt *time.Time, failure *string, err error) {
+	err = q.QueryRow(ctx, `SELECT s.drift_checked_at, c.failed_at, c.error FROM stacks s
+		LEFT JOIN LATERAL (SELECT d.failed_at, d.error FROM drift_checks d
+			WHERE d.server_id IN (SELECT server_id FROM vm_records WHERE stack_id = s.id) AND d.error IS NOT NULL
+			  AND (s.drift_checked_at IS NULL OR d.failed_at > s.drift_checked_at)
+			ORDER BY d.failed_at DESC LIMIT 1) c ON true
+		WHERE s.id = $1`, stack).Scan(&checkedAt, &failedAt, &failure)
+	return checkedAt, failedAt, failure, translate(err)
 }

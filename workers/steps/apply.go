@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"horizon/shared/answers"
-	"horizon/shared/drift"
 	"horizon/shared/gate"
 	"horizon/shared/gitcred"
 	"horizon/shared/horizon"
@@ -31,10 +30,9 @@ type outcome struct {
 	hash          string
 	outputs       map[string]any
 	sealedSecrets []byte
-	// machine: the step built a machine; vm is what it set on it, for drift checks (nil when
-	// it could not be read back).
-	machine bool
-	vm      *drift.Record
+	// vm is what the apply set on its machine, for drift checks (nil when it could not be
+	// read back: the previous record stays).
+	vm *vmCapture
 }
 
 // record writes the outcome in the transaction that finishes the step.
@@ -52,11 +50,7 @@ func (o *outcome) record(ctx context.Context, tx pgx.Tx, w *stepWork) error {
 		return store.AddressDetach(ctx, tx, w.exec.ID)
 	}
 	if o.vm != nil {
-		if err := store.VMRecordPut(ctx, tx, *o.vm); err != nil {
-			return err
-		}
-	} else if o.machine {
-		if err := store.VMRecordDelete(ctx, tx, w.exec.ID); err != nil {
+		if err := store.VMRecordPut(ctx, tx, o.vm.rec, o.vm.keep); err != nil {
 			return err
 		}
 	}
@@ -148,7 +142,7 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 	}
 	out.Say("outputs: %s", strings.Join(sorted(names), ", "))
 	return outcome{hash: w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)), outputs: outputs,
-		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs), machine: w.machine(), vm: vm}, nil
+		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs), vm: vm}, nil
 }
 
 // moduleOutputs reads the module's outputs after an apply: sensitive ones apart (and taught to
