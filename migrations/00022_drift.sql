@@ -56,8 +56,12 @@ CREATE TABLE drift_findings (
 );
 CREATE INDEX drift_findings_stack_idx ON drift_findings (stack_id);
 
--- When the stack's machines were last compared with Proxmox.
+-- When the stack's machines were last compared with Proxmox, and whether the last drift event
+-- announced it drifted (found) or not (cleared): events are published when that changes, by
+-- a check, or by an accept that leaves nothing unaccepted. A re-apply that fixes everything is
+-- announced by the next check.
 ALTER TABLE stacks ADD COLUMN drift_checked_at timestamptz;
+ALTER TABLE stacks ADD COLUMN drift_announced boolean NOT NULL DEFAULT false;
 
 -- One row per Proxmox server: the check running on it (a claim that expires, so a crashed
 -- worker does not block the next check), the last outcome, and the start of the last
@@ -74,6 +78,7 @@ CREATE TABLE drift_checks (
 
 -- +goose Down
 DROP TABLE drift_checks;
+ALTER TABLE stacks DROP COLUMN drift_announced;
 ALTER TABLE stacks DROP COLUMN drift_checked_at;
 DROP TABLE drift_findings;
 DROP TABLE vm_records;

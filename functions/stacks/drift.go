@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
+	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/queue"
@@ -150,7 +151,8 @@ const maxAcceptReason = 500
 // AcceptDrift records that the caller accepts a drift finding as it stands, with a reason:
 // while Proxmox shows the accepted value, it does not count as drift; another value raises it
 // again. If-Match names the finding's version (its ETag, as "version" in the stack's drift):
-// 412 when the finding changed since. 404 for a finding the stack does not have.
+// 412 when the finding changed since. 404 for a finding the stack does not have. An accept that
+// leaves the stack without unaccepted findings announces stack.drift.cleared.
 func AcceptDrift(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if err := api.RequireWriter(c); err != nil {
@@ -182,13 +184,18 @@ func AcceptDrift(d api.Deps) fiber.Handler {
 		who := api.Principal(c)
 		ctx := c.UserContext()
 		var out store.DriftFinding
+		var s horizon.Stack
+		var wasDrifted, drifted bool
 		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			s, err := store.StackGet(ctx, tx, who.Scope(), id)
-			if err != nil {
+			var err error
+			if s, err = store.StackGetForUpdate(ctx, tx, who.Scope(), id); err != nil {
 				return err
 			}
 			out, err = store.DriftFindingAccept(ctx, tx, s.ID, fid, version, who.UserID, req.Reason)
 			if err != nil {
+				return err
+			}
+			if wasDrifted, drifted, err = store.DriftAnnounce(ctx, tx, s.ID); err != nil {
 				return err
 			}
 			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.drift.accept", ObjectType: "stack",
@@ -197,6 +204,9 @@ func AcceptDrift(d api.Deps) fiber.Handler {
 		})
 		if err != nil {
 			return err
+		}
+		if wasDrifted && !drifted {
+			d.Notify(ctx, events.Event{Type: events.Drift, ID: s.ID, StackID: s.ID, TeamID: s.TeamID, State: events.DriftClearedState})
 		}
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(toDriftFinding(out))

@@ -241,10 +241,12 @@ type DriftOutcome struct {
 // DriftRecord writes a check's outcomes for one stack and marks the stack checked: a finding
 // seen before keeps its id and since (its actual value is updated, and an acceptance whose value
 // is no longer what Proxmox shows is lifted); a new one starts now; one not seen again within
-// its scope is gone. It reports whether the stack is drifted (has an unaccepted finding) before
-// and after. The stack row is locked first, so two writers of one stack take turns.
+// its scope is gone. It reports whether the stack was last announced drifted, and whether it
+// is drifted now (has an unaccepted finding), and records the latter as announced: the caller
+// publishes the event when they differ. The stack row is locked first, so two writers of one
+// stack take turns.
 func DriftRecord(ctx context.Context, q Querier, stack uuid.UUID, outcomes []DriftOutcome) (before, after bool, err error) {
-	if _, err := q.Exec(ctx, `SELECT 1 FROM stacks WHERE id = $1 FOR UPDATE`, stack); err != nil {
+	if err := q.QueryRow(ctx, `SELECT drift_announced FROM stacks WHERE id = $1 FOR UPDATE`, stack).Scan(&before); err != nil {
 		return false, false, translate(err)
 	}
 	old, err := DriftFindingsOfStack(ctx, q, stack)
@@ -254,7 +256,6 @@ func DriftRecord(ctx context.Context, q Querier, stack uuid.UUID, outcomes []Dri
 	byKey := map[string]DriftFinding{}
 	for _, f := range old {
 		byKey[f.ExecutionID.String()+"/"+f.Path] = f
-		before = before || f.AcceptedAt == nil
 	}
 	for _, o := range outcomes {
 		seen := map[string]bool{}
@@ -298,11 +299,22 @@ func DriftRecord(ctx context.Context, q Querier, stack uuid.UUID, outcomes []Dri
 			}
 		}
 	}
-	if err := q.QueryRow(ctx, `UPDATE stacks SET drift_checked_at = now() WHERE id = $1
-		RETURNING EXISTS (SELECT 1 FROM drift_findings WHERE stack_id = $1 AND accepted_at IS NULL)`, stack).Scan(&after); err != nil {
+	if err := q.QueryRow(ctx, `UPDATE stacks SET drift_checked_at = now(),
+		drift_announced = EXISTS (SELECT 1 FROM drift_findings WHERE stack_id = $1 AND accepted_at IS NULL)
+		WHERE id = $1 RETURNING drift_announced`, stack).Scan(&after); err != nil {
 		return false, false, translate(err)
 	}
 	return before, after, nil
+}
+
+// DriftAnnounce records whether the stack is drifted now as announced, and reports whether it
+// was announced drifted before (the caller publishes when they differ). Call it in the
+// transaction that changed the findings, after locking the stack.
+func DriftAnnounce(ctx context.Context, q Querier, stack uuid.UUID) (before, after bool, err error) {
+	err = q.QueryRow(ctx, `UPDATE stacks s SET drift_announced = EXISTS (SELECT 1 FROM drift_findings WHERE stack_id = $1 AND accepted_at IS NULL)
+		FROM (SELECT drift_announced AS before FROM stacks WHERE id = $1 FOR UPDATE) old
+		WHERE s.id = $1 RETURNING old.before, s.drift_announced`, stack).Scan(&before, &after)
+	return before, after, translate(err)
 }
 
 // jsonValue is v as a JSON document for a jsonb column (nil stays SQL NULL).

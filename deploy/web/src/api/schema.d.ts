@@ -2635,10 +2635,10 @@ export interface components {
             path: string;
             /** @enum {string} */
             kind: "missing" | "moved" | "stopped" | "changed" | "added" | "removed" | "replaced";
-            /** @description What Horizon set (null when it set nothing there). */
-            expected: unknown;
+            /** @description What Horizon set: a value as PVE stores it, the tags as a list, the VM's identity (uuid, ctime) or place (vmid, node); null when Horizon set nothing there. */
+            expected: string | unknown[] | Record<string, never> | null;
             /** @description What Proxmox shows (null when absent). */
-            actual: unknown;
+            actual: string | unknown[] | Record<string, never> | null;
             /**
              * Format: date-time
              * @description When a check first saw this value.
