@@ -349,12 +349,14 @@ func Attribute(rec Record, findings []Finding, tasks []Task) {
 	}
 }
 
-// Mentions reports whether a node's task log names the machine in a task, started since
-// Horizon recorded it, that may have changed its config (so its config must be read).
+// Mentions reports whether a node's task log names the machine in a task, started after
+// Horizon recorded it, that may have changed its config (so its config must be read). Task
+// start times have a resolution of one second: a task of the second of the record is taken
+// for Horizon's own (the build that was recorded); the rolling sweep covers the rare other.
 func Mentions(tasks []Task, rec Record) bool {
 	id := strconv.Itoa(rec.VMID)
 	for _, t := range tasks {
-		if t.ID == id && !time.Unix(t.StartTime, 0).Before(rec.RecordedAt.Truncate(time.Second)) && slices.Contains([]string{"qmconfig", "resize", "qmcreate", "qmclone", "qmrestore", "qmdestroy", "qmigrate"}, t.Type) {
+		if t.ID == id && t.StartTime > rec.RecordedAt.Unix() && slices.Contains([]string{"qmconfig", "resize", "qmcreate", "qmclone", "qmrestore", "qmdestroy", "qmigrate"}, t.Type) {
 			return true
 		}
 	}

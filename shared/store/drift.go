@@ -432,3 +432,25 @@ func DriftCheckOfStack(ctx context.Context, q Querier, stack uuid.UUID) (checked
 		WHERE s.id = $1`, stack).Scan(&checkedAt, &failedAt, &failure)
 	return checkedAt, failedAt, failure, translate(err)
 }
+
+// DriftQuiet returns those of stacks that have no finding and were last announced not
+// drifted: a check that finds nothing on them only marks them checked (DriftMarkChecked),
+// without a transaction per stack.
+func DriftQuiet(ctx context.Context, q Querier, stacks []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT s.id FROM stacks s WHERE s.id = ANY($1) AND NOT s.drift_announced
+		AND NOT EXISTS (SELECT 1 FROM drift_findings f WHERE f.stack_id = s.id)`, stacks)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, translate(err)
+}
+
+// DriftMarkChecked records that a check compared these stacks and found nothing.
+func DriftMarkChecked(ctx context.Context, q Querier, stacks []uuid.UUID) error {
+	if len(stacks) == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `UPDATE stacks SET drift_checked_at = now() WHERE id = ANY($1)`, stacks)
+	return translate(err)
+}

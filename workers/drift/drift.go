@@ -293,6 +293,24 @@ func (c *Checker) record(ctx context.Context, outcomes []*outcome, res *Result) 
 	if err := store.VMRecordsConfigRead(ctx, c.DB, digests); err != nil {
 		return err
 	}
+	// A healthy estate costs two queries, not a transaction per stack: stacks without a finding
+	// before or now are only marked checked.
+	var candidates []uuid.UUID
+	for stack, outs := range byStack {
+		if !anyFinding(outs) {
+			candidates = append(candidates, stack)
+		}
+	}
+	quiet, err := store.DriftQuiet(ctx, c.DB, candidates)
+	if err != nil {
+		return err
+	}
+	if err := store.DriftMarkChecked(ctx, c.DB, quiet); err != nil {
+		return err
+	}
+	for _, stack := range quiet {
+		delete(byStack, stack)
+	}
 	for stack, outs := range byStack {
 		var before, after bool
 		var team uuid.UUID
@@ -320,6 +338,15 @@ func (c *Checker) record(ctx context.Context, outcomes []*outcome, res *Result) 
 		}
 	}
 	return nil
+}
+
+func anyFinding(outs []store.DriftOutcome) bool {
+	for _, o := range outs {
+		if len(o.Findings) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Checker) client(srv horizon.ProxmoxServer) (drift.API, error) {
