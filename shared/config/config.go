@@ -74,6 +74,9 @@ type Config struct {
 	// ReconcileInterval (HORIZON_RECONCILE_INTERVAL, default 30s): how often the workers'
 	// scheduler enqueues the reconcile task.
 	ReconcileInterval time.Duration
+	// DriftInterval (HORIZON_DRIFT_INTERVAL, default 5m): how often every Proxmox server's
+	// machines are compared with what Horizon set on them (workers/drift).
+	DriftInterval time.Duration
 	// TerraformBin (HORIZON_TERRAFORM_BIN, default: terraform, else tofu, on PATH): the
 	// Terraform-compatible binary the workers run.
 	TerraformBin string
@@ -156,6 +159,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		Namespace:         l.str("HORIZON_NAMESPACE", "horizon"),
 		WorkerConcurrency: l.positiveInt("HORIZON_WORKER_CONCURRENCY", 10),
 		ReconcileInterval: l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
+		DriftInterval:     l.duration("HORIZON_DRIFT_INTERVAL", 5*time.Minute),
 		AuthCacheTTL:      l.durationOrZero("HORIZON_AUTH_CACHE_TTL", 5*time.Second),
 		GitCacheDir:       l.str("HORIZON_GIT_CACHE_DIR", filepath.Join(".data", "git")),
 		TerraformBin:      l.str("HORIZON_TERRAFORM_BIN", ""),

@@ -1,6 +1,6 @@
 // Package worker assembles Horizon's workers: the Asynq server with every task handler, and the
-// scheduler of the periodic passes (reconcile, Nagios discovery; workers/periodic runs each
-// once per period across all replicas). workers/main.go runs it; tests
+// scheduler of the periodic passes (reconcile, Nagios discovery, drift; workers/periodic runs
+// each once per period across all replicas). workers/main.go runs it; tests
 // run the very same thing in process.
 package worker
 
@@ -27,6 +27,7 @@ import (
 	"horizon/shared/terraform"
 	"horizon/shared/tfstate"
 	"horizon/workers/attempt"
+	"horizon/workers/drift"
 	"horizon/workers/isos"
 	"horizon/workers/periodic"
 	"horizon/workers/reconcile"
@@ -47,6 +48,9 @@ type Config struct {
 	// ReconcileInterval is the period of the reconcile pass; 0 disables the scheduler (tests
 	// call the pass themselves).
 	ReconcileInterval time.Duration
+	// DriftInterval is the period of the drift pass (default queue.DriftInterval); it is
+	// scheduled with reconcile, so 0 ReconcileInterval disables it too.
+	DriftInterval time.Duration
 	// Terraform configures the runner; when its States is nil, New serves the state from DB
 	// (tfstate) on loopback for as long as the workers run.
 	Terraform terraform.Config
@@ -94,7 +98,9 @@ type Worker struct {
 	Queues     queue.Queues
 	// Reconcile is the reconcile pass, for tests and for the scheduler.
 	Reconcile reconcile.Handler
-	log       *slog.Logger
+	// Drift checks one Proxmox server for drift, for tests and the benchmark.
+	Drift *drift.Checker
+	log   *slog.Logger
 
 	// health is the outcome of the Asynq server's last check of its Redis connection.
 	health atomic.Pointer[healthCheck]
@@ -136,6 +142,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 90 * time.Second
 	}
+	if cfg.DriftInterval <= 0 {
+		cfg.DriftInterval = queue.DriftInterval
+	}
 	queues := queue.Names(cfg.Namespace)
 	client := asynq.NewClientFromRedisClient(cfg.Redis)
 	inspector := asynq.NewInspectorFromRedisClient(cfg.Redis)
@@ -161,6 +170,7 @@ func New(cfg Config) (*Worker, error) {
 	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen})
 	recorder := metrics.NewRecorder(cfg.Redis, cfg.Namespace)
 	w := &Worker{Queues: queues, log: cfg.Log, states: states}
+	w.Drift = &drift.Checker{DB: cfg.DB, Box: cfg.Box, Events: pub, Log: cfg.Log}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	// Every kind of step runs its attempts through the one lifecycle.
 	lifecycle := attempt.Lifecycle{DB: cfg.DB, Redis: cfg.Redis, Gate: g, Logs: cfg.LogClient, Events: pub, Enqueue: enqueue,
@@ -179,6 +189,8 @@ func New(cfg Config) (*Worker, error) {
 			_, err := nagios.RediscoverAll(ctx, cfg.DB, cfg.Box)
 			return err
 		})),
+		queue.TypeDriftCheck:    w.Drift,
+		queue.TypeDriftSchedule: periodic.Guard(cfg.DB, cfg.Log, drift.Scheduler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Period: cfg.DriftInterval}),
 		queue.TypeISOStage: &isos.Handler{Lifecycle: lifecycle, Box: cfg.Box, DownloadAttempts: cfg.ISODownloadAttempts,
 			RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll},
 	}
@@ -221,6 +233,7 @@ func New(cfg Config) (*Worker, error) {
 		w.sched = &periodic.Scheduler{Enqueue: enqueue, Queues: queues, Log: cfg.Log, Jobs: []periodic.Job{
 			{Type: queue.TypeReconcile, Period: cfg.ReconcileInterval},
 			{Type: queue.TypeNagiosDiscover, Period: queue.NagiosDiscoverInterval},
+			{Type: queue.TypeDriftSchedule, Period: cfg.DriftInterval},
 		}}
 	}
 	return w, nil
