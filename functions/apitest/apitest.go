@@ -82,6 +82,9 @@ type Options struct {
 	// failover tests point the API at a Postgres pair and at Redis Sentinels. The database must
 	// be empty (the API migrates it); the namespace is still the test's own.
 	DatabaseURL, RedisURL string
+	// Log, when set, receives the API's every log line from debug level up (every request is
+	// logged at debug), instead of the test log's warnings: a test reads what operators would.
+	Log io.Writer
 	// SendBuffer, when set, is the kernel send buffer (SO_SNDBUF) of every connection the
 	// server accepts. Linux otherwise grows it to megabytes, which a test of a paused client
 	// would have to fill before the server's own writes block.
@@ -176,6 +179,9 @@ func start(t testing.TB, base config.Config, opts *Options) *Server {
 	cfg.LogRetention = cmp.Or(opts.Logs.Retention, cfg.LogRetention)
 
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if opts.Log != nil {
+		log = slog.New(slog.NewTextHandler(opts.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	srv, err := app.Open(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
