@@ -78,13 +78,13 @@ type Options struct {
 	// Readers is the pool size of the stream readers' Redis client: one connection per run
 	// followed at once (HORIZON_SSE_READERS); default 32.
 	Readers int
+	// Log, when set, receives the API's every log line from debug level up (every request is
+	// logged at debug), instead of the test log's warnings: a test reads what operators would.
+	Log io.Writer
 	// DatabaseURL and RedisURL, when set, replace the test's own database and Redis: the
 	// failover tests point the API at a Postgres pair and at Redis Sentinels. The database must
 	// be empty (the API migrates it); the namespace is still the test's own.
 	DatabaseURL, RedisURL string
-	// Log, when set, receives the API's every log line from debug level up (every request is
-	// logged at debug), instead of the test log's warnings: a test reads what operators would.
-	Log io.Writer
 	// SendBuffer, when set, is the kernel send buffer (SO_SNDBUF) of every connection the
 	// server accepts. Linux otherwise grows it to megabytes, which a test of a paused client
 	// would have to fill before the server's own writes block.
