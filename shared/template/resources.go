@@ -1,0 +1,206 @@
+package template
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+
+	"go.yaml.in/yaml/v3"
+
+	"horizon/shared/horizon"
+)
+
+// Resources is what each machine of a job uses, for quotas: vCPUs, memory in MiB and disk in
+// GiB, each a constant or one of the job's numeric parameters. A job that declares nothing
+// counts one machine (when it is a machine job) and nothing else.
+type Resources struct {
+	Cores    *Amount `json:"cores,omitempty"`
+	MemoryMB *Amount `json:"memory_mb,omitempty"`
+	DiskGB   *Amount `json:"disk_gb,omitempty"`
+}
+
+// Amount is one resource quantity: a constant (Value) or the answer to a parameter of the
+// job (Param, written {param: name}).
+type Amount struct {
+	Value *float64
+	Param string
+}
+
+// MarshalJSON writes a constant as a number and a reference as {"param": name}.
+func (a Amount) MarshalJSON() ([]byte, error) {
+	if a.Param != "" || a.Value == nil {
+		return json.Marshal(struct {
+			Param string `json:"param"`
+		}{a.Param})
+	}
+	return json.Marshal(*a.Value)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '{' {
+		var ref struct {
+			Param string `json:"param"`
+		}
+		if err := json.Unmarshal(b, &ref); err != nil {
+			return err
+		}
+		*a = Amount{Param: ref.Param}
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return errors.New("a resource amount is a number or {param: name}")
+	}
+	*a = Amount{Value: &f}
+	return nil
+}
+
+// amount decodes an Amount from YAML: a number, or an object {param: name}.
+func (d *decoder) amount(n *yaml.Node, path string) Amount {
+	if n.Kind == yaml.MappingNode {
+		var ref struct {
+			Param string `json:"param"`
+		}
+		d.decode(n, &ref, path)
+		if ref.Param == "" {
+			d.add(horizon.JoinPath(path, "param"), "required: the name of a numeric parameter of this job")
+		}
+		return Amount{Param: ref.Param}
+	}
+	if n.Kind == yaml.ScalarNode && (n.ShortTag() == "!!int" || n.ShortTag() == "!!float") {
+		f, ok := d.number(n, path)
+		if ok {
+			return Amount{Value: &f}
+		}
+		return Amount{}
+	}
+	d.add(path, "want a number or {param: <name of a numeric parameter>}, got %s", describe(n))
+	return Amount{}
+}
+
+// named lists the declared amounts with their keys, in document order.
+func (r *Resources) named() []struct {
+	key string
+	dim horizon.Dimension
+	a   *Amount
+} {
+	return []struct {
+		key string
+		dim horizon.Dimension
+		a   *Amount
+	}{{"cores", horizon.DimVCPUs, r.Cores}, {"memory_mb", horizon.DimMemoryMiB, r.MemoryMB}, {"disk_gb", horizon.DimDiskGiB, r.DiskGB}}
+}
+
+// checkResources checks a job's resources: only a machine job has them; a constant is a
+// non-negative integer; a reference names an integer or number parameter of the job whose
+// minimum is 0 or more, so that no answer can lower what a machine counts.
+func checkResources(p *horizon.Problems, at string, j *Job) {
+	if j.Resources == nil {
+		return
+	}
+	if !j.Machine {
+		p.Add(at, "resources are what each machine of the job uses: only a machine job declares them")
+		return
+	}
+	for _, r := range j.Resources.named() {
+		if r.a == nil {
+			continue
+		}
+		field := at + "." + r.key
+		if r.a.Param == "" {
+			switch v := r.a.Value; {
+			case v == nil:
+				p.Add(field, "want a number or {param: <name>}")
+			case *v < 0:
+				p.Add(field, "must not be negative, got %v", *v)
+			case *v != math.Trunc(*v) || *v > maxSafeInteger:
+				p.Add(field, "must be a whole number, got %v", *v)
+			}
+			continue
+		}
+		field += ".param"
+		pm := j.Parameters.byName(r.a.Param)
+		switch {
+		case pm == nil:
+			p.Add(field, "no parameter of this job is called %q", r.a.Param)
+		case pm.Type != TypeInteger && pm.Type != TypeNumber:
+			p.Add(field, "parameter %q is of type %s: a resource reads an integer or number parameter", r.a.Param, pm.Type)
+		case pm.Minimum == nil || *pm.Minimum < 0:
+			p.Add(field, "parameter %q needs a minimum of 0 or more: a negative answer would lower what its machines count", r.a.Param)
+		}
+	}
+}
+
+// Cost is what one execution of the job uses with these answers (parameters left out take
+// their defaults): one machine and its declared resources for a machine job, nothing for
+// another job. A number parameter counts rounded up; an unanswered parameter without a
+// default counts 0 (the answers check reports it as required).
+func (j *Job) Cost(answers map[string]any) horizon.Resources {
+	if !j.Machine {
+		return horizon.Resources{}
+	}
+	c := horizon.Resources{Machines: 1}
+	if j.Resources == nil {
+		return c
+	}
+	for _, r := range j.Resources.named() {
+		if r.a == nil {
+			continue
+		}
+		n := j.amount(*r.a, answers)
+		switch r.dim {
+		case horizon.DimVCPUs:
+			c.VCPUs = n
+		case horizon.DimMemoryMiB:
+			c.MemoryMiB = n
+		case horizon.DimDiskGiB:
+			c.DiskGiB = n
+		}
+	}
+	return c
+}
+
+// CostParameter returns the parameter a dimension's amount reads, "" for a constant or none:
+// the field a quota problem names.
+func (j *Job) CostParameter(d horizon.Dimension) string {
+	if j.Resources == nil {
+		return ""
+	}
+	for _, r := range j.Resources.named() {
+		if r.dim == d && r.a != nil {
+			return r.a.Param
+		}
+	}
+	return ""
+}
+
+func (j *Job) amount(a Amount, answers map[string]any) int64 {
+	var f float64
+	if a.Param == "" {
+		if a.Value == nil {
+			return 0
+		}
+		f = *a.Value
+	} else {
+		v, ok := answers[a.Param]
+		if !ok || v == nil {
+			if pm := j.Parameters.byName(a.Param); pm != nil {
+				v = pm.Default
+			}
+		}
+		var num bool
+		if f, num = toFloat(v); !num {
+			return 0
+		}
+	}
+	if f <= 0 || math.IsNaN(f) {
+		return 0
+	}
+	if f > maxSafeInteger {
+		return maxSafeInteger
+	}
+	return int64(math.Ceil(f))
+}
