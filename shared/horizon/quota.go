@@ -1,6 +1,11 @@
 package horizon
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
 
 // Resources is what something costs, or may use, in each quota dimension: machines, vCPUs,
 // memory in MiB and disk in GiB (Proxmox's own units: its memory and disk sizes are binary).
@@ -101,3 +106,26 @@ func (l Limits) Unlimited() bool {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Quota is a team's quotas: Limits over all its stacks, and Environments narrowing the stacks
+// of one environment further. Version is 0 while the team has never had one.
+type Quota struct {
+	TeamID       uuid.UUID
+	Limits       Limits
+	Environments map[uuid.UUID]Limits
+	Version      int64
+	UpdatedAt    *time.Time
+}
+
+// Unlimited reports whether the quota limits nothing.
+func (q Quota) Unlimited() bool {
+	if !q.Limits.Unlimited() {
+		return false
+	}
+	for _, l := range q.Environments {
+		if !l.Unlimited() {
+			return false
+		}
+	}
+	return true
+}
