@@ -96,7 +96,7 @@ func (r *Resources) named() []struct {
 
 // checkResources checks a job's resources: only a machine job has them; a constant is a
 // non-negative integer; a reference names an integer or number parameter of the job whose
-// minimum is 0 or more, so that no answer can lower what a machine counts.
+// minimum (or every enum value) is 0 or more, so that no answer can lower what a machine counts.
 func checkResources(p *horizon.Problems, at string, j *Job) {
 	if j.Resources == nil {
 		return
@@ -128,10 +128,27 @@ func checkResources(p *horizon.Problems, at string, j *Job) {
 			p.Add(field, "no parameter of this job is called %q", r.a.Param)
 		case pm.Type != TypeInteger && pm.Type != TypeNumber:
 			p.Add(field, "parameter %q is of type %s: a resource reads an integer or number parameter", r.a.Param, pm.Type)
-		case pm.Minimum == nil || *pm.Minimum < 0:
-			p.Add(field, "parameter %q needs a minimum of 0 or more: a negative answer would lower what its machines count", r.a.Param)
+		case !nonNegative(pm):
+			p.Add(field, "parameter %q needs a minimum of 0 or more (or an enum of such values): a negative answer would lower what its machines count", r.a.Param)
 		}
 	}
+}
+
+// nonNegative reports whether no valid answer to pm is negative: its minimum is 0 or more, or
+// it has an enum of values 0 or more.
+func nonNegative(pm *Parameter) bool {
+	if pm.Minimum != nil && *pm.Minimum >= 0 {
+		return true
+	}
+	if len(pm.Enum) == 0 {
+		return false
+	}
+	for _, v := range pm.Enum {
+		if f, ok := toFloat(v); !ok || f < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Cost is what one execution of the job uses with these answers (parameters left out take

@@ -25,6 +25,8 @@ phases:
           - { name: memory_mb, type: number, default: 1024, minimum: 0 }
           - { name: flavour, type: string, default: small }
           - { name: bias, type: integer, default: 1 }
+          - { name: size, type: integer, default: 10, enum: [10, 20] }
+          - { name: neg, type: integer, default: 20, enum: [-10, 20] }
         resources: { cores: { param: cores }, memory_mb: { param: memory_mb }, disk_gb: 20 }
       - name: dns
         source: { repo: https://git.example.org/t.git, branch: main, path: jobs/dns }
@@ -90,6 +92,7 @@ func TestResourcesRefused(t *testing.T) {
 		{"unknown parameter", "{ cores: { param: vcpus } }", at + ".cores.param", `no parameter of this job is called "vcpus"`},
 		{"string parameter", "{ cores: { param: flavour } }", at + ".cores.param", "of type string"},
 		{"parameter that may be negative", "{ cores: { param: bias } }", at + ".cores.param", "minimum of 0"},
+		{"enum with a negative value", "{ disk_gb: { param: neg } }", at + ".disk_gb.param", "minimum of 0"},
 		{"negative constant", "{ disk_gb: -1 }", at + ".disk_gb", "must not be negative"},
 		{"fractional constant", "{ disk_gb: 2.5 }", at + ".disk_gb", "whole number"},
 		{"string constant", "{ disk_gb: big }", at + ".disk_gb", "want a number or {param"},
@@ -108,6 +111,17 @@ func TestResourcesRefused(t *testing.T) {
 			assertProblem(t, err, tc.field, tc.msg)
 		})
 	}
+	t.Run("enum of non-negative values", func(t *testing.T) {
+		t.Parallel()
+		doc := strings.Replace(resourcesDoc, "disk_gb: 20 }", "disk_gb: { param: size } }", 1)
+		d, err := template.Parse([]byte(doc))
+		if err == nil {
+			err = d.Validate()
+		}
+		if err != nil {
+			t.Fatalf("got %v, want valid", err)
+		}
+	})
 	t.Run("not a machine job", func(t *testing.T) {
 		t.Parallel()
 		doc := resourcesDoc + "        resources: { disk_gb: 1 }\n"
