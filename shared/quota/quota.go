@@ -40,9 +40,11 @@ type Usage struct {
 }
 
 // Count returns what the team's stacks use, leaving out the stack except (uuid.Nil for none):
-// the usage the change of that stack is checked against.
+// the usage the change of that stack is checked against. Three queries whatever the number of
+// executions: the executions by job, the template versions they use (once each), and the sums
+// of the amounts they read from their answers, computed where the answers are.
 func Count(ctx context.Context, q store.Querier, team, except uuid.UUID) (Usage, error) {
-	rows, err := store.UsageRows(ctx, q, team, except)
+	groups, err := store.UsageGroups(ctx, q, team, except)
 	if err != nil {
 		return Usage{}, err
 	}
@@ -52,30 +54,46 @@ func Count(ctx context.Context, q store.Querier, team, except uuid.UUID) (Usage,
 	}
 	defs := map[version]*template.Definition{}
 	u := Usage{Environments: map[uuid.UUID]horizon.Resources{}}
-	for _, r := range rows {
-		k := version{r.TemplateID, r.TemplateVersion}
+	var reads []store.UsageRead
+	for _, g := range groups {
+		k := version{g.TemplateID, g.TemplateVersion}
 		def, ok := defs[k]
 		if !ok {
-			tv, err := store.TemplateVersionGet(ctx, q, r.TemplateID, r.TemplateVersion)
+			tv, err := store.TemplateVersionGet(ctx, q, g.TemplateID, g.TemplateVersion)
 			if err != nil {
 				return Usage{}, err
 			}
 			def = &template.Definition{}
 			if err := json.Unmarshal(tv.Definition, def); err != nil {
-				return Usage{}, fmt.Errorf("decode template %s version %d: %w", r.TemplateID, r.TemplateVersion, err)
+				return Usage{}, fmt.Errorf("decode template %s version %d: %w", g.TemplateID, g.TemplateVersion, err)
 			}
 			defs[k] = def
 		}
-		job := def.Job(r.Job)
+		job := def.Job(g.Job)
 		if job == nil {
-			continue // a job the version does not have costs nothing it could declare
+			continue // a job the version does not have declares nothing
 		}
-		c := job.Cost(r.Parameters)
-		c = horizon.Resources{Machines: c.Machines * r.Count, VCPUs: c.VCPUs * r.Count, MemoryMiB: c.MemoryMiB * r.Count, DiskGiB: c.DiskGiB * r.Count}
-		u.Total = u.Total.Add(c)
-		u.Environments[r.EnvironmentID] = u.Environments[r.EnvironmentID].Add(c)
+		fixed, rs := job.CostParts()
+		c := horizon.Resources{Machines: fixed.Machines * g.Count, VCPUs: fixed.VCPUs * g.Count, MemoryMiB: fixed.MemoryMiB * g.Count, DiskGiB: fixed.DiskGiB * g.Count}
+		u.add(g.EnvironmentID, c)
+		for _, r := range rs {
+			reads = append(reads, store.UsageRead{TemplateID: g.TemplateID, TemplateVersion: g.TemplateVersion, Job: g.Job,
+				Dim: string(r.Dim), Param: r.Param, Default: r.Default})
+		}
+	}
+	sums, err := store.UsageReads(ctx, q, team, except, reads)
+	if err != nil {
+		return Usage{}, err
+	}
+	for env, byDim := range sums {
+		u.add(env, horizon.Resources{VCPUs: byDim[string(horizon.DimVCPUs)], MemoryMiB: byDim[string(horizon.DimMemoryMiB)], DiskGiB: byDim[string(horizon.DimDiskGiB)]})
 	}
 	return u, nil
+}
+
+func (u *Usage) add(env uuid.UUID, c horizon.Resources) {
+	u.Total = u.Total.Add(c)
+	u.Environments[env] = u.Environments[env].Add(c)
 }
 
 // Item is one execution of a stack as a change sees it: what it counts before and after the

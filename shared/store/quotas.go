@@ -87,35 +87,88 @@ func QuotaPut(ctx context.Context, tx pgx.Tx, qt horizon.Quota, ifVersion int64)
 	return out, nil
 }
 
-// UsageRow is a group of executions that count against a team's quotas and cost the same: the
-// same job of the same template version, in the same environment, with the same parameters.
-type UsageRow struct {
+// counted is the condition on stacks s and executions e of team $1, leaving out stack $2, under
+// which an execution counts against its team's quotas: not yet destroyed (active, or removing
+// until its destroy ends), of a stack that is neither a draft nor removed — a failed stack's
+// too, whose machines may exist.
+const counted = `s.team_id = $1 AND s.id <> $2 AND s.state NOT IN ('draft', 'removed') AND e.state IN ('active', 'removing')`
+
+// UsageGroup is how many executions that count against a team's quotas one job of one
+// template version has in one environment.
+type UsageGroup struct {
 	EnvironmentID   uuid.UUID
 	TemplateID      uuid.UUID
 	TemplateVersion int
 	Job             string
-	Parameters      map[string]any
 	Count           int64
 }
 
-// UsageRows returns the executions that count against a team's quotas, grouped, leaving out
-// the stack except (uuid.Nil for none): every execution not yet destroyed (active, or removing
-// until its destroy ends) of every stack of the team that is neither a draft nor removed — a
-// failed stack's too, whose machines may exist. Its cost is one query, whatever the number of
-// executions; identical executions come back as one row.
-func UsageRows(ctx context.Context, q Querier, team, except uuid.UUID) ([]UsageRow, error) {
-	rows, err := q.Query(ctx, `SELECT s.environment_id, s.template_id, s.template_version, e.job,
-		  COALESCE(e.config->'parameters', '{}'::jsonb), count(*)
-		FROM stacks s JOIN executions e ON e.stack_id = s.id
-		WHERE s.team_id = $1 AND s.id <> $2 AND s.state NOT IN ('draft', 'removed') AND e.state IN ('active', 'removing')
-		GROUP BY 1, 2, 3, 4, 5`, team, except)
+// UsageGroups returns the executions that count against a team's quotas, grouped by
+// environment, template version and job, leaving out the stack except (uuid.Nil for none).
+func UsageGroups(ctx context.Context, q Querier, team, except uuid.UUID) ([]UsageGroup, error) {
+	rows, err := q.Query(ctx, `SELECT s.environment_id, s.template_id, s.template_version, e.job, count(*)
+		FROM stacks s JOIN executions e ON e.stack_id = s.id WHERE `+counted+` GROUP BY 1, 2, 3, 4`, team, except)
 	if err != nil {
 		return nil, translate(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (UsageRow, error) {
-		var u UsageRow
-		err := r.Scan(&u.EnvironmentID, &u.TemplateID, &u.TemplateVersion, &u.Job, &u.Parameters, &u.Count)
-		return u, err
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (UsageGroup, error) {
+		var g UsageGroup
+		err := r.Scan(&g.EnvironmentID, &g.TemplateID, &g.TemplateVersion, &g.Job, &g.Count)
+		return g, err
 	})
 	return out, translate(err)
+}
+
+// UsageRead is an amount the executions of one job of one template version read from a
+// parameter: Dim counts the answer to Param (Default when unanswered or not a number), rounded
+// up, 0 when negative.
+type UsageRead struct {
+	TemplateID      uuid.UUID
+	TemplateVersion int
+	Job             string
+	Dim             string
+	Param           string
+	Default         float64
+}
+
+// UsageReads sums the reads over the executions that count against a team's quotas (leaving
+// out the stack except), by environment and dimension, where the answers are: one query,
+// whatever the number of executions.
+func UsageReads(ctx context.Context, q Querier, team, except uuid.UUID, reads []UsageRead) (map[uuid.UUID]map[string]int64, error) {
+	out := map[uuid.UUID]map[string]int64{}
+	if len(reads) == 0 {
+		return out, nil
+	}
+	var tids []uuid.UUID
+	var vers []int
+	var jobs, dims, params []string
+	var defs []float64
+	for _, r := range reads {
+		tids, vers, jobs, dims, params, defs = append(tids, r.TemplateID), append(vers, r.TemplateVersion), append(jobs, r.Job),
+			append(dims, r.Dim), append(params, r.Param), append(defs, r.Default)
+	}
+	rows, err := q.Query(ctx, `SELECT s.environment_id, r.dim, sum(ceil(greatest(0, CASE
+		    WHEN jsonb_typeof(e.config->'parameters'->r.param) = 'number' THEN (e.config->'parameters'->>r.param)::numeric
+		    ELSE r.def END)))::bigint
+		FROM stacks s JOIN executions e ON e.stack_id = s.id
+		JOIN unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::numeric[]) AS r (tid, ver, job, dim, param, def)
+		  ON r.tid = s.template_id AND r.ver = s.template_version AND r.job = e.job
+		WHERE `+counted+` GROUP BY 1, 2`, team, except, tids, vers, jobs, dims, params, defs)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var env uuid.UUID
+		var dim string
+		var sum int64
+		if err := rows.Scan(&env, &dim, &sum); err != nil {
+			return nil, translate(err)
+		}
+		if out[env] == nil {
+			out[env] = map[string]int64{}
+		}
+		out[env][dim] = sum
+	}
+	return out, translate(rows.Err())
 }

@@ -154,30 +154,74 @@ func nonNegative(pm *Parameter) bool {
 // Cost is what one execution of the job uses with these answers (parameters left out take
 // their defaults): one machine and its declared resources for a machine job, nothing for
 // another job. A number parameter counts rounded up; an unanswered parameter without a
-// default counts 0 (the answers check reports it as required).
+// default, or a negative value, counts 0 (the answers check reports it).
 func (j *Job) Cost(answers map[string]any) horizon.Resources {
-	if !j.Machine {
-		return horizon.Resources{}
-	}
-	c := horizon.Resources{Machines: 1}
-	if j.Resources == nil {
-		return c
-	}
-	for _, r := range j.Resources.named() {
-		if r.a == nil {
-			continue
+	c, reads := j.CostParts()
+	for _, r := range reads {
+		f, ok := toFloat(answers[r.Param])
+		if !ok {
+			f = r.Default
 		}
-		n := j.amount(*r.a, answers)
-		switch r.dim {
-		case horizon.DimVCPUs:
-			c.VCPUs = n
-		case horizon.DimMemoryMiB:
-			c.MemoryMiB = n
-		case horizon.DimDiskGiB:
-			c.DiskGiB = n
-		}
+		c = c.Add(r.amount(f))
 	}
 	return c
+}
+
+// ParamAmount is an amount of a job's resources read from a parameter: Dim counts the answer
+// to Param (Default when unanswered), rounded up, 0 when negative.
+type ParamAmount struct {
+	Dim     horizon.Dimension
+	Param   string
+	Default float64
+}
+
+func (r ParamAmount) amount(f float64) horizon.Resources {
+	var n int64
+	switch {
+	case f <= 0 || math.IsNaN(f):
+	case f > maxSafeInteger:
+		n = maxSafeInteger
+	default:
+		n = int64(math.Ceil(f))
+	}
+	var c horizon.Resources
+	switch r.Dim {
+	case horizon.DimVCPUs:
+		c.VCPUs = n
+	case horizon.DimMemoryMiB:
+		c.MemoryMiB = n
+	case horizon.DimDiskGiB:
+		c.DiskGiB = n
+	}
+	return c
+}
+
+// CostParts splits what each execution of the job costs into what does not depend on its
+// answers (the machine, constants) and the amounts read from parameters: Cost with answers is
+// fixed plus each read amount. A counter of many executions sums the reads where the answers
+// are (quota.Count, in SQL) instead of reading every execution's answers.
+func (j *Job) CostParts() (fixed horizon.Resources, reads []ParamAmount) {
+	if !j.Machine {
+		return fixed, nil
+	}
+	fixed.Machines = 1
+	if j.Resources == nil {
+		return fixed, nil
+	}
+	for _, r := range j.Resources.named() {
+		switch {
+		case r.a == nil:
+		case r.a.Param != "":
+			pa := ParamAmount{Dim: r.dim, Param: r.a.Param}
+			if pm := j.Parameters.byName(r.a.Param); pm != nil {
+				pa.Default, _ = toFloat(pm.Default)
+			}
+			reads = append(reads, pa)
+		case r.a.Value != nil:
+			fixed = fixed.Add(ParamAmount{Dim: r.dim}.amount(*r.a.Value))
+		}
+	}
+	return fixed, reads
 }
 
 // CostParameter returns the parameter a dimension's amount reads, "" for a constant or none:
@@ -192,32 +236,4 @@ func (j *Job) CostParameter(d horizon.Dimension) string {
 		}
 	}
 	return ""
-}
-
-func (j *Job) amount(a Amount, answers map[string]any) int64 {
-	var f float64
-	if a.Param == "" {
-		if a.Value == nil {
-			return 0
-		}
-		f = *a.Value
-	} else {
-		v, ok := answers[a.Param]
-		if !ok || v == nil {
-			if pm := j.Parameters.byName(a.Param); pm != nil {
-				v = pm.Default
-			}
-		}
-		var num bool
-		if f, num = toFloat(v); !num {
-			return 0
-		}
-	}
-	if f <= 0 || math.IsNaN(f) {
-		return 0
-	}
-	if f > maxSafeInteger {
-		return maxSafeInteger
-	}
-	return int64(math.Ceil(f))
 }
