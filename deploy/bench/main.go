@@ -4,6 +4,7 @@
 //
 //	go run ./deploy/bench [api]      # API throughput and latency vs bare Fiber handlers
 //	go run ./deploy/bench scale      # stack list, detail and reconcile pass: 10 000 stacks vs 100
+//	go run ./deploy/bench quota      # a deploy preflight with quotas on vs off, 1 000 active executions
 //
 // They use the local Postgres and Redis (HORIZON_BENCH_DATABASE_URL, an admin connection that
 // may create databases, and HORIZON_BENCH_REDIS_URL), each in a database of its own that is
@@ -30,6 +31,7 @@ func main() {
 		"api":   benchAPI,
 		"scale": benchScale,
 		"drift": benchDrift,
+		"quota": benchQuota,
 	}
 	run, ok := benches[which]
 	if !ok {

@@ -58,7 +58,7 @@ func New(d api.Deps, o Options) *fiber.App {
 	if len(o.CORSOrigins) > 0 {
 		app.Use(cors.New(cors.Config{
 			AllowOrigins:  strings.Join(o.CORSOrigins, ","),
-			AllowMethods:  "GET,POST,PATCH,DELETE,OPTIONS",
+			AllowMethods:  "GET,POST,PUT,PATCH,DELETE,OPTIONS",
 			AllowHeaders:  "Authorization,Content-Type,If-Match,Idempotency-Key,Last-Event-ID,X-Request-Id",
 			ExposeHeaders: "ETag,Location,Retry-After,X-Request-Id,Idempotent-Replayed,RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset",
 			MaxAge:        600,

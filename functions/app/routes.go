@@ -78,6 +78,10 @@ func routes(d api.Deps) []route {
 		{fiber.MethodGet, "/teams", teams.List(d)},
 		{fiber.MethodGet, "/teams/:id", teams.Get(d)},
 		{fiber.MethodPatch, "/teams/:id", teams.Update(d)},
+		{fiber.MethodGet, "/teams/:id/quotas", teams.GetQuotas(d)},
+		{fiber.MethodPut, "/teams/:id/quotas", teams.PutQuotas(d)},
+		{fiber.MethodPatch, "/teams/:id/quotas", teams.PatchQuotas(d)},
+		{fiber.MethodGet, "/teams/:id/usage", teams.GetUsage(d)},
 
 		{fiber.MethodPost, "/users", users.Create(d)},
 		{fiber.MethodGet, "/users", users.List(d)},

@@ -109,7 +109,7 @@ func Create(d api.Deps) fiber.Handler {
 				}
 				l.execs = append(l.execs, saved)
 			}
-			probs, err := problems(ctx, tx, def, l.execs, cat)
+			probs, err := deployProblems(ctx, tx, l, cat)
 			if err != nil {
 				return err
 			}

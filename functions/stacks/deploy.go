@@ -52,7 +52,7 @@ func Deploy(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		probs, err := problems(ctx, d.DB, l.def, l.execs, cat)
+		probs, err := deployProblems(ctx, d.DB, l, cat)
 		if err != nil {
 			return err
 		}
@@ -76,6 +76,9 @@ func Deploy(d api.Deps) fiber.Handler {
 				return horizon.Run{}, problem.Conflict("The stack changed while its deploy was being checked; deploy again.")
 			}
 			if err := deployable(ctx, tx, locked.stack); err != nil {
+				return horizon.Run{}, err
+			}
+			if err := enforceQuota(ctx, tx, locked.stack, cat.env.Name, deployItems(locked)); err != nil {
 				return horizon.Run{}, err
 			}
 			if err := reserve(ctx, tx, d, locked, cat, views); err != nil {

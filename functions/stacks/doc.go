@@ -20,6 +20,12 @@
 // branch, and every terraform action's (kept on the stack as a re-pin, Stack.ActionCommits,
 // which an upgrade clears), through one resolver (resolveBranch).
 //
+// Quotas (quota.go): a deploy and a saved edit or upgrade check what they add to the team's
+// usage against its quotas (shared/quota) with the preflight's other problems, then again in
+// the transaction that writes the run, holding the team's quota row, so that two requests
+// cannot both take the last of a quota; drafts list the problem and plans show the delta. Run
+// again, retry and actions are not checked: they never add to what a stack counts.
+//
 // Actions (actions.go) are runs of kind action. A script action's one step runs on the machine
 // the user chose. A terraform action's run makes an action instance (instances.go): its module,
 // at the commit the stack pins for it (its version's, or a force retry's re-pin), applied in a workspace of its own; undoing

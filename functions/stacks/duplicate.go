@@ -102,7 +102,7 @@ func Duplicate(d api.Deps) fiber.Handler {
 				}
 				l.execs = append(l.execs, saved)
 			}
-			probs, err := problems(ctx, tx, l.def, l.execs, cat)
+			probs, err := deployProblems(ctx, tx, l, cat)
 			if err != nil {
 				return err
 			}

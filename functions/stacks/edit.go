@@ -12,6 +12,7 @@ import (
 	"horizon/shared/answers"
 	"horizon/shared/auth"
 	"horizon/shared/horizon"
+	"horizon/shared/quota"
 	"horizon/shared/runplan"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
@@ -73,6 +74,11 @@ func planEdit(ctx context.Context, q store.Querier, d api.Deps, who auth.Princip
 	if ed.problems, err = problems(ctx, q, ed.def, ed.result(), cat); err != nil {
 		return nil, err
 	}
+	over, err := quotaProblems(ctx, q, l.stack, cat.env.Name, editItems(ed))
+	if err != nil {
+		return nil, err
+	}
+	ed.problems = append(ed.problems, over...)
 	return ed, nil
 }
 
@@ -306,15 +312,18 @@ type PlanEntry struct {
 // Plan is exactly what saving an edit would do.
 type Plan struct {
 	// Version is the stack version the plan was computed from; saving needs it as If-Match.
-	Version    int64                `json:"version"`
-	Create     []PlanEntry          `json:"create"`
-	Destroy    []PlanEntry          `json:"destroy"`
-	Reapply    []PlanEntry          `json:"reapply"`
-	Dependents []PlanEntry          `json:"dependents"`
-	Order      []PlanEntry          `json:"order"`
-	Addresses  PlanAddresses        `json:"addresses"`
-	RunNeeded  bool                 `json:"run_needed"`
-	Problems   []horizon.FieldError `json:"problems"`
+	Version    int64         `json:"version"`
+	Create     []PlanEntry   `json:"create"`
+	Destroy    []PlanEntry   `json:"destroy"`
+	Reapply    []PlanEntry   `json:"reapply"`
+	Dependents []PlanEntry   `json:"dependents"`
+	Order      []PlanEntry   `json:"order"`
+	Addresses  PlanAddresses `json:"addresses"`
+	RunNeeded  bool          `json:"run_needed"`
+	// Resources is what saving adds to the team's usage (negative: frees, once the destroys
+	// end), checked against its quotas in Problems.
+	Resources horizon.Resources    `json:"resources"`
+	Problems  []horizon.FieldError `json:"problems"`
 }
 
 // PlanAddresses are the addresses an edit attaches and frees.
@@ -371,6 +380,7 @@ func (ed *edit) plan() Plan {
 		p.Order = append(p.Order, entry)
 	}
 	p.RunNeeded = len(ed.changes) > 0
+	p.Resources = quota.Delta(editItems(ed))
 	return p
 }
 

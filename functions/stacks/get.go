@@ -49,7 +49,7 @@ func detail(ctx context.Context, q store.Querier, l *loaded, can horizon.Capabil
 		if err != nil {
 			return Stack{}, err
 		}
-		if probs, err = problems(ctx, q, l.def, l.execs, cat); err != nil {
+		if probs, err = deployProblems(ctx, q, l, cat); err != nil {
 			return Stack{}, err
 		}
 	}

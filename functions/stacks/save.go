@@ -72,6 +72,9 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 		if err := notBusy(ctx, tx, locked.stack); err != nil {
 			return nil, err
 		}
+		if err := enforceQuota(ctx, tx, locked.stack, ed.cat.env.Name, editItems(ed)); err != nil {
+			return nil, err
+		}
 		if _, err := store.StackUpdate(ctx, tx, l.stack.ID, store.StackPatch{Name: req.Name, Description: req.Description,
 			Labels: req.Labels, TemplateVersion: upgradeTo}, l.stack.Version); err != nil {
 			return nil, err

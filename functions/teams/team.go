@@ -1,5 +1,7 @@
-// Package teams serves /v1/teams: admins create and rename teams; everyone lists and reads the
-// teams they belong to (admins: all teams).
+// Package teams serves /v1/teams: admins create and rename teams and set their quotas;
+// everyone lists and reads the teams they belong to (admins: all teams), their quotas and
+// their usage (shared/quota counts it). Quotas have a version of their own (the ETag of
+// …/quotas), apart from the team's: renaming a team does not make a quota edit stale.
 package teams
 
 import (

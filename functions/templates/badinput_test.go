@@ -142,6 +142,17 @@ func TestCreateVersionRejectsBadInput(t *testing.T) {
 		{"branch that does not exist", "", map[string]any{"definition": bad}, 422, []string{"definition.phases[1].jobs[0].source.branch"}},
 		{"name is not a field of a version", "", map[string]any{"name": "x", "definition": definition(repo.URL)}, 422, []string{"name"}},
 		{"no definition", "", map[string]any{}, 422, []string{"definition"}},
+		// Resources are checked against the job's parameters at every upload.
+		{"resources reading a string parameter", "", map[string]any{"definition": mutated(definition(repo.URL), func(d map[string]any) {
+			job(d, 0, 0)["parameters"] = append(job(d, 0, 0)["parameters"].([]any)[:2], map[string]any{"name": "admin_password", "type": "string", "secret": true, "generate": true})
+			job(d, 0, 0)["resources"] = map[string]any{"cores": map[string]any{"param": "admin_password"}}
+		})}, 422, []string{"definition.phases[0].jobs[0].resources.cores.param"}},
+		{"resources reading an unknown parameter", "", map[string]any{"definition": mutated(definition(repo.URL), func(d map[string]any) {
+			job(d, 0, 0)["resources"] = map[string]any{"memory_mb": map[string]any{"param": "ram"}}
+		})}, 422, []string{"definition.phases[0].jobs[0].resources.memory_mb.param"}},
+		{"negative resources", "", map[string]any{"definition": mutated(definition(repo.URL), func(d map[string]any) {
+			job(d, 0, 0)["resources"] = map[string]any{"disk_gb": -20}
+		})}, 422, []string{"definition.phases[0].jobs[0].resources.disk_gb"}},
 		{"member", member, map[string]any{"definition": definition(repo.URL)}, 403, nil},
 		{"viewer", viewer, map[string]any{"definition": definition(repo.URL)}, 403, nil},
 	}

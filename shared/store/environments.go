@@ -120,3 +120,8 @@ func NetworksMissing(ctx context.Context, q Querier, ids []uuid.UUID) ([]uuid.UU
 func NagiosServersMissing(ctx context.Context, q Querier, ids []uuid.UUID) ([]uuid.UUID, error) {
 	return missingIDs(ctx, q, "nagios_servers", ids)
 }
+
+// EnvironmentsMissing returns those of ids that name no environment.
+func EnvironmentsMissing(ctx context.Context, q Querier, ids []uuid.UUID) ([]uuid.UUID, error) {
+	return missingIDs(ctx, q, "environments", ids)
+}

@@ -16,6 +16,9 @@ import (
 // does not turn into a megabyte-sized error.
 const maxProblems = 100
 
+// amountType is decoded as a union (a number or {param: name}), not as a struct.
+var amountType = reflect.TypeFor[Amount]()
+
 // decoder turns a yaml.Node tree into Go values strictly: every key must be a field of the
 // target (its json tag), every scalar must have the target's type, and anchors and aliases are
 // refused without being followed. It records every problem with its document path and keeps
@@ -49,6 +52,10 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // null is "not set"
+	}
+	if v.Type() == amountType {
+		v.Set(reflect.ValueOf(d.amount(n, path)))
+		return
 	}
 	switch v.Kind() {
 	case reflect.Pointer:

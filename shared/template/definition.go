@@ -32,6 +32,9 @@ type Job struct {
 	Replace    Replace    `json:"replace,omitempty"`
 	Executions Executions `json:"executions,omitzero"`
 	Parameters Parameters `json:"parameters,omitempty"`
+	// Resources is what each of the job's machines uses, for quotas; nil counts one machine
+	// and nothing else.
+	Resources *Resources `json:"resources,omitempty"`
 	// Inputs maps a module variable to a reference to another job's output,
 	// "${jobs.<job>.outputs.<output>}".
 	Inputs map[string]string `json:"inputs,omitempty"`

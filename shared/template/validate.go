@@ -91,6 +91,7 @@ func (d *Definition) validateJob(p *horizon.Problems, l located, jobPhase map[st
 	}
 	checkExecutions(p, at+".executions", j.Executions)
 	p.Merge(at+".parameters", j.Parameters.Validate())
+	checkResources(p, at+".resources", j)
 	checkInputs(p, at+".inputs", j.Inputs, j.Parameters, func(field string, r Reference) {
 		switch ph, ok := jobPhase[r.Job]; {
 		case !ok:

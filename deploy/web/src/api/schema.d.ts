@@ -196,6 +196,60 @@ export interface paths {
         patch: operations["updateTeam"];
         trace?: never;
     };
+    "/v1/teams/{id}/quotas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A team's quotas (anyone who sees the team).
+         * @description Limits over all the team's stacks, narrowed per environment; null is unlimited. A team that never had a quota has version 0 and no ETag.
+         */
+        get: operations["getTeamQuotas"];
+        /**
+         * Replace a team's quotas (admin).
+         * @description A dimension or an environment left out is unlimited. Lowering a limit below what the team uses refuses nothing that exists; it only blocks growth.
+         */
+        put: operations["putTeamQuotas"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change some of a team's quotas (admin).
+         * @description A dimension given replaces its limit (null, unlimited); an environment given replaces that environment's limits (null removes its narrowing); the rest stays.
+         */
+        patch: operations["patchTeamQuotas"];
+        trace?: never;
+    };
+    "/v1/teams/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * What a team's stacks use, with limits and what remains (anyone who sees the team).
+         * @description Counts every execution not yet destroyed of the team's stacks that are neither drafts nor removed (a failed stack's too); a removal frees each machine when its destroy ends.
+         */
+        get: operations["getTeamUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users": {
         parameters: {
             query?: never;
@@ -1859,6 +1913,59 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        QuotaLimits: {
+            machines: number | null;
+            vcpus: number | null;
+            memory_mib: number | null;
+            disk_gib: number | null;
+        };
+        /** @description Limits by dimension; null is unlimited. */
+        QuotaLimitsUpdate: {
+            machines?: number | null;
+            vcpus?: number | null;
+            memory_mib?: number | null;
+            disk_gib?: number | null;
+        };
+        TeamQuota: {
+            /** Format: uuid */
+            team_id: string;
+            limits: components["schemas"]["QuotaLimits"];
+            /** @description Limits narrowing the team's stacks of one environment, by environment id. */
+            environments: {
+                [key: string]: components["schemas"]["QuotaLimits"];
+            };
+            version: number;
+            /** Format: date-time */
+            updated_at: string | null;
+        };
+        TeamQuotaUpdate: {
+            limits?: components["schemas"]["QuotaLimitsUpdate"];
+            environments?: {
+                [key: string]: components["schemas"]["QuotaLimitsUpdate"] | null;
+            };
+        };
+        UsageAmount: {
+            used: number;
+            limit: number | null;
+            remaining: number | null;
+        };
+        TeamUsage: {
+            /** Format: uuid */
+            team_id: string;
+            machines: components["schemas"]["UsageAmount"];
+            vcpus: components["schemas"]["UsageAmount"];
+            memory_mib: components["schemas"]["UsageAmount"];
+            disk_gib: components["schemas"]["UsageAmount"];
+            environments: {
+                /** Format: uuid */
+                environment_id: string;
+                name: string;
+                machines: components["schemas"]["UsageAmount"];
+                vcpus: components["schemas"]["UsageAmount"];
+                memory_mib: components["schemas"]["UsageAmount"];
+                disk_gib: components["schemas"]["UsageAmount"];
+            }[];
+        };
         TeamCreate: {
             name: string;
         };
@@ -2317,6 +2424,13 @@ export interface components {
                 free: string[];
             };
             run_needed: boolean;
+            /** @description What saving adds to the team's usage (negative frees, once the destroys end); problems name what would exceed a quota. */
+            resources: {
+                machines: number;
+                vcpus: number;
+                memory_mib: number;
+                disk_gib: number;
+            };
             problems: components["schemas"]["FieldError"][];
         };
         DuplicateRequest: {
@@ -3048,6 +3162,12 @@ export interface components {
                 max?: number;
             };
             parameters?: components["schemas"]["DefinitionParameter"][];
+            /** @description What each machine of the job uses, for quotas; left out, a machine counts one machine and nothing else. */
+            resources?: {
+                cores?: components["schemas"]["DefinitionAmount"];
+                memory_mb?: components["schemas"]["DefinitionAmount"];
+                disk_gb?: components["schemas"]["DefinitionAmount"];
+            };
             inputs?: {
                 [key: string]: string;
             };
@@ -3062,6 +3182,10 @@ export interface components {
                 command: string;
                 args?: string[];
             }[];
+        };
+        /** @description A resource amount, a non-negative whole number or a reference to a numeric parameter of the job. */
+        DefinitionAmount: number | {
+            param: string;
         };
         DefinitionSource: {
             repo: string;
@@ -4069,6 +4193,137 @@ export interface operations {
             409: components["responses"]["Conflict"];
             412: components["responses"]["Stale"];
             422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getTeamQuotas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The quotas. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamQuota"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    putTeamQuotas: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag you read; the write is refused with 412 if the object changed since. */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TeamQuotaUpdate"];
+            };
+        };
+        responses: {
+            /** @description The quotas as saved. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamQuota"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["Stale"];
+            422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    patchTeamQuotas: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag you read; the write is refused with 412 if the object changed since. */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TeamQuotaUpdate"];
+            };
+        };
+        responses: {
+            /** @description The quotas as saved. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamQuota"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["Stale"];
+            422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getTeamUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamUsage"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
             default: components["responses"]["Problem"];
         };
     };

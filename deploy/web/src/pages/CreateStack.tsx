@@ -36,6 +36,7 @@ import { plural, ProblemBox, useDebounced } from "./common";
 import { VersionChanges } from "./Templates";
 import { useEnvironments, useTeams, useTemplates } from "./lookups";
 import { useFormOptions } from "./options";
+import { quotaHints, stackCost } from "../quota/usage";
 
 export function CreateStack({ stackId }: { stackId?: string }) {
   const qc = useQueryClient();
@@ -106,6 +107,19 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     queryKey: ["form", templateId, version],
     enabled: !!templateId && version > 0,
     queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}/form", { params: { path: { id: templateId, v: String(version) } } })),
+  });
+  // What a stack that is not deployed yet would take of its team's quotas, as the user types
+  // (a deployed stack's edit shows its delta in the plan instead).
+  const definition = useQuery({
+    queryKey: ["version", templateId, version],
+    enabled: !!templateId && version > 0,
+    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: templateId, v: String(version) } } })),
+    staleTime: 60_000,
+  });
+  const usage = useQuery({
+    queryKey: ["usage", header.team_id],
+    enabled: !!header.team_id,
+    queryFn: () => call(api.GET("/v1/teams/{id}/usage", { params: { path: { id: header.team_id } } })),
   });
   const opts = useFormOptions(header.environment_id, stack);
   const options = opts.data ?? emptyOptions;
@@ -422,6 +436,13 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             </div>
           </div>
         </fieldset>
+        {!live && form.data && values && definition.data && usage.data && (
+          <ul className="quota-hints" role="status" aria-label="Quota">
+            {quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id).map((h) => (
+              <li key={h.dimension} data-dimension={h.dimension} className={h.over ? "problem" : "muted"}>{h.text}{h.over ? ": more than the team has left" : ""}</li>
+            ))}
+          </ul>
+        )}
         {form.data && values ? (
           <FormRenderer form={form.data} values={values} onChange={setValues} options={options} errors={errs} />
         ) : templateId ? (

@@ -8,6 +8,7 @@ import { useMe } from "../App";
 import { href } from "../router";
 import { ProblemBox, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
+import { usageLines } from "../quota/usage";
 import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
 
 const TABS = [
@@ -133,12 +134,13 @@ function Teams({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={teams.error} />
       <table>
-        <thead><tr><th scope="col">Team</th><th scope="col">Members</th><th scope="col">Since</th></tr></thead>
+        <thead><tr><th scope="col">Team</th><th scope="col">Members</th><th scope="col">Quota usage</th><th scope="col">Since</th></tr></thead>
         <tbody>
           {teams.data?.items.map((t) => (
             <tr key={t.id} data-team={t.name}>
               <td>{t.name}</td>
               <td>{(users.data?.items ?? []).filter((u) => u.teams.includes(t.id)).map((u) => `${u.name} (${u.role})`).join(", ") || <span className="muted">none</span>}</td>
+              <td><TeamUsage team={t.id} name={t.name} /></td>
               <td>{when(t.created_at)}</td>
             </tr>
           ))}
@@ -146,6 +148,27 @@ function Teams({ admin }: { admin: boolean }) {
       </table>
       {admin && <p className="muted small">Members join a team from their user (People → Users → Change).</p>}
     </section>
+  );
+}
+
+// TeamUsage draws a bar per dimension the team has a quota in (GET /v1/teams/{id}/usage).
+function TeamUsage({ team, name }: { team: string; name: string }) {
+  const usage = useQuery({
+    queryKey: ["usage", team],
+    queryFn: () => call(api.GET("/v1/teams/{id}/usage", { params: { path: { id: team } } })),
+  });
+  if (usage.error) return <span className="muted">unavailable</span>;
+  if (!usage.data) return null;
+  return (
+    <ul className="usage">
+      {usageLines(usage.data).map((l) => (
+        <li key={l.dimension} data-dimension={l.dimension}>
+          {l.label}{" "}
+          {l.limit !== null && <meter aria-label={`${name}: ${l.label}`} min={0} max={Math.max(l.limit, l.used, 1)} high={l.limit} value={l.used} />}{" "}
+          <span className="small">{l.text}</span>
+        </li>
+      ))}
+    </ul>
   );
 }
 

@@ -24,7 +24,8 @@ function plan(order: PlanEntry[], extra: Partial<Plan> = {}): Plan {
   const by = (a: PlanEntry["action"]) => order.filter((e) => e.action === a);
   return {
     version: 3, create: by("create"), destroy: by("destroy"), reapply: by("reapply"), dependents: by("dependent"), order,
-    addresses: { attach: [], free: [] }, run_needed: order.length > 0, problems: [], ...extra,
+    addresses: { attach: [], free: [] }, run_needed: order.length > 0, problems: [],
+    resources: { machines: 0, vcpus: 0, memory_mib: 0, disk_gib: 0 }, ...extra,
   };
 }
 
