@@ -1857,12 +1857,15 @@ export interface components {
             scope?: components["schemas"]["TokenScope"];
         };
         /**
-         * @description What the token may call. `full` (the default) acts as its user on every route;
-         *     `prometheus` only reads `GET /v1/prometheus/targets` (403 everywhere else), seeing the
-         *     machines of its user's teams (of every team when the user is an admin). Fixed at minting.
+         * @description What the token may call; a scope only narrows what its user's role allows. The scopes
+         *     nest: `prometheus` opens only `GET /v1/prometheus/targets`; `read` every GET and event
+         *     stream (and minting stream tokens); `deploy` adds deploy, retry, cancel, run again and
+         *     running an action — no edits, no removal, no catalogue; `full` (the default) acts as
+         *     its user on every route. Each operation's `x-scope` names the narrowest scope that
+         *     opens it; a narrower token is refused with 403. Fixed at minting.
          * @enum {string}
          */
-        TokenScope: "full" | "prometheus";
+        TokenScope: "full" | "deploy" | "read" | "prometheus";
         TokenList: {
             items: components["schemas"]["Token"][];
             next_cursor: string | null;
