@@ -23,6 +23,7 @@ import (
 	"horizon/functions/templates"
 	"horizon/functions/tokens"
 	"horizon/functions/users"
+	"horizon/functions/webhooks"
 	"horizon/shared/auth"
 )
 
@@ -179,5 +180,15 @@ func routes(d api.Deps) []route {
 		{fiber.MethodPost, "/isos/:id/retry", isos.Retry(d), full},
 		{fiber.MethodPost, "/isos/:id/cancel", isos.Cancel(d), full},
 		{fiber.MethodGet, "/isos/:id/runs", isos.GetRuns(d), read},
+
+		{fiber.MethodPost, "/webhooks", webhooks.Create(d), full},
+		{fiber.MethodGet, "/webhooks", webhooks.List(d), read},
+		{fiber.MethodGet, "/webhooks/:id", webhooks.Get(d), read},
+		{fiber.MethodPatch, "/webhooks/:id", webhooks.Update(d), full},
+		{fiber.MethodDelete, "/webhooks/:id", webhooks.Delete(d), full},
+		{fiber.MethodPost, "/webhooks/:id/rotate-secret", webhooks.RotateSecret(d), full},
+		{fiber.MethodPost, "/webhooks/:id/test", webhooks.Test(d), full},
+		{fiber.MethodGet, "/webhooks/:id/deliveries", webhooks.ListDeliveries(d), read},
+		{fiber.MethodPost, "/webhooks/:id/deliveries/:delivery_id/redeliver", webhooks.Redeliver(d), full},
 	}
 }

@@ -4,6 +4,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,12 +22,14 @@ import (
 	"horizon/shared/logstream"
 	"horizon/shared/metrics"
 	"horizon/shared/nagios"
+	"horizon/shared/notify"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
 	"horizon/shared/tfstate"
 	"horizon/workers/attempt"
 	"horizon/workers/isos"
+	notifyw "horizon/workers/notify"
 	"horizon/workers/reconcile"
 	"horizon/workers/runs"
 	"horizon/workers/steps"
@@ -68,6 +71,12 @@ type Config struct {
 	ISORetryBackoff     time.Duration
 	// ProxmoxTaskPoll is how often a running Proxmox task is polled (default 500 ms).
 	ProxmoxTaskPoll time.Duration
+	// Webhooks is how notifications are sent; WebhookConcurrency (default 20) how many at once,
+	// in a pool of their own; WebhookLease how long a claimed delivery waits before a sweep
+	// enqueues it again (default workers/notify.DefaultLease).
+	Webhooks           notify.Config
+	WebhookConcurrency int
+	WebhookLease       time.Duration
 }
 
 // Asynq's polling intervals in the workers (asynq.Config's TaskCheckInterval and
@@ -83,6 +92,7 @@ const (
 // Worker is a running Asynq server and scheduler.
 type Worker struct {
 	srv        *asynq.Server
+	notifySrv  *asynq.Server
 	sched      *asynq.Scheduler
 	mux        *asynq.ServeMux
 	cancelBase context.CancelFunc
@@ -90,7 +100,9 @@ type Worker struct {
 	Queues     queue.Queues
 	// Reconcile is the reconcile pass, for tests and for the scheduler.
 	Reconcile reconcile.Handler
-	log       *slog.Logger
+	// Notify delivers webhook messages (its DispatchDue is the outbox sweep, for tests).
+	Notify notifyw.Handler
+	log    *slog.Logger
 
 	// health is the outcome of the Asynq server's last check of its Redis connection.
 	health atomic.Pointer[healthCheck]
@@ -163,13 +175,17 @@ func New(cfg Config) (*Worker, error) {
 		Queues: queues, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second, Heartbeat: cfg.Heartbeat, Metrics: recorder}
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
+	w.Notify = notifyw.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Sender: notify.NewSender(cfg.Webhooks), Queues: queues,
+		Enqueue: enqueue, Log: cfg.Log, Namespace: cfg.Namespace, Lease: cfg.WebhookLease}
 	handlers := map[string]asynq.Handler{
-		queue.TypeReconcile:     w.Reconcile,
-		queue.TypeStackTags:     tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
-		queue.TypeRunAdvance:    runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
-		queue.TypeStepRun:       stepHandler,
-		queue.TypeActionRun:     &steps.Actions{Steps: stepHandler},
-		queue.TypeNagiosPublish: &steps.Nagios{Steps: stepHandler},
+		queue.TypeWebhookDeliver:  w.Notify,
+		queue.TypeWebhookDispatch: asynq.HandlerFunc(w.Notify.Dispatch),
+		queue.TypeReconcile:       w.Reconcile,
+		queue.TypeStackTags:       tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
+		queue.TypeRunAdvance:      runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
+		queue.TypeStepRun:         stepHandler,
+		queue.TypeActionRun:       &steps.Actions{Steps: stepHandler},
+		queue.TypeNagiosPublish:   &steps.Nagios{Steps: stepHandler},
 		// A server that cannot be read has its failure recorded; only our own Postgres fails it.
 		queue.TypeNagiosDiscover: asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
 			_, err := nagios.RediscoverAll(ctx, cfg.DB, cfg.Box)
@@ -212,6 +228,17 @@ func New(cfg Config) (*Worker, error) {
 			}
 		}),
 	})
+	// Deliveries have a server of their own on the same handlers: its slots are the only ones a
+	// slow destination can hold, so deploys and other work never wait behind one.
+	w.notifySrv = asynq.NewServer(cfg.RedisOpt, asynq.Config{
+		Concurrency:              cmp.Or(cfg.WebhookConcurrency, 20),
+		Queues:                   map[string]int{queues.Notify: 1},
+		BaseContext:              func() context.Context { return baseCtx },
+		TaskCheckInterval:        TaskCheckInterval,
+		DelayedTaskCheckInterval: DelayedTaskCheckInterval,
+		ShutdownTimeout:          30 * time.Second,
+		Logger:                   asynqLogger{cfg.Log},
+	})
 	if cfg.ReconcileInterval > 0 {
 		w.sched = asynq.NewScheduler(cfg.RedisOpt, &asynq.SchedulerOpts{Location: time.UTC, Logger: asynqLogger{cfg.Log}})
 		if _, err := w.sched.Register(fmt.Sprintf("@every %s", cfg.ReconcileInterval), queue.NewReconcile(queues, cfg.ReconcileInterval)); err != nil {
@@ -219,6 +246,9 @@ func New(cfg Config) (*Worker, error) {
 		}
 		if _, err := w.sched.Register(fmt.Sprintf("@every %s", queue.NagiosDiscoverInterval), queue.NewNagiosDiscover(queues)); err != nil {
 			return nil, fmt.Errorf("schedule nagios discovery: %w", err)
+		}
+		if _, err := w.sched.Register(fmt.Sprintf("@every %s", queue.WebhookDispatchInterval), queue.NewWebhookDispatch(queues)); err != nil {
+			return nil, fmt.Errorf("schedule webhook dispatch: %w", err)
 		}
 	}
 	return w, nil
@@ -242,9 +272,14 @@ func (w *Worker) Start() error {
 	if err := w.srv.Start(w.mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
+	if err := w.notifySrv.Start(w.mux); err != nil {
+		w.srv.Shutdown()
+		return fmt.Errorf("start the notify server: %w", err)
+	}
 	if w.sched != nil {
 		if err := w.sched.Start(); err != nil {
 			w.srv.Shutdown()
+			w.notifySrv.Shutdown()
 			return fmt.Errorf("start scheduler: %w", err)
 		}
 	}
@@ -259,6 +294,7 @@ func (w *Worker) Shutdown() {
 	}
 	w.cancelBase()
 	w.srv.Shutdown()
+	w.notifySrv.Shutdown()
 	// After the handlers: a Terraform saving its state at SIGINT still reaches the backend.
 	if w.states != nil {
 		_ = w.states.Close()
