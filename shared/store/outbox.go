@@ -55,8 +55,12 @@ func notifyRunFinished(ctx context.Context, q Querier, r horizon.Run) error {
 		WHERE r.id = $3`, r.ID)
 }
 
-// notifyStackState emits stack.state_changed.
+// notifyStackState emits stack.state_changed for a transition (a stack's creation, with no
+// state before, is not one).
 func notifyStackState(ctx context.Context, q Querier, c horizon.StateChange) error {
+	if c.From == nil {
+		return nil
+	}
 	var team uuid.UUID
 	if err := q.QueryRow(ctx, `SELECT team_id FROM stacks WHERE id = $1`, c.StackID).Scan(&team); err != nil {
 		return translate(err)
