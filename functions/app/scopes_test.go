@@ -41,7 +41,7 @@ func TestTokenScopesAgainstEveryRoute(t *testing.T) {
 	param := regexp.MustCompile(`\{[a-z_]+\}`)
 	refused, opened := 0, 0
 	for path, item := range doc.Paths.Map() {
-		if !strings.HasPrefix(path, "/v1/") || path == "/v1/setup" {
+		if !strings.HasPrefix(path, "/v1/") || path == "/v1/setup" || path == "/v1/sign-in" { // no bearer token: their code is the proof
 			continue
 		}
 		for method, op := range item.Operations() {
