@@ -21,6 +21,7 @@ import (
 	"horizon/shared/config"
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
+	"horizon/shared/notify"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
@@ -97,7 +98,9 @@ func run(cfg config.Config, log *slog.Logger) error {
 		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, DriftInterval: cfg.DriftInterval, Heartbeat: cfg.StepHeartbeat, VMSSHPort: cfg.VMSSHPort, Git: git,
 		LogClient: logs, EventsMaxLen: cfg.EventsMaxLen,
 		ISODownloadAttempts: cfg.ISODownloadAttempts, ISORetryBackoff: cfg.ISORetryBackoff, ProxmoxTaskPoll: cfg.ProxmoxTaskPoll,
-		Terraform: terraform.Config{Binary: bin, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
+		Webhooks:           notify.Config{Guard: notify.Guard{Allow: cfg.WebhookAllowCIDRs}, Timeout: cfg.WebhookTimeout, ConsoleURL: cfg.ConsoleURL},
+		WebhookConcurrency: cfg.WebhookConcurrency,
+		Terraform:          terraform.Config{Binary: bin, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
 	if err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func run(cfg config.Config, log *slog.Logger) error {
 		}
 	}()
 	defer health.Close()
-	log.Info("workers running", "queues", []string{w.Queues.Control, w.Queues.Build}, "concurrency", cfg.WorkerConcurrency,
+	log.Info("workers running", "queues", []string{w.Queues.Control, w.Queues.Build, w.Queues.Notify}, "concurrency", cfg.WorkerConcurrency,
 		"terraform", bin.Path, "terraform_version", bin.Version)
 	<-ctx.Done()
 	log.Info("workers shutting down")

@@ -14,6 +14,7 @@ import (
 	"horizon/shared/gate"
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
+	"horizon/shared/notify"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 )
@@ -50,6 +51,9 @@ type Deps struct {
 	StreamTokenTTL time.Duration
 	// Streams serves streamed responses (event streams, log downloads) and counts them.
 	Streams *stream.Server
+	// Webhooks checks webhook destinations and sends the test messages that enabling a
+	// subscription and POST /v1/webhooks/{id}/test send (the workers deliver everything else).
+	Webhooks *notify.Sender
 	// Now is the clock for values computed in Go (most times come from Postgres' now()).
 	Now func() time.Time
 }

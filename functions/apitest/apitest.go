@@ -36,6 +36,7 @@ import (
 	"horizon/shared/auth"
 	"horizon/shared/config"
 	"horizon/shared/logstream"
+	"horizon/shared/notify"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
 	"horizon/shared/testkit"
@@ -89,6 +90,8 @@ type Options struct {
 	// server accepts. Linux otherwise grows it to megabytes, which a test of a paused client
 	// would have to fill before the server's own writes block.
 	SendBuffer int
+	// Webhooks are the webhook destinations' allowed ranges and resolver (nil: the system's).
+	Webhooks notify.Guard
 }
 
 // New starts the API, as functions/main.go does (app.Open), on a database and a Redis
@@ -177,6 +180,8 @@ func start(t testing.TB, base config.Config, opts *Options) *Server {
 	cfg.SSEReaders = cmp.Or(opts.Readers, 32)
 	cfg.LogMaxLen = cmp.Or(opts.Logs.MaxLen, cfg.LogMaxLen)
 	cfg.LogRetention = cmp.Or(opts.Logs.Retention, cfg.LogRetention)
+	cfg.WebhookAllowCIDRs, cfg.WebhookResolve = opts.Webhooks.Allow, opts.Webhooks.Resolve
+	cfg.WebhookTimeout = 2 * time.Second
 
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if opts.Log != nil {

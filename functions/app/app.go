@@ -77,20 +77,19 @@ func New(d api.Deps, o Options) *fiber.App {
 	// Fiber runs handlers in the order they were registered and a stream handler does not call
 	// Next, so the group's middleware never runs for them.
 	for _, r := range streamRoutes(d) {
-		app.Add(r.method, "/v1"+r.path, deadline, middleware.StreamAuth(d, r.purpose), limit, r.handler)
-	}
-	// Like the streams, the routes limited tokens open are registered before the group, with an
-	// authentication that accepts their scope; the group's refuses every limited token.
-	for _, r := range scopedRoutes(d) {
-		app.Add(r.method, "/v1"+r.path, deadline, middleware.Auth(d, r.scope), limit, r.handler)
+		app.Add(r.method, "/v1"+r.path, deadline, middleware.StreamAuth(d, r.purpose), middleware.Scope(r.scope), limit, r.handler)
 	}
 	// Setup has no bearer token to check: its setup token is the proof (package setup).
 	app.Post("/v1/setup", deadline, setup.Claim(d))
 	// Nor has the exchange of a sign-in code: the code is the proof (package signin).
 	app.Post("/v1/sign-in", deadline, signin.Exchange(d))
-	v1 := app.Group("/v1", deadline, middleware.Auth(d), limit, middleware.Idempotency(d))
+	// The group authenticates every /v1 path (an unknown one too, so that it reveals nothing);
+	// each route then checks the scope its row declares before the idempotency key is taken, so
+	// that a refused request leaves no recorded answer behind.
+	v1 := app.Group("/v1", deadline, middleware.Auth(d), limit)
+	idempotency := middleware.Idempotency(d)
 	for _, r := range routes(d) {
-		v1.Add(r.method, r.path, r.handler)
+		v1.Add(r.method, r.path, middleware.Scope(r.scope), idempotency, r.handler)
 	}
 	return app
 }

@@ -26,6 +26,7 @@ import (
 	"horizon/shared/gitsource"
 	"horizon/shared/logstream"
 	"horizon/shared/metrics"
+	"horizon/shared/notify"
 	"horizon/shared/queue"
 	"horizon/shared/rstream"
 	"horizon/shared/secrets"
@@ -129,7 +130,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, 
 	s.Deps = api.Deps{DB: pool, Redis: rdb, Box: box, Log: log, Auth: cache, Git: git, Gate: g,
 		Events: events.NewPublisher(rdb, eventsCfg), Queue: queue.Enqueuer{Client: client},
 		Queues: queues, Namespace: cfg.Namespace, Now: time.Now,
-		Logs: logs, LogHub: logHub, EventHub: eventHub, StreamTokens: signer, StreamTokenTTL: cfg.StreamTokenTTL, Streams: streams}
+		Logs: logs, LogHub: logHub, EventHub: eventHub, StreamTokens: signer, StreamTokenTTL: cfg.StreamTokenTTL, Streams: streams,
+		Webhooks: notify.NewSender(notify.Config{Guard: notify.Guard{Allow: cfg.WebhookAllowCIDRs, Resolve: cfg.WebhookResolve}, Timeout: cfg.WebhookTimeout, ConsoleURL: cfg.ConsoleURL})}
 	s.App = New(s.Deps, Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
 		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})
 	return s, nil

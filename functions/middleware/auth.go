@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
@@ -29,10 +28,9 @@ const StreamTokenParam = "stream_token"
 
 // Auth authenticates the bearer token and stores the principal for the handlers. A stream
 // token is refused here: it opens only the event streams and the log download (StreamAuth).
-// Full tokens open every route; a token limited to a scope (auth.TokenScope) is refused with
-// 403 unless its scope is one of scopes: the /v1 group takes none, so a limited token opens
-// only the routes registered with its scope.
-func Auth(d api.Deps, scopes ...auth.TokenScope) fiber.Handler {
+// Auth checks who the caller is, not what the token's scope opens: Scope, registered on each
+// route, does that.
+func Auth(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if err := refuseURLTokens(c); err != nil {
 			return err
@@ -40,8 +38,20 @@ func Auth(d api.Deps, scopes ...auth.TokenScope) fiber.Handler {
 		if c.Query(StreamTokenParam) != "" {
 			return problem.Unauthenticated("A stream token opens only the event streams; send an API token as Authorization: Bearer hzn_….")
 		}
-		if err := bearer(d, c, scopes); err != nil {
+		if err := bearer(d, c); err != nil {
 			return err
+		}
+		return c.Next()
+	}
+}
+
+// Scope refuses (403) a token whose scope does not open need (auth.TokenScope.Opens). It runs
+// after Auth or StreamAuth, on every /v1 route, with the scope the route table declares: a
+// route without one cannot be registered.
+func Scope(need auth.TokenScope) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if p := api.Principal(c); !p.TokenScope.Opens(need) {
+			return problem.Forbidden("This API token's scope is %q, which does not open this route (it needs %q).", p.TokenScope, need)
 		}
 		return c.Next()
 	}
@@ -60,7 +70,7 @@ func StreamAuth(d api.Deps, purpose auth.StreamPurpose) fiber.Handler {
 		}
 		tok := c.Query(StreamTokenParam)
 		if tok == "" {
-			if err := bearer(d, c, nil); err != nil {
+			if err := bearer(d, c); err != nil {
 				return err
 			}
 			return c.Next()
@@ -90,9 +100,6 @@ func StreamAuth(d api.Deps, purpose auth.StreamPurpose) fiber.Handler {
 		if err != nil {
 			return problem.Unavailable(err, "Authentication is unavailable right now; retry shortly.")
 		}
-		if err := allowed(p, nil); err != nil {
-			return err
-		}
 		c.Locals(api.PrincipalLocal, p)
 		return c.Next()
 	}
@@ -107,17 +114,8 @@ func refuseURLTokens(c *fiber.Ctx) error {
 	return nil
 }
 
-// allowed refuses a token limited to a scope that is not one of scopes.
-func allowed(p auth.Principal, scopes []auth.TokenScope) error {
-	if p.TokenScope == auth.TokenFull || slices.Contains(scopes, p.TokenScope) {
-		return nil
-	}
-	return problem.Forbidden("This API token's scope is %q, which does not open this route.", p.TokenScope)
-}
-
-// bearer authenticates the Authorization header and stores the principal, if its token's scope
-// opens the route (allowed).
-func bearer(d api.Deps, c *fiber.Ctx, scopes []auth.TokenScope) error {
+// bearer authenticates the Authorization header and stores the principal.
+func bearer(d api.Deps, c *fiber.Ctx) error {
 	scheme, token, found := strings.Cut(c.Get(fiber.HeaderAuthorization), " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return problem.Unauthenticated("Send an API token as Authorization: Bearer hzn_….")
@@ -129,9 +127,6 @@ func bearer(d api.Deps, c *fiber.Ctx, scopes []auth.TokenScope) error {
 	ctx := c.UserContext()
 	hash := auth.HashToken(token)
 	if p, ok := d.Auth.Get(hash); ok {
-		if err := allowed(p, scopes); err != nil {
-			return err
-		}
 		c.Locals(api.PrincipalLocal, p)
 		return nil
 	}
@@ -148,9 +143,6 @@ func bearer(d api.Deps, c *fiber.Ctx, scopes []auth.TokenScope) error {
 		}
 	}
 	d.Auth.Put(hash, a.Principal)
-	if err := allowed(a.Principal, scopes); err != nil {
-		return err
-	}
 	c.Locals(api.PrincipalLocal, a.Principal)
 	return nil
 }

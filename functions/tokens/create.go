@@ -50,7 +50,7 @@ func Create(d api.Deps) fiber.Handler {
 		if req.Scope != nil {
 			scope = *req.Scope
 			if !scope.Valid() {
-				p.Add("scope", `must be "full" or "prometheus"`)
+				p.Add("scope", `must be "full", "deploy", "read" or "prometheus"`)
 			}
 		}
 		if err := p.Err(); err != nil {

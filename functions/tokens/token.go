@@ -3,9 +3,11 @@
 // a token is how they read at all) only for themselves.
 //
 // A token's scope says what it may call (auth.TokenScope): "full", the default, acts as its user
-// everywhere; "prometheus" only reads GET /v1/prometheus/targets, and sees the machines of its
-// user's teams (of every team when the user is an admin), so a Prometheus server's credential is
-// worth nothing else. The scope is fixed when the token is minted.
+// everywhere; "deploy" reads and starts or stops work on existing stacks (what a chat-ops bot
+// does); "read" only reads; "prometheus" only reads GET /v1/prometheus/targets, and sees the
+// machines of its user's teams (of every team when the user is an admin), so a Prometheus
+// server's credential is worth nothing else. A scope never widens the user's role. The scope is
+// fixed when the token is minted.
 package tokens
 
 import (

@@ -19,19 +19,43 @@ const (
 // Valid reports whether r is one of the three roles.
 func (r Role) Valid() bool { return r == RoleAdmin || r == RoleMember || r == RoleViewer }
 
-// TokenScope is what an API token may call. A full token acts as its user on every route; a
-// prometheus token only reads the Prometheus targets (GET /v1/prometheus/targets), within its
-// user's teams (every team for an admin's), so that the credential a Prometheus server keeps on
-// disk can neither change nor read anything else.
+// TokenScope is what an API token may call. A scope only ever narrows what the token's user
+// may do (their role and teams still apply): it never grants anything the role lacks.
+//
+// The scopes are nested, each opening everything the narrower ones open:
+//   - prometheus: only GET /v1/prometheus/targets, so that the credential a Prometheus server
+//     keeps on disk can neither change nor read anything else;
+//   - read: every GET and event stream of the user's teams (and minting stream tokens);
+//   - deploy: read, plus starting and stopping work on existing stacks (deploy, retry, cancel,
+//     run again, run an action) — no edits, no removal, no catalogue: what a chat-ops bot does;
+//   - full: acts as its user on every route.
+//
+// The API's route table declares, per route, the narrowest scope that opens it (Opens).
 type TokenScope string
 
 const (
 	TokenFull       TokenScope = "full"
+	TokenDeploy     TokenScope = "deploy"
+	TokenRead       TokenScope = "read"
 	TokenPrometheus TokenScope = "prometheus"
 )
 
+// TokenScopes returns every scope, narrowest first.
+func TokenScopes() []TokenScope {
+	return []TokenScope{TokenPrometheus, TokenRead, TokenDeploy, TokenFull}
+}
+
 // Valid reports whether s is one of the token scopes.
-func (s TokenScope) Valid() bool { return s == TokenFull || s == TokenPrometheus }
+func (s TokenScope) Valid() bool { return s.rank() > 0 }
+
+// Opens reports whether a token of scope s opens a route that needs scope need. An unknown
+// scope opens nothing and is opened by nothing.
+func (s TokenScope) Opens(need TokenScope) bool {
+	return s.rank() > 0 && need.rank() > 0 && s.rank() >= need.rank()
+}
+
+// rank orders the scopes by breadth; 0 is not a scope.
+func (s TokenScope) rank() int { return slices.Index(TokenScopes(), s) + 1 }
 
 // Principal is who a request acts as: the token's user, their role and teams, and what the
 // token may call.

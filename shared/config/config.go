@@ -6,11 +6,13 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"horizon/shared/auth"
+	"horizon/shared/notify"
 	"horizon/shared/redisconn"
 	"horizon/shared/secrets"
 )
@@ -143,6 +146,22 @@ type Config struct {
 	// StreamTokenTTL (HORIZON_STREAM_TOKEN_TTL, default 5m, at most 5m): how long a stream token
 	// from POST /v1/stream-tokens may be used to open an event stream.
 	StreamTokenTTL time.Duration
+
+	// ConsoleURL (HORIZON_CONSOLE_URL, default none): the web console's base URL, for the links in
+	// notifications; without it messages carry no link.
+	ConsoleURL string
+	// WebhookAllowCIDRs (HORIZON_WEBHOOK_ALLOW_CIDRS, default none): comma-separated ranges that
+	// webhook destinations may reach although they are loopback, private, link-local or
+	// metadata addresses (refused by default), e.g. an in-house chat server.
+	WebhookAllowCIDRs []netip.Prefix
+	// WebhookResolve is not read from the environment: nil is the system resolver; tests set
+	// it to change what a destination's name resolves to.
+	WebhookResolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// WebhookTimeout (HORIZON_WEBHOOK_TIMEOUT, default 15s): one delivery attempt's bound.
+	WebhookTimeout time.Duration
+	// WebhookConcurrency (HORIZON_WEBHOOK_CONCURRENCY, default 20): deliveries one worker process
+	// sends at once, in a pool of their own so that slow destinations never hold deploys up.
+	WebhookConcurrency int
 }
 
 // Load reads the configuration through lookup (os.LookupEnv in production).
@@ -181,6 +200,9 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		SSEMaxStreams:       l.positiveInt("HORIZON_SSE_MAX_STREAMS", 2000),
 		SSEReaders:          l.positiveInt("HORIZON_SSE_READERS", 256),
 		StreamTokenTTL:      l.duration("HORIZON_STREAM_TOKEN_TTL", 5*time.Minute),
+		ConsoleURL:          strings.TrimSuffix(l.str("HORIZON_CONSOLE_URL", ""), "/"),
+		WebhookTimeout:      l.duration("HORIZON_WEBHOOK_TIMEOUT", 15*time.Second),
+		WebhookConcurrency:  l.positiveInt("HORIZON_WEBHOOK_CONCURRENCY", 20),
 	}
 	if c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)
@@ -228,6 +250,18 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 				continue
 			}
 			c.CORSOrigins = append(c.CORSOrigins, strings.TrimSuffix(o, "/"))
+		}
+	}
+	if v, ok := lookup("HORIZON_WEBHOOK_ALLOW_CIDRS"); ok {
+		ps, err := notify.ParseCIDRs(v)
+		if err != nil {
+			l.fail("HORIZON_WEBHOOK_ALLOW_CIDRS", "%v", err)
+		}
+		c.WebhookAllowCIDRs = ps
+	}
+	if c.ConsoleURL != "" {
+		if u, err := url.Parse(c.ConsoleURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			l.fail("HORIZON_CONSOLE_URL", "must be an http(s) URL")
 		}
 	}
 	if c.StreamTokenTTL > 5*time.Minute {

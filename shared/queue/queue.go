@@ -50,6 +50,11 @@ const (
 	TypeDriftSchedule = "drift:schedule"
 	// TypeDriftCheck compares the machines of one Proxmox server with what Horizon set on them.
 	TypeDriftCheck = "drift:check"
+	// TypeWebhookDeliver sends one attempt of one webhook delivery.
+	TypeWebhookDeliver = "webhook:deliver"
+	// TypeWebhookDispatch enqueues the webhook deliveries that are due (the outbox's sweep);
+	// scheduled every WebhookDispatchInterval and run by the reconcile pass too.
+	TypeWebhookDispatch = "webhook:dispatch"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -58,12 +63,15 @@ const (
 type Queues struct {
 	Control string
 	Build   string
+	// Notify carries webhook deliveries. A pool of workers of its own serves it (worker.New),
+	// so that slow or dead destinations never take the slots deploys run in.
+	Notify string
 }
 
 // Names returns the queues of namespace (HORIZON_NAMESPACE). Asynq has no key prefix, so the
 // namespace is carried in the queue names.
 func Names(namespace string) Queues {
-	return Queues{Control: namespace + "-control", Build: namespace + "-build"}
+	return Queues{Control: namespace + "-control", Build: namespace + "-build", Notify: namespace + "-notify"}
 }
 
 // Weights is the Asynq server's Queues setting: control first.
@@ -131,6 +139,26 @@ func NewDriftCheck(q Queues, p DriftCheck, period time.Duration, now time.Time) 
 		opts = append(opts, asynq.TaskID(fmt.Sprintf("drift:%s:%d", p.ServerID, slot)), asynq.Retention(period))
 	}
 	return asynq.NewTask(TypeDriftCheck, payload, opts...)
+}
+
+// WebhookDispatchInterval is how often the workers look for due webhook deliveries: what bounds
+// how long after its commit an event leaves.
+const WebhookDispatchInterval = 2 * time.Second
+
+// WebhookDeliver is the payload of webhook:deliver: the attempt number (1 for the first).
+type WebhookDeliver struct {
+	DeliveryID uuid.UUID `json:"delivery_id"`
+	Attempt    int       `json:"attempt"`
+}
+
+// NewWebhookDeliver returns the task of one attempt of a delivery. It carries no task id: the
+// dispatch sweep claims a delivery in Postgres (a lease) before enqueuing it, which is what keeps
+// one attempt from being queued twice, and a task lost with its worker is enqueued again when
+// the lease ends. Asynq does not retry it (the delivery's own schedule does, from Postgres).
+func NewWebhookDeliver(q Queues, delivery uuid.UUID, attempt int) *asynq.Task {
+	payload, _ := json.Marshal(WebhookDeliver{DeliveryID: delivery, Attempt: attempt})
+	return asynq.NewTask(TypeWebhookDeliver, payload, asynq.Queue(q.Notify), asynq.MaxRetry(0),
+		asynq.Timeout(2*time.Minute), asynq.Retention(time.Hour))
 }
 
 // RunAdvance is the payload of run:advance.

@@ -126,11 +126,14 @@ func ISOSetState(ctx context.Context, q Querier, c horizon.ISOStateChange) (hori
 	return i, ISOStateRecord(ctx, q, c)
 }
 
-// ISOStateRecord appends to an ISO's state history.
+// ISOStateRecord appends to an ISO's state history and emits iso.built or iso.failed.
 func ISOStateRecord(ctx context.Context, q Querier, c horizon.ISOStateChange) error {
 	_, err := q.Exec(ctx, `INSERT INTO iso_state_history (iso_id, run_id, from_state, to_state, actor_id, error)
 		VALUES ($1, $2, $3, $4, $5, $6)`, c.ISOID, c.RunID, c.From, c.To, c.ActorID, c.Error)
-	return translate(err)
+	if err != nil {
+		return translate(err)
+	}
+	return notifyISOState(ctx, q, c)
 }
 
 // ISOHistory returns one page of an ISO's state changes, newest first.

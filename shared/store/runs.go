@@ -144,13 +144,20 @@ func RunListOfKind(ctx context.Context, q Querier, o RunOwner, kind horizon.RunK
 	return runs, next, nil
 }
 
-// RunSetState moves a run to state, stamping started_at / finished_at.
+// RunSetState moves a run to state, stamping started_at / finished_at. A run that finishes
+// emits its notification (run.finished or action.finished) in q's transaction.
 func RunSetState(ctx context.Context, q Querier, id uuid.UUID, state horizon.RunState, errText *string) (horizon.Run, error) {
 	r, err := scanRun(q.QueryRow(ctx, `UPDATE runs SET state = $2, error = COALESCE($3, error),
 		started_at = CASE WHEN $2 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END,
 		finished_at = CASE WHEN $2 IN ('succeeded', 'failed', 'canceled') THEN now() ELSE finished_at END
 		WHERE id = $1 RETURNING `+runColumns, id, state, errText))
-	return r, translate(err)
+	if err != nil {
+		return r, translate(err)
+	}
+	if r.State.Terminal() {
+		return r, notifyRunFinished(ctx, q, r)
+	}
+	return r, nil
 }
 
 // RunsInProgress returns the ids of every run not yet finished, oldest first (the reconciler's

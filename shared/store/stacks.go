@@ -153,11 +153,14 @@ func StackSetState(ctx context.Context, q Querier, c horizon.StateChange) (horiz
 	return s, StateChangeRecord(ctx, q, c)
 }
 
-// StateChangeRecord appends to a stack's state history.
+// StateChangeRecord appends to a stack's state history and emits stack.state_changed.
 func StateChangeRecord(ctx context.Context, q Querier, c horizon.StateChange) error {
 	_, err := q.Exec(ctx, `INSERT INTO state_history (stack_id, run_id, from_state, to_state, actor_id, error)
 		VALUES ($1, $2, $3, $4, $5, $6)`, c.StackID, c.RunID, c.From, c.To, c.ActorID, c.Error)
-	return translate(err)
+	if err != nil {
+		return translate(err)
+	}
+	return notifyStackState(ctx, q, c)
 }
 
 // StateHistory returns one page of a stack's state changes, oldest first.

@@ -5,6 +5,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"horizon/shared/logstream"
 	"horizon/shared/metrics"
 	"horizon/shared/nagios"
+	"horizon/shared/notify"
 	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
@@ -29,6 +31,7 @@ import (
 	"horizon/workers/attempt"
 	"horizon/workers/drift"
 	"horizon/workers/isos"
+	notifyw "horizon/workers/notify"
 	"horizon/workers/periodic"
 	"horizon/workers/reconcile"
 	"horizon/workers/runs"
@@ -74,6 +77,12 @@ type Config struct {
 	ISORetryBackoff     time.Duration
 	// ProxmoxTaskPoll is how often a running Proxmox task is polled (default 500 ms).
 	ProxmoxTaskPoll time.Duration
+	// Webhooks is how notifications are sent; WebhookConcurrency (default 20) how many at once,
+	// in a pool of their own; WebhookLease how long a claimed delivery waits before a sweep
+	// enqueues it again (default workers/notify.DefaultLease).
+	Webhooks           notify.Config
+	WebhookConcurrency int
+	WebhookLease       time.Duration
 }
 
 // Asynq's polling intervals in the workers (asynq.Config's TaskCheckInterval and
@@ -89,6 +98,7 @@ const (
 // Worker is a running Asynq server and scheduler.
 type Worker struct {
 	srv        *asynq.Server
+	notifySrv  *asynq.Server
 	sched      *periodic.Scheduler
 	stopSched  context.CancelFunc
 	schedDone  chan struct{}
@@ -100,7 +110,9 @@ type Worker struct {
 	Reconcile reconcile.Handler
 	// Drift checks one Proxmox server for drift, for tests and the benchmark.
 	Drift *drift.Checker
-	log   *slog.Logger
+	// Notify delivers webhook messages (its DispatchDue is the outbox's sweep, for tests).
+	Notify notifyw.Handler
+	log    *slog.Logger
 
 	// health is the outcome of the Asynq server's last check of its Redis connection.
 	health atomic.Pointer[healthCheck]
@@ -177,13 +189,17 @@ func New(cfg Config) (*Worker, error) {
 		Queues: queues, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second, Heartbeat: cfg.Heartbeat, Metrics: recorder}
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
+	w.Notify = notifyw.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Sender: notify.NewSender(cfg.Webhooks), Queues: queues,
+		Enqueue: enqueue, Log: cfg.Log, Namespace: cfg.Namespace, Lease: cfg.WebhookLease}
 	handlers := map[string]asynq.Handler{
-		queue.TypeReconcile:     periodic.Guard(cfg.DB, cfg.Log, w.Reconcile),
-		queue.TypeStackTags:     tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
-		queue.TypeRunAdvance:    runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
-		queue.TypeStepRun:       stepHandler,
-		queue.TypeActionRun:     &steps.Actions{Steps: stepHandler},
-		queue.TypeNagiosPublish: &steps.Nagios{Steps: stepHandler},
+		queue.TypeWebhookDeliver:  w.Notify,
+		queue.TypeWebhookDispatch: periodic.Guard(cfg.DB, cfg.Log, asynq.HandlerFunc(w.Notify.Dispatch)),
+		queue.TypeReconcile:       periodic.Guard(cfg.DB, cfg.Log, w.Reconcile),
+		queue.TypeStackTags:       tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
+		queue.TypeRunAdvance:      runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
+		queue.TypeStepRun:         stepHandler,
+		queue.TypeActionRun:       &steps.Actions{Steps: stepHandler},
+		queue.TypeNagiosPublish:   &steps.Nagios{Steps: stepHandler},
 		// A server that cannot be read has its failure recorded; only our own Postgres fails it.
 		queue.TypeNagiosDiscover: periodic.Guard(cfg.DB, cfg.Log, asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
 			_, err := nagios.RediscoverAll(ctx, cfg.DB, cfg.Box)
@@ -228,12 +244,24 @@ func New(cfg Config) (*Worker, error) {
 			}
 		}),
 	})
+	// Deliveries have a server of their own on the same handlers: its slots are the only ones a
+	// slow destination can hold, so deploys and other work never wait behind one.
+	w.notifySrv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
+		Concurrency:              cmp.Or(cfg.WebhookConcurrency, 20),
+		Queues:                   map[string]int{queues.Notify: 1},
+		BaseContext:              func() context.Context { return baseCtx },
+		TaskCheckInterval:        TaskCheckInterval,
+		DelayedTaskCheckInterval: DelayedTaskCheckInterval,
+		ShutdownTimeout:          30 * time.Second,
+		Logger:                   asynqLogger{cfg.Log},
+	})
 	if cfg.ReconcileInterval > 0 {
 		// A periodic pass joins by a line here and its handler, wrapped in periodic.Guard, above.
 		w.sched = &periodic.Scheduler{Enqueue: enqueue, Queues: queues, Log: cfg.Log, Jobs: []periodic.Job{
 			{Type: queue.TypeReconcile, Period: cfg.ReconcileInterval},
 			{Type: queue.TypeNagiosDiscover, Period: queue.NagiosDiscoverInterval},
 			{Type: queue.TypeDriftSchedule, Period: cfg.DriftInterval},
+			{Type: queue.TypeWebhookDispatch, Period: queue.WebhookDispatchInterval},
 		}}
 	}
 	return w, nil
@@ -257,6 +285,10 @@ func (w *Worker) Start() error {
 	if err := w.srv.Start(w.mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
+	if err := w.notifySrv.Start(w.mux); err != nil {
+		w.srv.Shutdown()
+		return fmt.Errorf("start the notify server: %w", err)
+	}
 	if w.sched != nil {
 		ctx, stop := context.WithCancel(context.Background())
 		w.stopSched, w.schedDone = stop, make(chan struct{})
@@ -277,6 +309,7 @@ func (w *Worker) Shutdown() {
 	}
 	w.cancelBase()
 	w.srv.Shutdown()
+	w.notifySrv.Shutdown()
 	// After the handlers: a Terraform saving its state at SIGINT still reaches the backend.
 	if w.states != nil {
 		_ = w.states.Close()

@@ -1872,6 +1872,141 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the subscriptions you see (your teams'; admins, also the global ones). */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Subscribe a destination to events (members for their team; admins, global ones).
+         * @description `kind` `standard` receives Standard Webhooks messages (`webhook-id`, `webhook-timestamp`,
+         *     `webhook-signature: v1,<base64 HMAC-SHA256>`), signed with the `secret` of this answer —
+         *     shown once; `slack` and `mattermost` receive one short message per event. Without
+         *     `team_id` the subscription is global (admins only) and receives every team's events and
+         *     the ISOs'. At most 20 per team. The URL must be http(s), without credentials, and must
+         *     not resolve to a loopback, private, link-local or metadata address unless the operator
+         *     allows it (`HORIZON_WEBHOOK_ALLOW_CIDRS`); it is checked again at every delivery.
+         *     With `enabled: true` a test message is sent first: anything but a 2xx refuses the
+         *     creation (422 naming `enabled`).
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        /** Get a subscription. */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /** Delete a subscription and its delivery log. */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /** Change a subscription; enabling it sends a test message first (422 unless 2xx). */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a new signing secret (shown once); the previous one keeps signing for 24 h.
+         * @description During the grace period `webhook-signature` carries two signatures, separated by a space.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue a test message (`webhook.test`) to the destination; its delivery is in the log. */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        /** The subscription's delivery log, newest first. */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery's event again, as a new delivery with the same `webhook-id`. */
+        post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2062,12 +2197,110 @@ export interface components {
             scope?: components["schemas"]["TokenScope"];
         };
         /**
-         * @description What the token may call. `full` (the default) acts as its user on every route;
-         *     `prometheus` only reads `GET /v1/prometheus/targets` (403 everywhere else), seeing the
-         *     machines of its user's teams (of every team when the user is an admin). Fixed at minting.
+         * @description What the token may call; a scope only narrows what its user's role allows. The scopes
+         *     nest: `prometheus` opens only `GET /v1/prometheus/targets`; `read` every GET and event
+         *     stream (and minting stream tokens); `deploy` adds deploy, retry, cancel, run again and
+         *     running an action — no edits, no removal, no catalogue; `full` (the default) acts as
+         *     its user on every route. Each operation's `x-scope` names the narrowest scope that
+         *     opens it; a narrower token is refused with 403. Fixed at minting.
          * @enum {string}
          */
-        TokenScope: "full" | "prometheus";
+        TokenScope: "full" | "deploy" | "read" | "prometheus";
+        /** @enum {string} */
+        WebhookEvent: "run.finished" | "stack.state_changed" | "iso.built" | "iso.failed" | "action.finished";
+        /** @enum {string} */
+        WebhookKind: "standard" | "slack" | "mattermost";
+        Webhook: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description null for a global subscription.
+             */
+            team_id: string | null;
+            name: string;
+            kind: components["schemas"]["WebhookKind"];
+            /** @description The destination's scheme and host only: the rest may be its secret. */
+            url: string;
+            events: components["schemas"]["WebhookEvent"][];
+            enabled: boolean;
+            /** @description Why Horizon disabled it (a 410 Gone). */
+            disabled_reason: string | null;
+            version: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        WebhookCreated: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description null for a global subscription.
+             */
+            team_id: string | null;
+            name: string;
+            kind: components["schemas"]["WebhookKind"];
+            /** @description The destination's scheme and host only: the rest may be its secret. */
+            url: string;
+            events: components["schemas"]["WebhookEvent"][];
+            enabled: boolean;
+            /** @description Why Horizon disabled it (a 410 Gone). */
+            disabled_reason: string | null;
+            version: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description Shown once; store it now. */
+            secret: string;
+        };
+        WebhookCreate: {
+            /** Format: uuid */
+            team_id?: string;
+            name: string;
+            kind?: components["schemas"]["WebhookKind"];
+            url: string;
+            events: string[];
+            enabled?: boolean;
+        };
+        WebhookUpdate: {
+            name?: string;
+            kind?: components["schemas"]["WebhookKind"];
+            url?: string;
+            events?: string[];
+            enabled?: boolean;
+        };
+        WebhookList: {
+            items: components["schemas"]["Webhook"][];
+            next_cursor: string | null;
+        };
+        WebhookDelivery: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            event_id: string | null;
+            event_type: string;
+            /** @enum {string} */
+            state: "pending" | "delivered" | "failed";
+            attempts: number;
+            /** Format: date-time */
+            next_attempt_at: string | null;
+            last_status: number | null;
+            last_latency_ms: number | null;
+            /** @description The first 1 KiB of the last answer. */
+            last_response: string | null;
+            last_error: string | null;
+            /** Format: date-time */
+            last_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        WebhookDeliveryList: {
+            items: components["schemas"]["WebhookDelivery"][];
+            next_cursor: string | null;
+        };
         TokenList: {
             items: components["schemas"]["Token"][];
             next_cursor: string | null;
@@ -7657,6 +7890,292 @@ export interface operations {
             };
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200 (default 50). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+                team_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of subscriptions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description Created; the secret is never shown again. */
+            201: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag you read; the write is refused with 412 if the object changed since. */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookUpdate"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["Stale"];
+            422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription and its new secret. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 200 (default 50). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    redeliverWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             default: components["responses"]["Problem"];
         };

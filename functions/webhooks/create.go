@@ -1,0 +1,82 @@
+package webhooks
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/notify"
+	"horizon/shared/store"
+)
+
+// CreateRequest is the body of POST /v1/webhooks. Kind defaults to standard; without TeamID the
+// subscription is global (admins only).
+type CreateRequest struct {
+	TeamID  *uuid.UUID `json:"team_id"`
+	Name    string     `json:"name"`
+	Kind    *string    `json:"kind"`
+	URL     string     `json:"url"`
+	Events  []string   `json:"events"`
+	Enabled bool       `json:"enabled"`
+}
+
+// Created is the one answer that carries the signing secret.
+type Created struct {
+	Webhook
+	Secret string `json:"secret"`
+}
+
+// Create makes a subscription, with a new signing secret shown once. Enabled, it first sends a
+// test message (verify).
+func Create(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		req, err := api.Decode[CreateRequest](c)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		if err := canManage(who, req.TeamID); err != nil {
+			return err
+		}
+		kind := string(notify.KindStandard)
+		api.SetGiven(&kind, req.Kind)
+		ctx := c.UserContext()
+		var p horizon.Problems
+		check(ctx, d, &p, req.Name, kind, req.URL, req.Events)
+		if err := p.Err(); err != nil {
+			return err
+		}
+		secret := notify.NewSecret()
+		id := uuid.Must(uuid.NewV7())
+		if req.Enabled {
+			if err := verify(ctx, d, kind, req.URL, secret, req.TeamID, id); err != nil {
+				return err
+			}
+		}
+		w, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Webhook, error) {
+			if req.TeamID != nil {
+				if _, err := store.TeamGet(ctx, tx, who.Scope(), *req.TeamID); err != nil {
+					return horizon.Webhook{}, horizon.Invalid("team_id", "is not a team")
+				}
+			}
+			w, err := store.WebhookCreate(ctx, tx, horizon.Webhook{ID: id, TeamID: req.TeamID, Name: req.Name, Kind: kind,
+				URLSealed: d.Box.SealString(notify.PurposeURL, req.URL), URLShown: notify.Redact(req.URL), Events: req.Events,
+				Enabled: req.Enabled, SecretSealed: d.Box.SealString(notify.PurposeSecret, secret)})
+			if err != nil {
+				return w, err
+			}
+			return w, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "webhook.create", ObjectType: "webhook",
+				ObjectID: &w.ID, TeamID: w.TeamID, Details: map[string]any{"name": w.Name, "kind": w.Kind, "events": w.Events, "enabled": w.Enabled}})
+		})
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderLocation, "/v1/webhooks/"+w.ID.String())
+		c.Set(fiber.HeaderETag, api.ETag(w.Version))
+		return c.Status(fiber.StatusCreated).JSON(Created{Webhook: toWebhook(w), Secret: secret})
+	}
+}

@@ -1,0 +1,178 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5"
+
+	"horizon/functions/api"
+	"horizon/shared/horizon"
+	"horizon/shared/notify"
+	"horizon/shared/store"
+)
+
+// UpdateRequest is the body of PATCH /v1/webhooks/{id}: the fields given change.
+type UpdateRequest struct {
+	Name    *string   `json:"name"`
+	Kind    *string   `json:"kind"`
+	URL     *string   `json:"url"`
+	Events  *[]string `json:"events"`
+	Enabled *bool     `json:"enabled"`
+}
+
+// Update changes a subscription, honouring If-Match. Enabling it (or changing the destination of
+// an enabled one) first sends a test message (verify).
+func Update(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ifVersion, err := api.IfMatch(c)
+		if err != nil {
+			return err
+		}
+		req, err := api.Decode[UpdateRequest](c)
+		if err != nil {
+			return err
+		}
+		w, err := get(c, d)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		if err := canManage(who, w.TeamID); err != nil {
+			return err
+		}
+		ctx := c.UserContext()
+		url, secrets, err := notify.Unseal(d.Box, w, d.Now())
+		if err != nil {
+			return err
+		}
+		wasEnabled := w.Enabled
+		api.SetGiven(&w.Name, req.Name)
+		api.SetGiven(&w.Kind, req.Kind)
+		newURL := api.SetGiven(&url, req.URL)
+		api.SetGiven(&w.Events, req.Events)
+		api.SetGiven(&w.Enabled, req.Enabled)
+		var p horizon.Problems
+		check(ctx, d, &p, w.Name, w.Kind, url, w.Events)
+		if err := p.Err(); err != nil {
+			return err
+		}
+		if w.Enabled && (!wasEnabled || newURL) {
+			if err := verify(ctx, d, w.Kind, url, secrets[0], w.TeamID, w.ID); err != nil {
+				return err
+			}
+		}
+		w.URLSealed, w.URLShown = d.Box.SealString(notify.PurposeURL, url), notify.Redact(url)
+		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Webhook, error) {
+			out, err := store.WebhookUpdate(ctx, tx, w, ifVersion)
+			if err != nil {
+				return out, err
+			}
+			return out, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "webhook.update", ObjectType: "webhook",
+				ObjectID: &out.ID, TeamID: out.TeamID, Details: map[string]any{"name": out.Name, "kind": out.Kind, "events": out.Events, "enabled": out.Enabled}})
+		})
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderETag, api.ETag(out.Version))
+		return c.JSON(toWebhook(out))
+	}
+}
+
+// Delete removes a subscription and its delivery log; its pending deliveries are dropped.
+func Delete(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		w, err := get(c, d)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		if err := canManage(who, w.TeamID); err != nil {
+			return err
+		}
+		if err := store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			if err := store.WebhookDelete(ctx, tx, w.ID); err != nil {
+				return err
+			}
+			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "webhook.delete", ObjectType: "webhook",
+				ObjectID: &w.ID, TeamID: w.TeamID, Details: map[string]any{"name": w.Name}})
+		}); err != nil {
+			return err
+		}
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+}
+
+// SecretGrace is how long the previous signing secret keeps signing after a rotation, so that
+// receivers can switch without losing a message.
+const SecretGrace = 24 * time.Hour
+
+// RotateSecret makes a new signing secret, shown once; the previous one signs too for
+// SecretGrace.
+func RotateSecret(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		w, err := get(c, d)
+		if err != nil {
+			return err
+		}
+		who := api.Principal(c)
+		if err := canManage(who, w.TeamID); err != nil {
+			return err
+		}
+		secret := notify.NewSecret()
+		out, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Webhook, error) {
+			out, err := store.WebhookRotateSecret(ctx, tx, w.ID, d.Box.SealString(notify.PurposeSecret, secret), d.Now().Add(SecretGrace))
+			if err != nil {
+				return out, err
+			}
+			return out, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "webhook.rotate_secret",
+				ObjectType: "webhook", ObjectID: &out.ID, TeamID: out.TeamID})
+		})
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderETag, api.ETag(out.Version))
+		return c.JSON(Created{Webhook: toWebhook(out), Secret: secret})
+	}
+}
+
+// Test queues a test message to the subscription (enabled or not); its delivery is in the log.
+func Test(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		w, err := get(c, d)
+		if err != nil {
+			return err
+		}
+		if err := canManage(api.Principal(c), w.TeamID); err != nil {
+			return err
+		}
+		del, err := store.DeliveryCreateTest(c.UserContext(), d.DB, w.ID)
+		if err != nil {
+			return err
+		}
+		return c.Status(fiber.StatusAccepted).JSON(toDelivery(del))
+	}
+}
+
+// Redeliver sends a delivery's event again, as a new delivery (same webhook-id).
+func Redeliver(d api.Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id, err := api.ParamID(c, "delivery_id")
+		if err != nil {
+			return err
+		}
+		w, err := get(c, d)
+		if err != nil {
+			return err
+		}
+		if err := canManage(api.Principal(c), w.TeamID); err != nil {
+			return err
+		}
+		del, err := store.DeliveryRedeliver(c.UserContext(), d.DB, w.ID, id)
+		if err != nil {
+			return err
+		}
+		return c.Status(fiber.StatusAccepted).JSON(toDelivery(del))
+	}
+}
