@@ -94,7 +94,8 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
   const vctx = await browser.newContext({ viewport: { width: 1360, height: 900 } });
   const vpage = await vctx.newPage();
   vpage.setDefaultTimeout(20_000);
-  await vpage.goto(`${CONSOLE}/#token=${VIEWER}&next=${encodeURIComponent(`#/stacks/${stackId}`)}`);
+  const { code } = await apiAs(VIEWER, "POST", "/v1/sign-in-codes"); // a sign-in link's one-time code
+  await vpage.goto(`${CONSOLE}/#code=${code}&next=${encodeURIComponent(`#/stacks/${stackId}`)}`);
   const vsection = vpage.getByRole("region", { name: "Actions" });
   await vsection.locator('tr[data-instance="create-pool #2"]').waitFor();
   await vsection.getByText("Viewers cannot run actions.").first().waitFor();

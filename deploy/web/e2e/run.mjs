@@ -13,6 +13,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { isoDay2 } from "./day2.mjs";
 import { actionsJourney } from "./actions.mjs";
+import { signInLink } from "./signin.mjs";
 
 const env = (k) => {
   const v = process.env[k];
@@ -218,10 +219,25 @@ try {
   const vctx = await browser.newContext({ viewport: { width: 1360, height: 900 } });
   const vpage = await vctx.newPage();
   vpage.setDefaultTimeout(20_000);
-  // The viewer signs in by a link, as `go tool task up` prints one: the token is wiped from it.
-  await vpage.goto(`${CONSOLE}/#token=${VIEWER}`);
+  // The viewer signs in by a link, as `go tool task up` prints one: it carries a one-time
+  // code, never the token, wiped from the address bar; the same link a second time signs
+  // nobody in, and an old #token= link is refused.
+  const viewerLink = await signInLink(CONSOLE, API, VIEWER);
+  await vpage.goto(viewerLink);
   await vpage.getByRole("heading", { name: "Stacks" }).waitFor();
-  check(!vpage.url().includes(VIEWER), "the token is wiped from the address bar");
+  check(!vpage.url().includes("code="), "the code is wiped from the address bar");
+  {
+    const again = await (await browser.newContext()).newPage();
+    await again.goto(viewerLink);
+    await again.getByText("This sign-in code is unknown, used or expired").waitFor();
+    check(!again.url().includes("code="), "a spent code is wiped too");
+    await again.context().close();
+    const old = await (await browser.newContext()).newPage();
+    await old.goto(`${CONSOLE}/#token=${VIEWER}`);
+    await old.getByText("This sign-in link is no longer accepted").waitFor();
+    check(!old.url().includes(VIEWER), "an old token link is wiped and not honoured");
+    await old.context().close();
+  }
   await vpage.getByRole("link", { name: "web-e2e" }).click();
   await vpage.locator(".card").first().waitFor();
   await vpage.locator(".card").nth(2).waitFor();
@@ -260,7 +276,7 @@ try {
   const apage = await actx.newPage();
   apage.setDefaultTimeout(20_000);
   apage.on("request", (r) => hosts.add(new URL(r.url()).origin));
-  await apage.goto(`${CONSOLE}/#token=${ADMIN}&next=${encodeURIComponent(`#/stacks/${stackId}`)}`);
+  await apage.goto(await signInLink(CONSOLE, API, ADMIN, `#/stacks/${stackId}`));
   await apage.getByRole("button", { name: "Force-remove" }).click();
   const force = apage.getByRole("alertdialog");
   await force.locator("tr[data-vm]").nth(2).waitFor();
@@ -512,7 +528,7 @@ try {
   const a2 = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
   a2.setDefaultTimeout(20_000);
   a2.on("request", (r) => hosts.add(new URL(r.url()).origin));
-  await a2.goto(`${CONSOLE}/#token=${ADMIN}&next=${encodeURIComponent("#/templates")}`);
+  await a2.goto(await signInLink(CONSOLE, API, ADMIN, "#/templates"));
   await a2.getByRole("link", { name: "sandbox-vm" }).click();
   await a2.getByText("Nothing changed: the branches still point to the commits it pinned.").waitFor();
   await screen(a2, "template");
@@ -744,7 +760,7 @@ try {
   const ai = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
   ai.setDefaultTimeout(20_000);
   ai.on("request", (r) => hosts.add(new URL(r.url()).origin));
-  await ai.goto(`${CONSOLE}/#token=${ADMIN}&next=${encodeURIComponent("#/isos")}`);
+  await ai.goto(await signInLink(CONSOLE, API, ADMIN, "#/isos"));
   await ai.getByRole("heading", { name: "ISOs" }).waitFor();
   await ai.getByRole("link", { name: "Build an ISO" }).click();
   await ai.getByLabel("ISO template *").selectOption({ label: "installer-e2e (iso, latest v1)" });

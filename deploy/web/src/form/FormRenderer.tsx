@@ -265,6 +265,11 @@ function Attachments({ job, i, e, set, options, errors }: {
       {kinds.has("ssh_key") && (
         <Select label="SSH key" required={req("ssh_key")} value={e.ssh_key_id} options={options.sshKeys} errors={errs("ssh_key_id")} onChange={(v) => set({ ...e, ssh_key_id: v })} />
       )}
+      {kinds.has("ssh_key") && options.sshKeys.length === 0 && (
+        <p className="hint" data-empty="ssh_key">
+          No SSH key is registered yet. <a href="#/catalogue/ssh-keys">Add an SSH key</a> (save a draft first to keep what you typed here).
+        </p>
+      )}
       {kinds.has("node") && (
         <>
           <Select
@@ -287,6 +292,11 @@ function Attachments({ job, i, e, set, options, errors }: {
       )}
       {kinds.has("iso") && (
         <Select label="ISO" required={req("iso")} value={e.iso_id} options={options.isos} errors={errs("iso_id")} onChange={(v) => set({ ...e, iso_id: v })} />
+      )}
+      {kinds.has("iso") && options.isos.length === 0 && (
+        <p className="hint" data-empty="iso">
+          No ISO is built yet. <a href="#/isos">Build one on the ISOs page</a> from an ISO template (admins register ISO templates with POST /v1/iso-templates).
+        </p>
       )}
       {kinds.has("nagios_host_group") && options.nagios && (
         <Field label="Nagios host group" errors={errs("nagios").concat(errs("nagios.hostgroup"))}>
