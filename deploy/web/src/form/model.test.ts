@@ -309,6 +309,8 @@ describe("a machine keeps its number (#29 item 8)", () => {
     expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([1, 2]);
     const grown = { ...v, jobs: { ...v.jobs, app: [...v.jobs.app, newExecution(app, opts)] } };
     expect(execNumber(grown, "app", 2)).toBe(3);
+    // A problem may name an execution the form does not hold: named, never a crash.
+    expect(fieldLabel("jobs.app.executions[5].address_id", form, { jobs: { ...v.jobs, app: [] }, nextIndex: v.nextIndex })).toBe("app #5 · Address");
   });
 
   it("puts the stack's problems, named by index, on the fields of the form, named by place", () => {

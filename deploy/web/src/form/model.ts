@@ -231,8 +231,10 @@ export function fromStack(stack: Stack, form: TemplateForm, opts: Options): Form
  */
 export function execNumber(v: Pick<FormValues, "jobs" | "nextIndex">, job: string, i: number): number {
   const list = v.jobs[job] ?? [];
+  // Past the list (a problem naming an execution the form does not hold): the number given.
+  if (i >= list.length) return i;
   const e = list[i];
-  if (e?.index !== undefined) return e.index;
+  if (e.index !== undefined) return e.index;
   if (!v.nextIndex) return i;
   let n = v.nextIndex[job] ?? 0;
   for (let j = 0; j < i; j++) if (list[j].index === undefined) n++;
