@@ -196,7 +196,8 @@ func actionable(ctx context.Context, q store.Querier, s horizon.Stack) error {
 }
 
 // checkAction checks a request against the action and the stack, and returns what the run is
-// asked (secrets sealed) and the machine it runs on. Every problem is reported at once (422).
+// asked (secrets sealed, generated ones included) and the machine it runs on. Every problem is
+// reported at once (422), an input left to a prefill that has no value among them.
 func checkAction(d api.Deps, l *loaded, a *template.Action, req ActionRequest, outs map[string][]execOutputs) (horizon.ActionRun, horizon.Execution, error) {
 	var p horizon.Problems
 	params := map[string]any{}
@@ -214,6 +215,14 @@ func checkAction(d api.Deps, l *loaded, a *template.Action, req ActionRequest, o
 			secret[pm.Name] = s
 		} else {
 			plain[pm.Name] = v
+		}
+	}
+	// A secret the template generates and the user left empty is generated here, once per run
+	// (for a terraform action, per instance: its undo gives the module the same value), and
+	// sealed with the run's secret answers: shown as {"secret": true}, like a job's.
+	for _, pm := range a.Parameters {
+		if pm.Secret && pm.Generate && secret[pm.Name] == "" {
+			secret[pm.Name] = randomSecret()
 		}
 	}
 	inputs, secretInputs := map[string]any{}, map[string]string{}
@@ -236,6 +245,16 @@ func checkAction(d api.Deps, l *loaded, a *template.Action, req ActionRequest, o
 			secretInputs[name] = s
 		} else {
 			inputs[name] = v
+		}
+	}
+	// An input left to its prefill that cannot be resolved would fail the run in the worker:
+	// the form cannot be satisfied as sent, so nothing starts.
+	for _, name := range sortedNames(a.Inputs) {
+		if v, given := req.Inputs[name]; given && v != nil {
+			continue
+		}
+		if in := prefill(name, a.Inputs[name], outs); in.Problem != nil {
+			p.Add("inputs."+name, "%s: give it a value", *in.Problem)
 		}
 	}
 	if a.Kind == template.ActionTerraform {

@@ -1,6 +1,7 @@
 package stacks_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -196,4 +197,86 @@ func TestActionFormsAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("a removed stack", e.Member, "rotate-api-key", ok, 409, "")
+}
+
+// TestAnActionsGeneratedSecretIsGeneratedAndSealed: a terraform action's parameter marked
+// secret and generate, left empty, is generated when the run starts, sealed with the run's
+// secret answers (never in clear in the database nor in an answer) and shown as
+// {"secret": true}; each run (instance) has its own. It used to be left out, and the run failed
+// in the worker: "module variables without a value: seal".
+func TestAnActionsGeneratedSecretIsGeneratedAndSealed(t *testing.T) {
+	t.Parallel()
+	tmpl := labtest.ExampleFile(t, "template.yaml")
+	tmpl = strings.Replace(tmpl, `      - { name: comment, type: string, default: "", description: What the pool is for }
+`, `      - { name: comment, type: string, default: "", description: What the pool is for }
+      - { name: seal, type: string, secret: true, generate: true, description: A secret the pool's module needs }
+`, 1)
+	mod := labtest.ExampleFile(t, "actions/pool/main.tf")
+	mod += "\nvariable \"seal\" {\n  type      = string\n  sensitive = true\n}\n"
+	if !strings.Contains(tmpl, "name: seal") {
+		t.Fatal("the example's action changed: cannot add the generated secret")
+	}
+	e := labtest.New(t, labtest.Options{Override: map[string]string{"template.yaml": tmpl, "actions/pool/main.tf": mod}})
+	stack := e.Draft("sealed", 1)
+	deployedInDB(t, e, stack)
+	form := e.API.Do("GET", "/v1/stacks/"+stack+"/actions", apitest.Req{Token: e.Member})
+	if !strings.Contains(string(form.Body), "x-horizon-generate") {
+		t.Fatalf("the form does not mark the generated secret: %s", form.Body)
+	}
+	path := "/v1/stacks/" + stack + "/actions/create-pool"
+	// A form that cannot be satisfied (an input whose prefill has no value) starts nothing.
+	if _, err := e.API.DB.Exec(t.Context(), `UPDATE executions SET outputs = '{}' WHERE stack_id = $1 AND job = 'db'`, stack); err != nil {
+		t.Fatal(err)
+	}
+	before := actionsState(t, e)
+	if r := e.API.Do("POST", path, apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": "p0"}}}); r.Status != 422 ||
+		!slices.Contains(r.Problem().Fields(), "inputs.db_host") {
+		t.Fatalf("an input without a value: %d %s, want 422 on inputs.db_host", r.Status, r.Body)
+	}
+	if actionsState(t, e) != before {
+		t.Fatal("a refused action changed the stack's runs")
+	}
+	deployedInDB(t, e, stack)
+	var values []string
+	for _, pool := range []string{"p1", "p2"} {
+		r := e.API.Do("POST", path, apitest.Req{Token: e.Member, Body: map[string]any{"parameters": map[string]any{"pool": pool}}})
+		if r.Status != 202 {
+			t.Fatalf("run create-pool without the generated secret: %d %s", r.Status, r.Body)
+		}
+		run := r.Map()["id"].(string)
+		var plain string
+		var sealed []byte
+		if err := e.API.DB.QueryRow(t.Context(), `SELECT parameters::text, secret_parameters FROM action_runs WHERE run_id = $1`, run).Scan(&plain, &sealed); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(plain, "seal") || len(sealed) == 0 {
+			t.Fatalf("run %s: parameters %s, sealed %d bytes; want the generated secret sealed", run, plain, len(sealed))
+		}
+		b, err := e.API.Deps.Box.Open(horizon.PurposeActionParameters, sealed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var secrets map[string]string
+		if err := json.Unmarshal(b, &secrets); err != nil {
+			t.Fatal(err)
+		}
+		v := secrets["seal"]
+		if len(v) < 32 || bytes.Contains(sealed, []byte(v)) {
+			t.Fatalf("the generated secret %q (sealed: %v)", v, !bytes.Contains(sealed, []byte(v)))
+		}
+		values = append(values, v)
+		hist := e.API.Do("GET", "/v1/stacks/"+stack+"/runs?kind=action", apitest.Req{Token: e.Member})
+		newest := hist.Map()["items"].([]any)[0].(map[string]any)
+		if strings.Contains(string(hist.Body), v) || newest["id"] != run ||
+			newest["action"].(map[string]any)["parameters"].(map[string]any)["seal"].(map[string]any)["secret"] != true {
+			t.Fatalf("the run shows its generated secret: %s", hist.Body)
+		}
+		e.API.FinishRun(uuid.MustParse(run), horizon.RunSucceeded)
+		if _, err := e.API.DB.Exec(t.Context(), `UPDATE stacks SET state = 'deployed' WHERE id = $1`, stack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if values[0] == values[1] {
+		t.Fatal("two instances got the same generated secret")
+	}
 }

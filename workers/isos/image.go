@@ -120,7 +120,10 @@ func (h *Handler) image(ctx context.Context, c *proxmox.Client, w *work, out *at
 }
 
 // otherImageUser returns another ISO whose image is the file volid on this ISO's node (or on a
-// shared storage), or nil. Called when that file's content is not this ISO's source.
+// shared storage) and was verified with other content than this ISO's source, or nil. Called
+// when that file's content is not this ISO's source: it was replaced or damaged since. Sharing
+// a file name is not what matters, its content is: another ISO that verified the checksum this
+// build expects built from the same bytes, and putting them back repairs its image too.
 func (h *Handler) otherImageUser(ctx context.Context, w *work, volid string) (*horizon.ISO, error) {
 	others, err := store.ISOsWithImage(ctx, h.DB, w.iso.ServerID, volid, w.iso.ID)
 	if err != nil {
@@ -128,12 +131,18 @@ func (h *Handler) otherImageUser(ctx context.Context, w *work, volid string) (*h
 	}
 	storage, _, _ := strings.Cut(volid, ":")
 	shared := slices.ContainsFunc(w.server.Storages, func(s horizon.ProxmoxStorage) bool { return s.Name == storage && s.Shared })
+	src := w.spec.Source
 	for i, o := range others {
 		img := o.Outputs.Image
-		// Its build verified the file that is there, whose content is not this ISO's.
-		if (shared || o.Node == w.iso.Node) && img != nil {
-			return &others[i], nil
+		if !(shared || o.Node == w.iso.Node) || img == nil {
+			continue
 		}
+		// Checksums of one algorithm name the content. Of two algorithms they cannot be
+		// compared: the other ISO is kept safe, as one of another source.
+		if strings.EqualFold(img.ChecksumAlgorithm, src.ChecksumAlgorithm) && strings.EqualFold(img.Checksum, src.Checksum) {
+			continue
+		}
+		return &others[i], nil
 	}
 	return nil, nil
 }

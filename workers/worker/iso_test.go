@@ -833,3 +833,33 @@ func TestISORebuildWithLinkedClones(t *testing.T) {
 		t.Fatalf("outputs after the rebuild: %v", d["outputs"])
 	}
 }
+
+// TestACorruptedSharedImageIsRepaired: an ISO's image on a shared storage is overwritten with
+// zeros of the same size; a build of the same template on another node finds it corrupted and
+// replaces it with the bytes the first ISO verified. It used to refuse, naming the first ISO
+// as "another source" although its recorded checksum is exactly the one this build expects:
+// replacing a corrupted file with what every user of it verified is a repair.
+func TestACorruptedSharedImageIsRepaired(t *testing.T) {
+	t.Parallel()
+	e := newISOEngine(t, engineOpts{})
+	spec := map[string]any{"source": map[string]any{"url": e.imageURL, "checksum": e.checksum(), "file_name": "installer.iso"}, "storage": "shared"}
+	tmpl := e.isoTemplate("inst-shared", "iso", spec)
+	first := e.build(tmpl, map[string]any{"name": "inst-a"})
+	e.waitISO(first, "built")
+	file := filepath.Join(e.Sandbox.Cluster("demo").StorageDir("shared", "pve1"), "template", "iso", "installer.iso")
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatalf("the first ISO's image: %v", err)
+	}
+	if err := os.WriteFile(file, make([]byte, fi.Size()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := e.build(tmpl, map[string]any{"name": "inst-b", "node": "pve3"})
+	d := e.waitISO(second, "built")
+	if log := e.runLog(second); stages(d)["image"]["state"] != "succeeded" || !strings.Contains(log, "expected "+e.checksum()+": replacing it") {
+		t.Fatalf("the corrupted image was not repaired: %v\n%s", stages(d)["image"], log)
+	}
+	if got, err := os.ReadFile(file); err != nil || !slices.Equal(got, e.image) {
+		t.Fatalf("the image after the repair: %d bytes (%v), want the source's %d", len(got), err, len(e.image))
+	}
+}

@@ -51,6 +51,17 @@ func (c *Cluster) storageDir(s *StorageConfig, node string) string {
 	return filepath.Join(c.dir, "nodes", node, "storage", s.Name)
 }
 
+// StorageDir is the directory that holds storage's files as node sees them (one directory for
+// a shared storage), "" for an unknown storage; tests use it to tamper with a file.
+func (c *Cluster) StorageDir(storage, node string) string {
+	for i := range c.cfg.Storages {
+		if c.cfg.Storages[i].Name == storage {
+			return c.storageDir(&c.cfg.Storages[i], node)
+		}
+	}
+	return ""
+}
+
 // nodeStorage resolves the {storage} of a call under /nodes/{node}/.
 func (c *Cluster) nodeStorage(k *call) (*StorageConfig, error) {
 	s := c.storage(k.vars["storage"])
