@@ -9,6 +9,7 @@ import {
   execNumber,
   fieldLabel,
   htmlPattern,
+  problemsAtPositions,
   executionBounds,
   fieldErrors,
   fromStack,
@@ -303,8 +304,22 @@ describe("a machine keeps its number (#29 item 8)", () => {
     expect(fieldLabel("jobs.app.executions[0].node", form, v)).toBe("app #2 · Node");
   });
 
-  it("numbers a draft's executions by their place, as the API does when it saves", () => {
+  it("keeps a draft's saved indexes (a duplicate's) and numbers a new execution after them", () => {
     const v = fromStack(stack("draft"), form, opts);
-    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([0, 1]);
+    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([1, 2]);
+    const grown = { ...v, jobs: { ...v.jobs, app: [...v.jobs.app, newExecution(app, opts)] } };
+    expect(execNumber(grown, "app", 2)).toBe(3);
+    // A problem may name an execution the form does not hold: named, never a crash.
+    expect(fieldLabel("jobs.app.executions[5].address_id", form, { jobs: { ...v.jobs, app: [] }, nextIndex: v.nextIndex })).toBe("app #5 · Address");
+  });
+
+  it("puts the stack's problems, named by index, on the fields of the form, named by place", () => {
+    const v = fromStack(stack("deployed"), form, opts);
+    expect(problemsAtPositions([
+      { field: "jobs.app.executions[2].address_id", message: "is required" },
+      { field: "jobs.app.executions[1]", message: "x" },
+      { field: "jobs.app.executions[7].node", message: "gone" },
+      { field: "name", message: "is taken" },
+    ], v).map((p) => p.field)).toEqual(["jobs.app.executions[1].address_id", "jobs.app.executions[0]", "jobs.app.executions[7].node", "name"]);
   });
 });

@@ -11,9 +11,8 @@ export type Scalar = string | number | boolean;
 export interface ExecValues {
   id?: string;
   /**
-   * index is a built stack's execution's index, kept for the machine's life: the machine is
-   * "#index" everywhere (../numbering). Unset for a new execution, and in a draft, whose
-   * executions are numbered by their place in the list.
+   * index is the execution's index as the API has it, kept for the machine's life: the machine
+   * is "#index" everywhere (../numbering). Unset for an execution not saved yet.
    */
   index?: number;
   parameters: Record<string, Scalar | "">;
@@ -36,8 +35,9 @@ export interface FormValues {
   environment_id: string;
   jobs: Record<string, ExecValues[]>;
   /**
-   * nextIndex is, per job of a built stack, the index the API gives the first execution the
-   * edit adds (one past the highest of its current executions); unset for a draft.
+   * nextIndex is, per job of a saved stack, the index the API gives the first execution an edit
+   * adds (one past the highest of its current executions); unset for a new stack. (A draft's
+   * save numbers its executions by their place again.)
    */
   nextIndex?: Record<string, number>;
 }
@@ -190,19 +190,18 @@ export function fromStack(stack: Stack, form: TemplateForm, opts: Options): Form
     team_id: stack.team_id,
     environment_id: stack.environment_id,
   });
-  const built = stack.state !== "draft";
-  if (built) v.nextIndex = {};
+  v.nextIndex = {};
   for (const phase of form.phases)
     for (const job of phase.jobs) {
       const execs = stack.jobs[job.name]?.executions;
       if (!execs) continue;
       const current = execs.filter((x) => x.state !== "removed");
-      if (v.nextIndex) v.nextIndex[job.name] = current.reduce((n, x) => Math.max(n, x.index + 1), 0);
+      v.nextIndex[job.name] = current.reduce((n, x) => Math.max(n, x.index + 1), 0);
       v.jobs[job.name] = current
         .map((x) => {
           const e = newExecution(job, emptyOptions);
           e.id = x.id;
-          if (built) e.index = x.index;
+          e.index = x.index;
           for (const [name, p] of orderedParameters(job)) {
             const got = (x.parameters as Record<string, unknown>)[name];
             if (got !== undefined && got !== null && !(isSecret(p) && typeof got === "object"))
@@ -226,14 +225,16 @@ export function fromStack(stack: Stack, form: TemplateForm, opts: Options): Form
 
 /**
  * execNumber is the number the i-th execution of a job in the form is called by (../numbering):
- * a built machine keeps its index whatever is removed before it, and a new one gets the index
- * the API will give it; in a draft, whose executions the API numbers by their place in the
- * list at each save, its place.
+ * a saved execution keeps its index whatever is removed before it (a duplicate's draft keeps
+ * its original's), and a new one gets the index the API will give it (on a new stack, whose
+ * executions the API numbers by their place, its place).
  */
 export function execNumber(v: Pick<FormValues, "jobs" | "nextIndex">, job: string, i: number): number {
   const list = v.jobs[job] ?? [];
+  // Past the list (a problem naming an execution the form does not hold): the number given.
+  if (i >= list.length) return i;
   const e = list[i];
-  if (e?.index !== undefined) return e.index;
+  if (e.index !== undefined) return e.index;
   if (!v.nextIndex) return i;
   let n = v.nextIndex[job] ?? 0;
   for (let j = 0; j < i; j++) if (list[j].index === undefined) n++;
@@ -297,6 +298,20 @@ export const paramPath = (job: string, i: number, name: string) => `${execPath(j
 export const attachmentPath = (job: string, i: number, field: string) => `${execPath(job, i)}.${field}`;
 
 export type FieldErrors = Map<string, string[]>;
+
+/**
+ * problemsAtPositions rewrites a stack's own problems (GET's `problems`, which name an execution
+ * by its index) to the form's field paths (by its place in the list, as a request's 422 errors
+ * do): they differ once a machine before another is gone, or in a duplicate's draft.
+ */
+export function problemsAtPositions(problems: { field: string; message: string }[], v: Pick<FormValues, "jobs">): { field: string; message: string }[] {
+  return problems.map((p) => {
+    const m = /^(\/?jobs\.([^.[]+)\.executions)\[(\d+)\](.*)$/.exec(p.field);
+    if (!m) return p;
+    const at = (v.jobs[m[2]] ?? []).findIndex((e) => e.index === Number(m[3]));
+    return at < 0 ? p : { ...p, field: `${m[1]}[${at}]${m[4]}` };
+  });
+}
 
 /** fieldErrors groups the server's field errors by field path. */
 export function fieldErrors(errs: { field: string; message: string }[] | undefined): FieldErrors {

@@ -92,6 +92,9 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   useEffect(() => {
     buf.clear();
     setPausedAt(0);
+    // The lines are read again (a new filter, a new mount): a linked line is jumped to again
+    // once it is back, or the view would stay where the emptied buffer left it (the top).
+    jumpedTo.current = "";
     let frame = 0;
     const redraw = () => {
       if (frame) return;

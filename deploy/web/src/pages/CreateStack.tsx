@@ -20,6 +20,7 @@ import {
   fieldErrors,
   fieldLabel,
   fromStack,
+  problemsAtPositions,
   initialValues,
   knownFields,
   labelsOf,
@@ -62,7 +63,11 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const [version, setVersion] = useState(0);
   const [values, setValues] = useState<FormValues | null>(null);
   const [header, setHeader] = useState({ name: "", description: "", labels: "", team_id: "", environment_id: "" });
-  const [problems, setProblems] = useState<{ field: string; message: string }[]>([]);
+  const [problems, setProblemsAs] = useState<{ field: string; message: string; byIndex?: boolean }[]>([]);
+  // A request's 422 errors name executions by their place in the request, the stack's own
+  // problems by their index: the latter are moved to the form's places when shown.
+  const setProblems = (p: { field: string; message: string }[]) => setProblemsAs(p);
+  const setStackProblems = (p: { field: string; message: string }[]) => setProblemsAs(p.map((x) => ({ ...x, byIndex: true })));
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState<string>("");
   const [saved, setSaved] = useState("");
@@ -85,7 +90,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       setTemplateId(stack.template_id);
       setVersion(stack.template_version);
       setHeader({ name: stack.name, description: stack.description, labels: stack.labels.join(", "), team_id: stack.team_id, environment_id: stack.environment_id });
-      setProblems(stack.problems);
+      setStackProblems(stack.problems);
       return;
     }
     if (!templateId && active.length === 1) setTemplateId(active[0].id);
@@ -192,7 +197,11 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     if (!stack) setValues(null);
   }, [templateId, version, stack]);
 
-  const errs = useMemo(() => fieldErrors(problems), [problems]);
+  const shownProblems = useMemo(
+    () => problems.map((p) => (p.byIndex && values ? problemsAtPositions([p], values)[0] : p)),
+    [problems, values],
+  );
+  const errs = useMemo(() => fieldErrors(shownProblems), [shownProblems]);
   const known = form.data && values ? knownFields(form.data, values, options) : new Set<string>();
   const others = unplaced(errs, known);
   const labelList = labelsOf({ ...(values ?? ({} as FormValues)), labels: header.labels });
@@ -217,7 +226,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             body: { team_id: header.team_id, name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), environment_id: header.environment_id, template_id: templateId, template_version: version, jobs },
           }),
         );
-        setProblems(s.problems);
+        setStackProblems(s.problems);
         // The executions now have ids: the next save must name them, or it would add more.
         setValues(fromStack(s, form.data, options));
         navigate(`/stacks/${s.id}/edit`, undefined, true);
@@ -264,7 +273,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         });
         s = (await call(Promise.resolve(r))) as Stack;
         qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
-        setProblems(s.problems);
+        setStackProblems(s.problems);
         // Executions new in this save now have ids: take them back.
         setValues(fromStack(s, form.data, options));
       }
@@ -286,7 +295,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           setChanged(changedFields(mine, theirs));
           setHeader({ name: theirs.name, description: theirs.description, labels: theirs.labels, team_id: theirs.team_id, environment_id: theirs.environment_id });
           setValues(theirs);
-          setProblems(fresh.data.stack.problems);
+          setStackProblems(fresh.data.stack.problems);
         }
       }
       setError(e);
@@ -352,7 +361,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           <strong id="error-summary-title">
             {live ? `${plural(problems.length, "problem")} to fix before saving:` : `${plural(problems.length, "thing")} to fix before it can deploy:`}
           </strong>
-          <ul>{problems.map((o, i) => <li key={i}><strong>{labelOf(o.field)}</strong> {o.message}</li>)}</ul>
+          <ul>{shownProblems.map((o, i) => <li key={i}><strong>{labelOf(o.field)}</strong> {o.message}</li>)}</ul>
         </div>
       )}
       <form
