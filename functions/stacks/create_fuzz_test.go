@@ -22,7 +22,7 @@ func FuzzStackBodies(f *testing.F) {
 	body := func(v any) []byte { b, _ := json.Marshal(v); return b }
 	create := map[string]any{"team_id": e.Team, "name": "x", "environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
 		"labels": []string{"web", "tier-1"},
-		"jobs": map[string]any{"app": map[string]any{"executions": []any{map[string]any{"parameters": map[string]any{"memory_mb": 999}}}}}}
+		"jobs":   map[string]any{"app": map[string]any{"executions": []any{map[string]any{"parameters": map[string]any{"memory_mb": 999}}}}}}
 	f.Add(false, body(create), "", "key-1")
 	f.Add(false, body(map[string]any{"team_id": e.Team, "name": "x", "environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
 		"state": "deployed"}), "", "")

@@ -65,4 +65,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-
