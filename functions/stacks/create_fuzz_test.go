@@ -70,7 +70,9 @@ func FuzzStackBodies(f *testing.F) {
 				t.Fatalf("a refused %s (%d) changed the stacks", method, r.Status)
 			}
 		}
-		if !patch && key != "" && r.Status != http.StatusBadRequest {
+		// Surrounding blanks are not part of a header value (RFC 9110 §5.5): a key of only
+		// blanks is no key, and each request is its own.
+		if !patch && strings.Trim(key, " \t") != "" && r.Status != http.StatusBadRequest {
 			again := api.Do(method, path, apitest.Req{Token: e.Member, Body: raw, Headers: headers})
 			if again.Status != r.Status || string(again.Body) != string(r.Body) {
 				t.Fatalf("the same Idempotency-Key answered %d %s, then %d %s", r.Status, r.Body, again.Status, again.Body)
