@@ -20,7 +20,8 @@ type Vendor struct {
 }
 
 // RenderVendorData returns the #cloud-config vendor-data of v. It returns an error when Extra
-// is not a YAML mapping or sets packages, package_update or runcmd while v does too.
+// is not a YAML mapping of string keys, sets a key twice, or sets packages, package_update or
+// runcmd while v does too.
 func RenderVendorData(v Vendor) ([]byte, error) {
 	type base struct {
 		PackageUpdate bool       `yaml:"package_update,omitempty"`
@@ -44,10 +45,22 @@ func RenderVendorData(v Vendor) ([]byte, error) {
 			ours[doc.Content[i].Value] = true
 		}
 		m := extra.Content[0]
+		// The YAML parser leaves duplicate keys in a node tree, and the document written from
+		// it would hold them: YAML forbids that, and readers disagree on which value wins.
+		seen := map[string]bool{}
 		for i := 0; i < len(m.Content); i += 2 {
-			if k := m.Content[i].Value; ours[k] {
+			key := m.Content[i]
+			if key.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("vendor-data extra has a key that is not a string")
+			}
+			k := key.Value
+			if ours[k] {
 				return nil, fmt.Errorf("vendor-data extra sets %q, which the vendor-data already sets", k)
 			}
+			if seen[k] {
+				return nil, fmt.Errorf("vendor-data extra sets %q twice", k)
+			}
+			seen[k] = true
 		}
 		doc.Content = append(doc.Content, m.Content...)
 	}
