@@ -18,8 +18,8 @@ pattern="${2:-${FUZZPATTERN:-.}}"
 parallel="${FUZZPARALLEL:-1}"
 cd "$(dirname "$0")/../.."
 
-targets=$(grep -rE --include='*_test.go' -e '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . |
-	grep -v -e '^./deploy/web/node_modules/' -e '^./.data/' |
+targets=$(grep -rE --include='*_test.go' --exclude-dir=node_modules --exclude-dir=.data --exclude-dir=.tools \
+	-e '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . |
 	sed -E 's#^\./(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*#\1:\2#' | sort -u | grep -E -- "$pattern" || true)
 if [ -z "$targets" ]; then
 	echo "fuzz.sh: no fuzz target matches $pattern" >&2
