@@ -50,7 +50,9 @@ func RenderVendorData(v Vendor) ([]byte, error) {
 		seen := map[string]bool{}
 		for i := 0; i < len(m.Content); i += 2 {
 			key := m.Content[i]
-			if key.Kind != yaml.ScalarNode {
+			// Cloud-config keys are names: a null, number or boolean key would be written
+			// back as another key ("&a :" as "''").
+			if key.Kind != yaml.ScalarNode || key.ShortTag() != "!!str" {
 				return nil, fmt.Errorf("vendor-data extra has a key that is not a string")
 			}
 			k := key.Value
