@@ -1,6 +1,9 @@
 // Command functions serves Horizon's HTTP API. Every endpoint is a small stateless function:
 // authenticate, validate, read and write Postgres in one transaction, enqueue work for the
-// workers, answer. It never runs Terraform, SSH or anything slow itself.
+// workers, answer. It never runs Terraform, scripts or anything slow itself. The one exception
+// is registration: adding or editing a Proxmox or Nagios server dials its SSH once, bounded by
+// the request's deadline, to check the pinned host key and the credentials before saving them,
+// so that an admin learns at once what is wrong instead of from a failed build later.
 package main
 
 import (

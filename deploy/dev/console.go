@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"horizon/deploy/web"
 )
 
 // buildConsole builds the web console (deploy/web) into deploy/web/dist: `npm ci` when its
@@ -48,21 +50,19 @@ func npm(ctx context.Context, dir string, args ...string) error {
 	return nil
 }
 
-// serveConsole serves the built console on its own origin, as a CDN would, with a config.json
-// that points it at the API (which allows that origin through HORIZON_CORS_ORIGINS).
+// serveConsole serves the built console on its own origin, as a CDN would (web.Handler: the
+// production headers, a config.json that points it at the API, which allows that origin
+// through HORIZON_CORS_ORIGINS).
 func serveConsole(ctx context.Context, dist, listen, apiURL string) error {
+	h, err := web.Handler(dist, apiURL)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		fmt.Fprintf(w, `{"apiBaseUrl": %q}`, apiURL)
-	})
-	mux.Handle("GET /", http.FileServer(http.Dir(dist)))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"horizon/functions/apitest"
@@ -56,5 +57,56 @@ func TestRegisterExampleOnceThenOnChange(t *testing.T) {
 	}
 	if n, v := latest(); n != 1 || v != 2 {
 		t.Fatalf("after a change: %d templates, latest version %v; want version 2", n, v)
+	}
+}
+
+// TestRegisterDemoKeyOnce: `up` leaves the admin with one SSH key "demo" whose private half is
+// the printed file (mode 0600), however often it runs; the form's key list is never empty.
+func TestRegisterDemoKeyOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := apitest.New(t, nil)
+	data := t.TempDir()
+	var path string
+	for range 2 {
+		var err error
+		if path, err = registerDemoKey(ctx, s.URL, s.Admin, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm() != 0o600 || filepath.Dir(path) != data {
+		t.Fatalf("private key %s: %v, %v; want a 0600 file under the data directory", path, info, err)
+	}
+	pub, err := os.ReadFile(path + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := s.Do("GET", "/v1/ssh-keys", apitest.Req{}).Map()["items"].([]any)
+	if len(keys) != 1 {
+		t.Fatalf("%d SSH keys after two runs, want 1: %v", len(keys), keys)
+	}
+	k := keys[0].(map[string]any)
+	if k["name"] != "demo" || k["user_id"] != s.AdminID.String() || !strings.HasPrefix(string(pub), k["public_key"].(string)[:60]) {
+		t.Fatalf("registered key %v does not match %s", k, pub)
+	}
+}
+
+// TestSignInLinkCarriesACode: the link `up` prints holds a one-time code, not the token, and
+// the code signs in as the admin.
+func TestSignInLinkCarriesACode(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	link, err := signInLink(context.Background(), s.URL, s.Admin, "http://127.0.0.1:8090")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, ok := strings.CutPrefix(link, "http://127.0.0.1:8090/#code=")
+	if !ok || strings.Contains(link, s.Admin) {
+		t.Fatalf("link %q: want http://127.0.0.1:8090/#code=… without the token", link)
+	}
+	r := s.Do("POST", "/v1/sign-in", apitest.Req{Token: apitest.NoToken, Body: map[string]any{"code": code}})
+	if r.Status != 200 || r.Map()["token"] != s.Admin {
+		t.Fatalf("exchange: %d %s", r.Status, r.Body)
 	}
 }

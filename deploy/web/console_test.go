@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -12,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"horizon/deploy/web"
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
 	"horizon/workers/worker/workertest"
 )
 
-// chromium is Debian's Chromium; .ci/run installs it when it is missing.
+// chromium is Debian's Chromium; `go tool task deps` installs it when it is missing.
 const chromium = "/usr/bin/chromium"
 
 // TestConsole type-checks the console, runs its unit tests, builds it, then drives the build in
@@ -29,11 +29,11 @@ func TestConsole(t *testing.T) {
 	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not installed: the console needs Node 20+ (.ci/run installs what CI lacks)", tool)
+			t.Fatalf("%s is not installed: the console needs Node 20+ (`go tool task deps` installs it)", tool)
 		}
 	}
 	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("%s is missing: apt-get install -y chromium (.ci/run does it)", chromium)
+		t.Fatalf("%s is missing: run `go tool task deps`", chromium)
 	}
 	// A fresh clone installs; a developer's up-to-date node_modules is kept.
 	lock, err := os.Stat(filepath.Join(web, "package-lock.json"))
@@ -137,15 +137,14 @@ func newConsole(t testing.TB, web string) *console {
 	return &console{web: web, url: "http://" + ln.Addr().String(), ln: ln}
 }
 
-// serve serves dist/ and a config.json naming the API until the test ends.
+// serve serves dist/ and a config.json naming the API until the test ends, with the
+// production headers (web.Handler), so every journey runs under the console's strict CSP.
 func (c *console) serve(t testing.TB, api string) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"apiBaseUrl": %q}`, api)
-	})
-	mux.Handle("GET /", http.FileServer(http.Dir(filepath.Join(c.web, "dist"))))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	h, err := web.Handler(filepath.Join(c.web, "dist"), api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(c.ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 }

@@ -78,6 +78,9 @@ type Options struct {
 	// Readers is the pool size of the stream readers' Redis client: one connection per run
 	// followed at once (HORIZON_SSE_READERS); default 32.
 	Readers int
+	// Log, when set, receives the API's every log line from debug level up (every request is
+	// logged at debug), instead of the test log's warnings: a test reads what operators would.
+	Log io.Writer
 	// SendBuffer, when set, is the kernel send buffer (SO_SNDBUF) of every connection the
 	// server accepts. Linux otherwise grows it to megabytes, which a test of a paused client
 	// would have to fill before the server's own writes block.
@@ -158,6 +161,9 @@ func start(t testing.TB, base config.Config, opts *Options) *Server {
 	cfg.LogRetention = cmp.Or(opts.Logs.Retention, cfg.LogRetention)
 
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if opts.Log != nil {
+		log = slog.New(slog.NewTextHandler(opts.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	srv, err := app.Open(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)

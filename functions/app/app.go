@@ -17,6 +17,7 @@ import (
 	"horizon/functions/health"
 	"horizon/functions/middleware"
 	"horizon/functions/setup"
+	"horizon/functions/signin"
 	"horizon/shared/problem"
 )
 
@@ -48,6 +49,7 @@ func New(d api.Deps, o Options) *fiber.App {
 		StrictRouting:         true,
 	})
 	metrics := middleware.NewMetrics(o.Registry)
+	app.Use(middleware.NoSniff())
 	app.Use(middleware.RequestID())
 	app.Use(middleware.Observe(d.Log, metrics))
 	app.Use(recover.New())
@@ -84,6 +86,8 @@ func New(d api.Deps, o Options) *fiber.App {
 	}
 	// Setup has no bearer token to check: its setup token is the proof (package setup).
 	app.Post("/v1/setup", deadline, setup.Claim(d))
+	// Nor has the exchange of a sign-in code: the code is the proof (package signin).
+	app.Post("/v1/sign-in", deadline, signin.Exchange(d))
 	v1 := app.Group("/v1", deadline, middleware.Auth(d), limit, middleware.Idempotency(d))
 	for _, r := range routes(d) {
 		v1.Add(r.method, r.path, r.handler)

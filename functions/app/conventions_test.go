@@ -287,3 +287,29 @@ func grepLines(s, sub string) string {
 	}
 	return b.String()
 }
+
+// TestEveryAnswerIsNoSniff: whatever the API answers — a document, JSON, a problem from a
+// handler, from authentication or from the router — browsers are told not to guess its type.
+func TestEveryAnswerIsNoSniff(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	for _, tc := range []struct {
+		method, path, token string
+		status              int
+	}{
+		{"GET", "/healthz", apitest.NoToken, 200},
+		{"GET", "/openapi.yaml", apitest.NoToken, 200},
+		{"GET", "/v1/me", "", 200},
+		{"GET", "/v1/me", apitest.NoToken, 401},
+		{"GET", "/v1/teams/not-a-uuid", "", 400},
+		{"GET", "/v1/no-such-route", "", 404},
+	} {
+		r := s.Do(tc.method, tc.path, apitest.Req{Token: tc.token})
+		if r.Status != tc.status {
+			t.Errorf("%s %s = %d, want %d", tc.method, tc.path, r.Status, tc.status)
+		}
+		if got := r.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s (%d): X-Content-Type-Options %q, want nosniff", tc.method, tc.path, r.Status, got)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"horizon/functions/networks"
 	"horizon/functions/prometheus"
 	"horizon/functions/proxmoxservers"
+	"horizon/functions/signin"
 	"horizon/functions/sshkeys"
 	"horizon/functions/stacks"
 	"horizon/functions/startup"
@@ -71,6 +72,7 @@ func scopedRoutes(d api.Deps) []scopedRoute {
 func routes(d api.Deps) []route {
 	return []route{
 		{fiber.MethodGet, "/me", me.Get(d)},
+		{fiber.MethodPost, "/sign-in-codes", signin.Mint(d)},
 
 		{fiber.MethodPost, "/teams", teams.Create(d)},
 		{fiber.MethodGet, "/teams", teams.List(d)},

@@ -20,7 +20,7 @@ import (
 	"horizon/workers/worker/workertest"
 )
 
-// Debian's packages (.ci/run installs them).
+// Debian's packages (`go tool task deps` installs them).
 const (
 	prometheusBin   = "/usr/bin/prometheus"
 	nodeExporterBin = "/usr/bin/prometheus-node-exporter"
@@ -70,7 +70,7 @@ func run(t *testing.T, name string, args ...string) {
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s (installed by .ci/run): %v", name, err)
+		t.Fatalf("start %s (`go tool task deps` installs it): %v", name, err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()

@@ -10,10 +10,12 @@ import (
 )
 
 // TokenPrefix starts every Horizon API token, so that secret scanners and humans recognise one;
-// SetupTokenPrefix starts the one-time token that makes the first admin.
+// SetupTokenPrefix starts the one-time token that makes the first admin; SignInCodePrefix the
+// one-time code a sign-in link carries instead of a token.
 const (
 	TokenPrefix      = "hzn_"
 	SetupTokenPrefix = "hzs_"
+	SignInCodePrefix = "hzc_"
 )
 
 const tokenRandomBytes = 32
@@ -25,6 +27,9 @@ func NewToken() secrets.Value { return newToken(TokenPrefix) }
 
 // NewSetupToken mints a one-time setup token (see store.SetupTokenIssue).
 func NewSetupToken() secrets.Value { return newToken(SetupTokenPrefix) }
+
+// NewSignInCode mints a one-time sign-in code (see store.SignInCodeInsert).
+func NewSignInCode() secrets.Value { return newToken(SignInCodePrefix) }
 
 func newToken(prefix string) secrets.Value {
 	b := make([]byte, tokenRandomBytes)

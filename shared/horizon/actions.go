@@ -85,13 +85,3 @@ func RunActions(state RunState, can Capabilities) []string {
 	}
 	return []string{}
 }
-
-// Allows reports whether actions contains action.
-func Allows(actions []string, action string) bool {
-	for _, a := range actions {
-		if a == action {
-			return true
-		}
-	}
-	return false
-}

@@ -129,23 +129,6 @@ func GateNode(server uuid.UUID, node string) string { return server.String() + "
 // default of 30 minutes would cut them).
 const StepTimeout = 3 * time.Hour
 
-// NewStepRun returns the step:run task of a step's attempt. MaxRetry counts only real failures:
-// waiting for a node's gate is not one (the workers' IsFailure), and Asynq needs MaxRetry ≥ 1
-// for such retries at all.
-func NewStepRun(q Queues, step uuid.UUID, attempt int) *asynq.Task {
-	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})
-	return asynq.NewTask(TypeStepRun, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(step, attempt)),
-		asynq.MaxRetry(5), asynq.Timeout(StepTimeout), asynq.Retention(time.Hour))
-}
-
-// NewISOStage returns the iso:stage task of an ISO run step's attempt: like step:run (same
-// queue, task id and retries, so the node gate's waker finds it), for the ISO handler.
-func NewISOStage(q Queues, step uuid.UUID, attempt int) *asynq.Task {
-	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})
-	return asynq.NewTask(TypeISOStage, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(step, attempt)),
-		asynq.MaxRetry(5), asynq.Timeout(StepTimeout), asynq.Retention(time.Hour))
-}
-
 // NewStep returns the task that runs an attempt of a step of kind kind: iso:stage for the
 // steps of ISO runs, action:run for those of action runs, nagios:publish for Nagios steps,
 // step:run for the others. Each task

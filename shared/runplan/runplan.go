@@ -11,8 +11,6 @@ package runplan
 import (
 	"sort"
 
-	"github.com/google/uuid"
-
 	"horizon/shared/horizon"
 	"horizon/shared/template"
 )
@@ -79,15 +77,6 @@ func step(phase int, phaseName string, job template.Job, e horizon.Execution, se
 		s.Reason = &reason
 	}
 	return s
-}
-
-// IDs returns the set of execution ids, for building selections.
-func IDs(ids ...uuid.UUID) map[uuid.UUID]bool {
-	m := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		m[id] = true
-	}
-	return m
 }
 
 // UndoActions plans the undo of a stack's terraform action instances, given newest first: one

@@ -169,19 +169,11 @@ func ProxmoxServerList(ctx context.Context, q Querier, p Page) ([]horizon.Proxmo
 	return servers, next, nil
 }
 
-// ProxmoxServerLock locks a server's row for a read-modify-write (refresh, update).
-func ProxmoxServerLock(ctx context.Context, q Querier, id uuid.UUID) error {
-	var got uuid.UUID
-	err := q.QueryRow(ctx, `SELECT id FROM proxmox_servers WHERE id = $1 FOR UPDATE`, id).Scan(&got)
-	if err != nil {
-		return fmt.Errorf("proxmox server %s: %w", id, translate(err))
-	}
-	return nil
-}
-
-// ProxmoxServerDelete deletes a server no environment uses (a conflict otherwise).
+// ProxmoxServerDelete deletes a server nothing uses: a *horizon.InUseError names the
+// environments, stacks and ISOs that do. The history of removed stacks and ISOs is detached
+// from it (inuse.go).
 func ProxmoxServerDelete(ctx context.Context, q Querier, id uuid.UUID) error {
-	return deleteByID(ctx, q, "proxmox_servers", "proxmox server", id)
+	return deleteUnused(ctx, q, serverUse, id)
 }
 
 // ProxmoxServersMissing returns those of ids that name no Proxmox server.

@@ -77,14 +77,6 @@ func StepFinish(ctx context.Context, q Querier, id uuid.UUID, attempt int, state
 	return tag.RowsAffected() == 1, translate(err)
 }
 
-// StepsSetState moves every step of run in one of from to state (e.g. pending → held), and
-// returns how many moved.
-func StepsSetState(ctx context.Context, q Querier, run uuid.UUID, from []horizon.StepState, to horizon.StepState, minPhase int) (int64, error) {
-	tag, err := q.Exec(ctx, `UPDATE steps SET state = $3, finished_at = CASE WHEN $3 IN ('held', 'canceled', 'skipped') THEN now() ELSE finished_at END
-		WHERE run_id = $1 AND state = ANY($2) AND phase >= $4`, run, from, to, minPhase)
-	return tag.RowsAffected(), translate(err)
-}
-
 // StaleStep is a step whose worker stopped sending heartbeats.
 type StaleStep struct {
 	ID, RunID uuid.UUID

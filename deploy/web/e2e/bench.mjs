@@ -5,6 +5,7 @@ import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { signInLink } from "./signin.mjs";
 
 const env = (k) => process.env[k] ?? (() => { throw new Error(`${k} is not set`); })();
 const [CONSOLE, API, MEMBER, STACK, STREAM, DIST] = ["CONSOLE_URL", "API_URL", "MEMBER_TOKEN", "STACK_ID", "STREAM_FILE", "DIST"].map(env);
@@ -53,7 +54,7 @@ try {
     new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__long.push({ at: e.startTime, ms: e.duration }); }).observe({ type: "longtask", buffered: true });
   });
   // Sign in first (a separate page load), so the measured navigation is the detail alone.
-  await page.goto(`${CONSOLE}/#token=${MEMBER}`);
+  await page.goto(await signInLink(CONSOLE, API, MEMBER));
   await page.getByRole("heading", { name: "Stacks" }).waitFor();
 
   // 2. Navigation to an interactive detail with a 100 000-line log: the cards and the log's

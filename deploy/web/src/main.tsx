@@ -1,9 +1,10 @@
-// The console's entry: read config.json (beside index.html) for the API's base URL, take a
-// token handed over once in the URL fragment (`#token=…`, as the dev runner's sign-in link does;
-// it is moved to sessionStorage and wiped from the address bar at once), then render the app.
+// The console's entry: read config.json (beside index.html) for the API's base URL, follow a
+// sign-in link (`#code=…`, as the dev runner prints one: a one-time code exchanged for a token,
+// see api/signin.ts), then render the app.
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
 import { configure, setToken } from "./api/client";
+import { followSignInLink } from "./api/signin";
 import "./style.css";
 
 async function start() {
@@ -17,11 +18,8 @@ async function start() {
     return;
   }
   configure(apiBaseUrl);
-  const m = /^#token=([^&]+)(?:&next=(.*))?$/.exec(location.hash);
-  if (m) {
-    setToken(decodeURIComponent(m[1]));
-    history.replaceState(null, "", location.pathname + location.search + (m[2] ? decodeURIComponent(m[2]) : "#/stacks"));
-  }
+  const token = await followSignInLink(apiBaseUrl.replace(/\/$/, ""));
+  if (token) setToken(token);
   root.render(<App />);
 }
 

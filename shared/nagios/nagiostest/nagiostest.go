@@ -6,7 +6,7 @@
 // reloads (a HUP to the daemon's pid: in the foreground Nagios writes no lock file).
 //
 // It needs /usr/sbin/nagios4, /usr/lib/cgi-bin/nagios4 and /usr/sbin/sshd (Debian packages
-// nagios4-core, nagios4-cgi and openssh-server, which .ci/run installs).
+// nagios4-core, nagios4-cgi and openssh-server, which `go tool task deps` installs).
 package nagiostest
 
 import (
@@ -72,7 +72,7 @@ func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	for _, p := range []string{daemon, filepath.Join(cgiDir, "objectjson.cgi")} {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("nagiostest: %s is missing: install Debian's nagios4-core and nagios4-cgi (.ci/run does)", p)
+			t.Fatalf("nagiostest: %s is missing: install Debian's nagios4-core and nagios4-cgi (`go tool task deps` does)", p)
 		}
 	}
 	d := t.TempDir()

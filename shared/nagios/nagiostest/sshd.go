@@ -41,7 +41,7 @@ func StartSSHD(t testing.TB, dir string, key ssh.PublicKey) *SSHD {
 	t.Helper()
 	for _, p := range []string{sshdBin, sftpServer} {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("nagiostest: %s is missing: install Debian's openssh-server (.ci/run does)", p)
+			t.Fatalf("nagiostest: %s is missing: install Debian's openssh-server (`go tool task deps` does)", p)
 		}
 	}
 	me, err := user.Current()

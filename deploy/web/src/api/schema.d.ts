@@ -95,6 +95,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sign-in-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint a one-time sign-in code standing for the caller's API token.
+         * @description A link that signs a browser in carries this code (the console reads `#code=…`), never
+         *     an API token, because links land in the browser's history. The code (`hzc_…`) is good
+         *     once, for ten minutes, and stands for the exact token that minted it (revoking that
+         *     token voids it). Only its hash is stored. `go tool task up` prints such a link.
+         */
+        post: operations["createSignInCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sign-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange a one-time sign-in code for the API token it stands for.
+         * @description Spends the code: a second exchange of the same code, an expired code (ten minutes
+         *     after it was minted) or the code of a revoked token answers 401, without saying which.
+         *     No bearer token is needed: the code is the proof. The code travels in the body only.
+         */
+        post: operations["signIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me": {
         parameters: {
             query?: never;
@@ -875,7 +920,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The latest run (or ?run=) as a pipeline: one column per phase, one card per execution. */
+        /** The latest run that is not an action (or ?run=, any run of the stack) as a pipeline: one column per phase, one card per execution. */
         get: operations["getPipeline"];
         put?: never;
         post?: never;
@@ -2326,6 +2371,8 @@ export interface components {
             state: "queued" | "running" | "canceling" | "succeeded" | "failed" | "canceled";
             /** Format: uuid */
             actor_id: string | null;
+            /** @description The name of the user who started the run, in a stack's list of runs; absent elsewhere and when the run has no such user. */
+            actor_name?: string | null;
             error: string | null;
             allowed_actions: string[];
             /** Format: date-time */
@@ -3683,6 +3730,70 @@ export interface operations {
             400: components["responses"]["Malformed"];
             401: components["responses"]["Unauthenticated"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["Invalid"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    createSignInCode: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The code. */
+            201: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `hzc_…`: pass it to POST /v1/sign-in. */
+                        code: string;
+                        /** Format: date-time */
+                        expires_at: string;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    signIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The API token (`hzn_…`) the code stood for. */
+            200: {
+                headers: {
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        token: string;
+                    };
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
             422: components["responses"]["Invalid"];
             default: components["responses"]["Problem"];
         };

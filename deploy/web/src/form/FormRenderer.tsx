@@ -10,10 +10,12 @@ import {
   canAdd,
   canRemove,
   errorsFor,
+  execNumber,
   type ExecValues,
   type FieldErrors,
   type FormValues,
   generateSecret,
+  htmlPattern,
   isSecret,
   type Option,
   type Options,
@@ -22,6 +24,7 @@ import {
   preselectOnServer,
   removeExecution,
 } from "./model";
+import { machineLabel } from "../numbering";
 
 interface Props {
   form: TemplateForm;
@@ -67,11 +70,11 @@ function JobBlock({ job, values, onChange, options, errors }: Omit<Props, "form"
           {(job.executions.multiple || execs.length > 1) && (
             <div className="exec-head">
               <h4>
-                {job.name} #{i + 1}
+                {machineLabel(job.name, execNumber(values, job.name, i))}
               </h4>
               {canRemove(job, execs.length) && (
                 <button type="button" className="link" onClick={() => onChange(removeExecution(values, job, i))}>
-                  Remove {job.name} #{i + 1}
+                  Remove {machineLabel(job.name, execNumber(values, job.name, i))}
                 </button>
               )}
             </div>
@@ -206,7 +209,7 @@ export function ParamInput({ name, p, value, onChange, errors, required }: {
           step={p.type === "integer" ? 1 : numeric ? "any" : undefined}
           min={p.minimum}
           max={p.maximum}
-          pattern={p.pattern}
+          pattern={htmlPattern(p.pattern)}
           aria-describedby={d}
           aria-invalid={errors.length > 0}
           value={String(value)}
@@ -262,6 +265,11 @@ function Attachments({ job, i, e, set, options, errors }: {
       {kinds.has("ssh_key") && (
         <Select label="SSH key" required={req("ssh_key")} value={e.ssh_key_id} options={options.sshKeys} errors={errs("ssh_key_id")} onChange={(v) => set({ ...e, ssh_key_id: v })} />
       )}
+      {kinds.has("ssh_key") && options.sshKeys.length === 0 && (
+        <p className="hint" data-empty="ssh_key">
+          No SSH key is registered yet. <a href="#/catalogue/ssh-keys">Add an SSH key</a> (save a draft first to keep what you typed here).
+        </p>
+      )}
       {kinds.has("node") && (
         <>
           <Select
@@ -284,6 +292,11 @@ function Attachments({ job, i, e, set, options, errors }: {
       )}
       {kinds.has("iso") && (
         <Select label="ISO" required={req("iso")} value={e.iso_id} options={options.isos} errors={errs("iso_id")} onChange={(v) => set({ ...e, iso_id: v })} />
+      )}
+      {kinds.has("iso") && options.isos.length === 0 && (
+        <p className="hint" data-empty="iso">
+          No ISO is built yet. <a href="#/isos">Build one on the ISOs page</a> from an ISO template (admins register ISO templates with POST /v1/iso-templates).
+        </p>
       )}
       {kinds.has("nagios_host_group") && options.nagios && (
         <Field label="Nagios host group" errors={errs("nagios").concat(errs("nagios.hostgroup"))}>

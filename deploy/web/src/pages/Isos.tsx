@@ -30,6 +30,23 @@ function useISOTemplates() {
   return useQuery({ queryKey: ["iso-templates"], queryFn: () => call(api.GET("/v1/iso-templates", { params: limit })), staleTime: 60_000 });
 }
 
+/**
+ * EmptyIsos says why the list is empty and what to do: a new installation has no ISO template,
+ * which only the API registers (an admin's POST /v1/iso-templates), so the list says how.
+ */
+export function EmptyIsos({ filtered, templates }: { filtered: boolean; templates?: number }) {
+  if (filtered) return <p className="empty">No ISO matches.</p>;
+  if (templates === 0)
+    return (
+      <p className="empty" data-empty="iso-templates">
+        No ISO yet, and no ISO template to build one from. An admin registers an ISO template with the API —{" "}
+        <code>POST /v1/iso-templates</code> with a name, a kind (<code>iso</code> or <code>cloud-image</code>) and a spec naming the image's URL and
+        checksum (deploy/README.md, "ISO builds") — then builds it here with <em>Build an ISO</em>.
+      </p>
+    );
+  return <p className="empty">No ISO yet. An admin builds one from an ISO template with <em>Build an ISO</em>.</p>;
+}
+
 export function IsosList() {
   const { query } = useRoute();
   const f = { state: query.get("state") ?? "", server: query.get("server") ?? "" };
@@ -69,7 +86,7 @@ export function IsosList() {
       {isos.isLoading ? (
         <p>Loading…</p>
       ) : rows.length === 0 ? (
-        <p className="empty">No ISO matches.</p>
+        <EmptyIsos filtered={!!(f.state || f.server)} templates={templates.data?.items.length} />
       ) : (
         <table className="isos">
           <thead>
@@ -124,7 +141,7 @@ export function BuildIso() {
     <>
       <h1>Build an ISO</h1>
       <ResourceForm
-        title="Build an ISO"
+        title="The image to build"
         submitLabel="Build"
         fields={fields}
         onCancel={() => navigate("/isos")}
@@ -178,8 +195,8 @@ export function IsoDetail({ id }: { id: string }) {
   const allowed = new Set(i.allowed_actions);
   const run = i.last_run;
   const jobs = [...STAGES, "remove"]
-    .map((s) => ({ job: s, executions: run?.stages.filter((x) => x.stage === s).length ?? 0 }))
-    .filter((j) => j.executions > 0);
+    .map((s) => ({ job: s, executions: (run?.stages.filter((x) => x.stage === s) ?? []).map((_, i) => i) }))
+    .filter((j) => j.executions.length > 0);
   return (
     <>
       <div className="page-head">

@@ -3,13 +3,14 @@
 // whose API token is shown once and signs in.
 import { useState } from "react";
 import { api, ApiError, call, configure, apiBase, setToken } from "../api/client";
+import { takeSignInNotice } from "../api/signin";
 import { ProblemBox } from "./common";
 
 export function SignIn() {
   const [token, setTok] = useState("");
   const [name, setName] = useState("");
   const [email, setEmail] = useState("");
-  const [err, setErr] = useState<unknown>(null);
+  const [err, setErr] = useState<unknown>(takeSignInNotice);
   const [busy, setBusy] = useState(false);
   const [created, setCreated] = useState<string | null>(null);
   const setup = token.trim().startsWith("hzs_");
