@@ -248,7 +248,9 @@ func (s *soak) retried(op, method, path, token string, body any) (int, map[strin
 		}
 		time.Sleep(time.Second)
 	}
-	s.started(op, st, m)
+	if !s.started(op, st, m) {
+		s.refused(op, st, m)
+	}
 	return st, m
 }
 
@@ -298,11 +300,9 @@ func (s *soak) teamLoop(ctx context.Context, tm *team) {
 		}
 		s.count("create")
 		id := d["id"].(string)
-		st, refusal := s.retried("deploy", http.MethodPost, "/v1/stacks/"+id+"/deploy", tm.token, nil)
-		if st != 202 {
+		if st, _ := s.retried("deploy", http.MethodPost, "/v1/stacks/"+id+"/deploy", tm.token, nil); st != 202 {
 			// Refused (a node offline at preflight, say): the draft goes, and the team tries
 			// again with a new one.
-			s.refused("deploy", st, refusal)
 			s.call(http.MethodDelete, "/v1/stacks/"+id, tm.token, nil, nil)
 			time.Sleep(3 * time.Second)
 			continue
@@ -821,6 +821,16 @@ func (s *soak) report(t *testing.T, duration time.Duration) {
 	}
 	rows.Close()
 	fmt.Fprintf(&b, "runs by kind/state: %s\n", strings.Join(states, ", "))
+	var failures []string
+	rows, _ = s.lab.API.DB.Query(ctx, `SELECT kind || ': ' || left(coalesce(error, ''), 160) || ' ×' || count(*) FROM runs
+		WHERE state = 'failed' GROUP BY kind, left(coalesce(error, ''), 160) ORDER BY count(*) DESC LIMIT 8`)
+	for rows.Next() {
+		var v string
+		_ = rows.Scan(&v)
+		failures = append(failures, v)
+	}
+	rows.Close()
+	fmt.Fprintf(&b, "failed runs' errors: %s\n", strings.Join(failures, " | "))
 	fmt.Fprintf(&b, "secrets looked for: %d; problems: %d\n", len(s.secrets), len(s.problems))
 
 	s.mu.Lock()
