@@ -78,6 +78,7 @@ func FuzzRenderVendorData(f *testing.F) {
 	f.Add("", "", "packages: [x]\n")
 	f.Add("p", "", "runcmd: [x]\n")
 	f.Add("", "", "a: &x 1\nb: *x\n")
+	f.Add("", "", "&x\nA: *x\n")
 
 	f.Fuzz(func(t *testing.T, packages, command, extra string) {
 		v := cloudinit.Vendor{Extra: extra}

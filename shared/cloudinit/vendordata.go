@@ -20,8 +20,8 @@ type Vendor struct {
 }
 
 // RenderVendorData returns the #cloud-config vendor-data of v. It returns an error when Extra
-// is not a YAML mapping of string keys, sets a key twice, or sets packages, package_update or
-// runcmd while v does too.
+// is not a YAML mapping of string keys, uses anchors or aliases, sets a key twice, or sets
+// packages, package_update or runcmd while v does too.
 func RenderVendorData(v Vendor) ([]byte, error) {
 	type base struct {
 		PackageUpdate bool       `yaml:"package_update,omitempty"`
@@ -43,6 +43,11 @@ func RenderVendorData(v Vendor) ([]byte, error) {
 		ours := map[string]bool{}
 		for i := 0; i < len(doc.Content); i += 2 {
 			ours[doc.Content[i].Value] = true
+		}
+		if anchored(&extra) {
+			// An anchor on the mapping itself is lost when its pairs join ours, leaving its
+			// aliases dangling; and aliases are how a small document expands into a huge one.
+			return nil, fmt.Errorf("vendor-data extra may not use YAML anchors or aliases")
 		}
 		m := extra.Content[0]
 		// The YAML parser leaves duplicate keys in a node tree, and the document written from
@@ -67,4 +72,17 @@ func RenderVendorData(v Vendor) ([]byte, error) {
 		doc.Content = append(doc.Content, m.Content...)
 	}
 	return encode(&doc)
+}
+
+// anchored reports whether n or a node below it holds an anchor or is an alias.
+func anchored(n *yaml.Node) bool {
+	if n.Anchor != "" || n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if anchored(c) {
+			return true
+		}
+	}
+	return false
 }
