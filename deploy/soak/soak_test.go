@@ -293,7 +293,9 @@ func (s *soak) draftBody(tm *team, name string) map[string]any {
 func (s *soak) teamLoop(ctx context.Context, tm *team) {
 	for ctx.Err() == nil {
 		tm.n++
-		st, d := s.call(http.MethodPost, "/v1/stacks", tm.token, s.draftBody(tm, fmt.Sprintf("soak-%s-%d", tm.id[:8], tm.n)), nil)
+		// Named by the team's first address, not its id: ids are time-ordered UUIDs whose
+		// first characters the teams share, and VM names are unique in a cluster.
+		st, d := s.call(http.MethodPost, "/v1/stacks", tm.token, s.draftBody(tm, fmt.Sprintf("soak-%s-%d", tm.addrs[0][len(tm.addrs[0])-6:], tm.n)), nil)
 		if st != 201 {
 			time.Sleep(2 * time.Second)
 			continue
