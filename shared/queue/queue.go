@@ -66,20 +66,37 @@ func (q Queues) Weights() map[string]int {
 	return map[string]int{q.Control: 6, q.Build: 4}
 }
 
-// NewReconcile returns the reconcile task. It is unique for a period, so that the schedulers of
-// several worker replicas enqueue one pass per tick between them.
-func NewReconcile(q Queues, period time.Duration) *asynq.Task {
-	return asynq.NewTask(TypeReconcile, nil,
-		asynq.Queue(q.Control), asynq.MaxRetry(0), asynq.Timeout(period), asynq.Unique(period))
-}
-
 // NagiosDiscoverInterval is how often the workers re-discover the Nagios servers.
 const NagiosDiscoverInterval = 10 * time.Minute
 
-// NewNagiosDiscover returns the nagios:discover task.
-func NewNagiosDiscover(q Queues) *asynq.Task {
-	return asynq.NewTask(TypeNagiosDiscover, nil, asynq.Queue(q.Control), asynq.MaxRetry(0),
-		asynq.Timeout(NagiosDiscoverInterval), asynq.Unique(NagiosDiscoverInterval))
+// Periodic is the payload of a periodic task (reconcile:run, nagios:discover, …): the time slot
+// it runs for, numbered from the Unix epoch in periods.
+type Periodic struct {
+	Slot   int64         `json:"slot"`
+	Period time.Duration `json:"period"`
+}
+
+// Slot is the number of the time slot of length period that holds at: every replica computes
+// the same number for the same wall-clock slot.
+func Slot(at time.Time, period time.Duration) int64 {
+	return at.UnixNano() / int64(period)
+}
+
+// PeriodicTaskID is the Asynq task id of the run of periodic task type typ for one slot.
+func PeriodicTaskID(typ string, period time.Duration, slot int64) string {
+	return fmt.Sprintf("periodic:%s:%s:%d", typ, period, slot)
+}
+
+// NewPeriodic returns the task of type typ for the slot of length period that holds at. Its
+// TaskID is derived from the slot and the task is kept (Retention) for a period after it
+// finished, so that however many replicas enqueue it for one slot, Asynq runs it once:
+// asynq.Unique would not do, since its lock goes when the task finishes and a replica whose
+// clock ticks a little later would enqueue the slot again.
+func NewPeriodic(q Queues, typ string, period time.Duration, at time.Time) *asynq.Task {
+	slot := Slot(at, period)
+	payload, _ := json.Marshal(Periodic{Slot: slot, Period: period}) // two numbers always marshal
+	return asynq.NewTask(typ, payload, asynq.Queue(q.Control), asynq.TaskID(PeriodicTaskID(typ, period, slot)),
+		asynq.MaxRetry(0), asynq.Timeout(period), asynq.Retention(period))
 }
 
 // RunAdvance is the payload of run:advance.
