@@ -61,7 +61,7 @@ func decodeProblem(err error) error {
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {
-			return problem.InvalidField("", "must be a JSON %s", jsonKind(typ.Type.Kind().String()))
+			return problem.InvalidField("", "must be %s", jsonKind(typ.Type.Kind().String()))
 		}
 		return problem.InvalidField(field, "must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)
 	}

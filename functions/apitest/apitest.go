@@ -331,6 +331,15 @@ func (p Problem) Fields() []string {
 	return fs
 }
 
+// For returns the server as seen by t: its requests fail t, not the test that started it. A
+// fuzz target starts one server in its *testing.F and sends every input's requests through
+// For(t) of that input's *testing.T.
+func (s *Server) For(t testing.TB) *Server {
+	c := *s
+	c.t = t
+	return &c
+}
+
 // Req describes a request beyond method and path.
 type Req struct {
 	// Token is the bearer token; "" means the admin's, and NoToken sends none.

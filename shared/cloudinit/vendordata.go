@@ -20,7 +20,8 @@ type Vendor struct {
 }
 
 // RenderVendorData returns the #cloud-config vendor-data of v. It returns an error when Extra
-// is not a YAML mapping or sets packages, package_update or runcmd while v does too.
+// is not a YAML mapping of string keys, uses anchors or aliases, sets a key twice, or sets
+// packages, package_update or runcmd while v does too.
 func RenderVendorData(v Vendor) ([]byte, error) {
 	type base struct {
 		PackageUpdate bool       `yaml:"package_update,omitempty"`
@@ -43,13 +44,45 @@ func RenderVendorData(v Vendor) ([]byte, error) {
 		for i := 0; i < len(doc.Content); i += 2 {
 			ours[doc.Content[i].Value] = true
 		}
+		if anchored(&extra) {
+			// An anchor on the mapping itself is lost when its pairs join ours, leaving its
+			// aliases dangling; and aliases are how a small document expands into a huge one.
+			return nil, fmt.Errorf("vendor-data extra may not use YAML anchors or aliases")
+		}
 		m := extra.Content[0]
+		// The YAML parser leaves duplicate keys in a node tree, and the document written from
+		// it would hold them: YAML forbids that, and readers disagree on which value wins.
+		seen := map[string]bool{}
 		for i := 0; i < len(m.Content); i += 2 {
-			if k := m.Content[i].Value; ours[k] {
+			key := m.Content[i]
+			// Cloud-config keys are names: a null, number or boolean key would be written
+			// back as another key ("&a :" as "''").
+			if key.Kind != yaml.ScalarNode || key.ShortTag() != "!!str" {
+				return nil, fmt.Errorf("vendor-data extra has a key that is not a string")
+			}
+			k := key.Value
+			if ours[k] {
 				return nil, fmt.Errorf("vendor-data extra sets %q, which the vendor-data already sets", k)
 			}
+			if seen[k] {
+				return nil, fmt.Errorf("vendor-data extra sets %q twice", k)
+			}
+			seen[k] = true
 		}
 		doc.Content = append(doc.Content, m.Content...)
 	}
 	return encode(&doc)
+}
+
+// anchored reports whether n or a node below it holds an anchor or is an alias.
+func anchored(n *yaml.Node) bool {
+	if n.Anchor != "" || n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if anchored(c) {
+			return true
+		}
+	}
+	return false
 }

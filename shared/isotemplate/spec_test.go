@@ -97,6 +97,12 @@ func TestParseReportsEveryProblem(t *testing.T) {
 			m["cloud_init"].(map[string]any)["network"] = map[string]any{"mode": "static", "address": "10.0.0.5", "gateway": "x", "dns": []string{"one"}}
 			m["clones"] = nil
 		}), []string{"spec.cloud_init.network.address", "spec.cloud_init.network.gateway", "spec.cloud_init.network.dns[0]"}},
+		{"vendor extra sets a key twice, or one the vendor-data sets", horizon.ISOKindCloudImage, cloudImage(func(m map[string]any) {
+			m["cloud_init"].(map[string]any)["vendor"] = map[string]any{"packages": []string{"curl"}, "extra": "timezone: UTC\ntimezone: CET\n"}
+		}), []string{"spec.cloud_init.vendor.extra"}},
+		{"vendor extra sets packages", horizon.ISOKindCloudImage, cloudImage(func(m map[string]any) {
+			m["cloud_init"].(map[string]any)["vendor"] = map[string]any{"packages": []string{"curl"}, "extra": "packages: [wget]\n"}
+		}), []string{"spec.cloud_init.vendor.extra"}},
 		{"no keys", horizon.ISOKindCloudImage, cloudImage(func(m map[string]any) {
 			m["cloud_init"].(map[string]any)["ssh_authorized_keys"] = []string{"not a key"}
 		}), []string{"spec.cloud_init.ssh_authorized_keys[0]"}},

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/ssh"
 
+	"horizon/shared/cloudinit"
 	"horizon/shared/horizon"
 )
 
@@ -194,9 +194,10 @@ func (ci *CloudInit) validate(p *horizon.Problems, f func(string) string) {
 			}
 		}
 		if v.Extra != "" {
-			var m yaml.Node
-			if err := yaml.Unmarshal([]byte(v.Extra), &m); err != nil || len(m.Content) != 1 || m.Content[0].Kind != yaml.MappingNode {
-				p.Add(f("cloud_init.vendor.extra"), "must be a YAML mapping of cloud-config keys")
+			// The renderer the build uses is the judge: a spec it would refuse (a key set
+			// twice, a key the vendor-data already sets) is refused here, not mid-build.
+			if _, err := cloudinit.RenderVendorData(cloudinit.Vendor{Packages: v.Packages, RunCmd: v.RunCmd, Extra: v.Extra}); err != nil {
+				p.Add(f("cloud_init.vendor.extra"), "must be a YAML mapping of cloud-config keys: %s", err)
 			}
 		}
 	}

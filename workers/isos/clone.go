@@ -76,7 +76,7 @@ func (h *Handler) cloneOne(ctx context.Context, c *proxmox.Client, w *work, out 
 		if gw == "" {
 			gw = w.spec.CloudInit.Network.Gateway
 		}
-		want := "ip=" + cl.IP + ",gw=" + gw
+		want := ipconfigValue(cl.IP, gw)
 		if cfg["ipconfig0"] != want {
 			if err := h.do(ctx, c, "POST", node, vmPath(node, cl.VMID)+"/config", map[string]any{"ipconfig0": want}, out); err != nil {
 				return result{}, fmt.Errorf("set the address %s: %w", cl.IP, err)

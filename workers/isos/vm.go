@@ -119,6 +119,9 @@ func netValue(n isotemplate.Network) string {
 	return s
 }
 
+// ipconfigValue is the ipconfig0 of a static address (CIDR) and its gateway.
+func ipconfigValue(address, gateway string) string { return "ip=" + address + ",gw=" + gateway }
+
 func hostpciValue(g isotemplate.PCI) string {
 	s := g.Device
 	if g.PCIe {
@@ -233,7 +236,7 @@ func (h *Handler) vmConfigure(ctx context.Context, c *proxmox.Client, w *work, o
 	n := w.spec.CloudInit.Network
 	ipconfig := "ip=dhcp"
 	if n.Mode == "static" {
-		ipconfig = "ip=" + n.Address + ",gw=" + n.Gateway
+		ipconfig = ipconfigValue(n.Address, n.Gateway)
 	}
 	set("ipconfig0", ipconfig, "ipconfig0 "+ipconfig)
 	if len(n.DNS) > 0 {

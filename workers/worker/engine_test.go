@@ -116,13 +116,6 @@ func (e *engine) logText(stack string) string {
 	return b.String()
 }
 
-type testLog struct{ t testing.TB }
-
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // pipeline returns the stack's latest pipeline as card states by "job[n]".
 func (e *engine) pipeline(stack string) map[string]map[string]any {
 	cards := map[string]map[string]any{}

@@ -2,16 +2,14 @@ package worker_test
 
 import (
 	"context"
-	"encoding/base64"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"horizon/functions/apitest"
 	"horizon/shared/testkit"
+	"horizon/workers/worker/workertest"
 )
 
 // TestWorkerKilledMidApplyIsReplaced: the worker process building the database VM is killed
@@ -56,32 +54,9 @@ func TestWorkerKilledMidApplyIsReplaced(t *testing.T) {
 }
 
 // workerProcess builds the workers binary and starts it on the engine's database, Redis
-// namespace and key, with a fast heartbeat, as a process a test can kill; it is killed when the
-// test ends.
+// namespace and key (workertest.Process), as a process a test can kill.
 func (e *engine) workerProcess(t *testing.T) *exec.Cmd {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "workers")
-	build := exec.Command("go", "build", "-o", bin, "./workers")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the workers: %v\n%s", err, out)
-	}
-	proc := exec.Command(bin)
-	proc.Env = append(os.Environ(),
-		"HORIZON_DATABASE_URL="+e.API.DB.Config().ConnString(),
-		"HORIZON_REDIS_URL="+testkit.RedisURL(),
-		"HORIZON_SECRET_KEY="+base64.StdEncoding.EncodeToString(e.API.SecretKey),
-		"HORIZON_NAMESPACE="+e.API.Deps.Namespace,
-		"HORIZON_GIT_CACHE_DIR="+t.TempDir(),
-		"HORIZON_WORK_DIR="+t.TempDir(),
-		"HORIZON_STEP_HEARTBEAT=1s",
-		"HORIZON_RECONCILE_INTERVAL=1h",
-		"HORIZON_LOG_FORMAT=text",
-	)
-	proc.Stdout, proc.Stderr = testLog{t}, testLog{t}
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proc.Process.Kill(); _ = proc.Wait() })
-	return proc
+	return workertest.Process(t, workertest.Build(t), workertest.ProcessConfig{DatabaseURL: e.API.DB.Config().ConnString(),
+		Namespace: e.API.Deps.Namespace, SecretKey: e.API.SecretKey})
 }
