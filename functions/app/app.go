@@ -88,6 +88,9 @@ func New(d api.Deps, o Options) *fiber.App {
 	app.Post("/v1/setup", deadline, setup.Claim(d))
 	// Nor has the exchange of a sign-in code: the code is the proof (package signin).
 	app.Post("/v1/sign-in", deadline, signin.Exchange(d))
+	// Minting a code skips the group's idempotency, which would keep the answer — the code, in
+	// clear — for 24 h to replay it: a retried mint makes another code, which is harmless.
+	app.Post("/v1/sign-in-codes", deadline, middleware.Auth(d), limit, signin.Mint(d))
 	v1 := app.Group("/v1", deadline, middleware.Auth(d), limit, middleware.Idempotency(d))
 	for _, r := range routes(d) {
 		v1.Add(r.method, r.path, r.handler)

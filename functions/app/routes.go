@@ -16,7 +16,6 @@ import (
 	"horizon/functions/networks"
 	"horizon/functions/prometheus"
 	"horizon/functions/proxmoxservers"
-	"horizon/functions/signin"
 	"horizon/functions/sshkeys"
 	"horizon/functions/stacks"
 	"horizon/functions/startup"
@@ -72,7 +71,6 @@ func scopedRoutes(d api.Deps) []scopedRoute {
 func routes(d api.Deps) []route {
 	return []route{
 		{fiber.MethodGet, "/me", me.Get(d)},
-		{fiber.MethodPost, "/sign-in-codes", signin.Mint(d)},
 
 		{fiber.MethodPost, "/teams", teams.Create(d)},
 		{fiber.MethodGet, "/teams", teams.List(d)},
