@@ -18,12 +18,15 @@ import (
 
 // Run is a run as the routes of every owner show it.
 type Run struct {
-	ID             uuid.UUID  `json:"id"`
-	StackID        *uuid.UUID `json:"stack_id"`
-	ISOID          *uuid.UUID `json:"iso_id,omitempty"`
-	Kind           string     `json:"kind"`
-	State          string     `json:"state"`
-	ActorID        *uuid.UUID `json:"actor_id"`
+	ID      uuid.UUID  `json:"id"`
+	StackID *uuid.UUID `json:"stack_id"`
+	ISOID   *uuid.UUID `json:"iso_id,omitempty"`
+	Kind    string     `json:"kind"`
+	State   string     `json:"state"`
+	ActorID *uuid.UUID `json:"actor_id"`
+	// ActorName is the starter's name where a list of runs names it (a stack's runs), so that
+	// a reader needs no access to the users list; absent elsewhere.
+	ActorName      *string    `json:"actor_name,omitempty"`
 	Error          *string    `json:"error"`
 	AllowedActions []string   `json:"allowed_actions"`
 	CreatedAt      time.Time  `json:"created_at"`

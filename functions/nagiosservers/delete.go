@@ -2,7 +2,6 @@ package nagiosservers
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -10,8 +9,6 @@ import (
 
 	"horizon/functions/api"
 	"horizon/shared/auth"
-	"horizon/shared/horizon"
-	"horizon/shared/problem"
 	"horizon/shared/store"
 )
 
@@ -20,10 +17,8 @@ import (
 // 409: remove it from the environment, and remove or edit those stacks, first.
 func Delete(d api.Deps) fiber.Handler {
 	return api.AdminDelete(d, func(ctx context.Context, tx pgx.Tx, id uuid.UUID, who auth.Principal) error {
-		if err := store.NagiosServerDelete(ctx, tx, id); errors.Is(err, horizon.ErrConflict) {
-			return problem.Conflict("An environment uses this Nagios server or stacks are published to it; remove it from the environment and unpublish those stacks first.")
-		} else if err != nil {
-			return err
+		if err := store.NagiosServerDelete(ctx, tx, id); err != nil {
+			return api.InUse(err, "This Nagios server", "take it out of those environments and unpublish (or remove) those stacks first.")
 		}
 		return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "nagios_server.delete", ObjectType: "nagios_server", ObjectID: &id})
 	})

@@ -156,14 +156,11 @@ func DeleteAddress(d api.Deps) fiber.Handler {
 		who := api.Principal(c)
 		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
 			if err := store.AddressDelete(ctx, tx, netID, id); err != nil {
-				return err
+				return api.InUse(err, "This address", "free it first (edit or remove that stack).")
 			}
 			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "address.delete", ObjectType: "address", ObjectID: &id})
 		})
 		if err != nil {
-			if p := problem.From(err); p.Status == fiber.StatusConflict {
-				return problem.Conflict("The address is attached to a stack execution; free it first.")
-			}
 			return err
 		}
 		return c.SendStatus(fiber.StatusNoContent)

@@ -2,7 +2,6 @@ package proxmoxservers
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -10,19 +9,16 @@ import (
 
 	"horizon/functions/api"
 	"horizon/shared/auth"
-	"horizon/shared/horizon"
-	"horizon/shared/problem"
 	"horizon/shared/store"
 )
 
-// Delete forgets a server (admin). It touches nothing on the cluster. A server an environment
-// uses is 409.
+// Delete forgets a server (admin). It touches nothing on the cluster. A server that an
+// environment, a stack or an ISO uses is 409, naming them; removed stacks and ISOs do not count
+// (they keep their history).
 func Delete(d api.Deps) fiber.Handler {
 	return api.AdminDelete(d, func(ctx context.Context, tx pgx.Tx, id uuid.UUID, who auth.Principal) error {
-		if err := store.ProxmoxServerDelete(ctx, tx, id); errors.Is(err, horizon.ErrConflict) {
-			return problem.Conflict("An environment uses this server; remove it from the environment first.")
-		} else if err != nil {
-			return err
+		if err := store.ProxmoxServerDelete(ctx, tx, id); err != nil {
+			return api.InUse(err, "This Proxmox server", "it can be forgotten once none of them uses it (removed stacks and ISOs do not count).")
 		}
 		return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "proxmox_server.delete", ObjectType: "proxmox_server", ObjectID: &id})
 	})

@@ -238,3 +238,63 @@ func TestRegisterShowsWhatTheTokenMayNotDo(t *testing.T) {
 		t.Fatalf("stored inventory differs: %+v", again)
 	}
 }
+
+// TestAServerNothingUsesCanBeForgotten: a server is refused while an environment lists it or a
+// stack has a machine on it, with a refusal that names them; once the environment no longer
+// lists it and the stack is removed, it is forgotten. The removed stack's executions (kept for
+// the history, their foreign key RESTRICT) used to pin it forever, with the environment's
+// message although no environment used it.
+func TestAServerNothingUsesCanBeForgotten(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	sb := pvetest.Start(t, nil)
+	r := s.Do("POST", "/v1/proxmox-servers", apitest.Req{Body: sb.Registration("demo", "lab")})
+	if r.Status != 201 {
+		t.Fatalf("register: %d %s", r.Status, r.Body)
+	}
+	var srv proxmoxservers.Server
+	r.JSON(&srv)
+	env := s.Do("POST", "/v1/environments", apitest.Req{Body: map[string]any{"name": "prod", "proxmox_server_ids": []string{srv.ID.String()}}})
+	if env.Status != 201 {
+		t.Fatalf("environment: %d %s", env.Status, env.Body)
+	}
+	stack := s.NewStack(s.NewTeam("team-a"), "web")
+	// A machine of the stack on the server, as a deploy leaves it.
+	if _, err := s.DB.Exec(t.Context(), `INSERT INTO executions (stack_id, job, index, commit, server_id, node, vmid)
+		VALUES ($1, 'vm', 0, $2, $3, 'pve1', 100)`, stack, strings.Repeat("a", 40), srv.ID); err != nil {
+		t.Fatal(err)
+	}
+	del := func() *apitest.Response {
+		return s.Do("DELETE", "/v1/proxmox-servers/"+srv.ID.String(), apitest.Req{})
+	}
+	if d := del(); d.Status != 409 || !strings.Contains(d.Problem().Detail, "environment prod") || !strings.Contains(d.Problem().Detail, "stack web") {
+		t.Fatalf("delete a server an environment and a stack use: %d %s, want 409 naming both", d.Status, d.Body)
+	}
+	envID := env.Map()["id"].(string)
+	if p := s.Do("PATCH", "/v1/environments/"+envID, apitest.Req{Body: map[string]any{"proxmox_server_ids": []string{}}}); p.Status != 200 {
+		t.Fatalf("take the server out of the environment: %d %s", p.Status, p.Body)
+	}
+	if d := del(); d.Status != 409 || strings.Contains(d.Problem().Detail, "environment") || !strings.Contains(d.Problem().Detail, "stack web") {
+		t.Fatalf("delete a server a stack uses: %d %s, want 409 naming the stack alone", d.Status, d.Body)
+	}
+	// The stack is removed: its machine destroyed, its rows kept for the history.
+	if _, err := s.DB.Exec(t.Context(), `UPDATE executions SET state = 'removed' WHERE stack_id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB.Exec(t.Context(), `UPDATE stacks SET state = 'removed' WHERE id = $1`, stack); err != nil {
+		t.Fatal(err)
+	}
+	if d := del(); d.Status != 204 {
+		t.Fatalf("delete a server nothing uses: %d %s, want 204", d.Status, d.Body)
+	}
+	var node string
+	if err := s.DB.QueryRow(t.Context(), `SELECT node FROM executions WHERE stack_id = $1`, stack).Scan(&node); err != nil || node != "pve1" {
+		t.Fatalf("the removed stack's history: node %q (%v), want kept", node, err)
+	}
+	if g := s.Do("GET", "/v1/stacks/"+stack.String(), apitest.Req{}); g.Status != 200 {
+		t.Fatalf("the removed stack after its server was forgotten: %d %s", g.Status, g.Body)
+	}
+	if d := del(); d.Status != 404 {
+		t.Fatalf("delete it again: %d, want 404", d.Status)
+	}
+}

@@ -53,7 +53,7 @@ func GetHistory(d api.Deps) fiber.Handler {
 	}
 }
 
-// GetRuns returns the stack's runs, newest first.
+// GetRuns returns the stack's runs, newest first, each naming who started it.
 func GetRuns(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id, err := api.ParamID(c, "id")
@@ -75,11 +75,26 @@ func GetRuns(d api.Deps) fiber.Handler {
 			return err
 		}
 		can := capabilities(who)
+		var actors []uuid.UUID
+		for _, r := range runs {
+			if r.ActorID != nil {
+				actors = append(actors, *r.ActorID)
+			}
+		}
+		names, err := store.UserNames(ctx, d.DB, actors)
+		if err != nil {
+			return err
+		}
 		out := make([]Run, 0, len(runs))
 		for _, r := range runs {
 			run, err := withAction(ctx, d, toRun(r, can))
 			if err != nil {
 				return err
+			}
+			if r.ActorID != nil {
+				if name, ok := names[*r.ActorID]; ok {
+					run.ActorName = &name
+				}
 			}
 			out = append(out, run)
 		}

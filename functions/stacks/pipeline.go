@@ -65,7 +65,7 @@ type Holder struct {
 	StepID  *uuid.UUID `json:"step"`
 }
 
-// GetPipeline returns the pipeline of the stack's latest run, or of ?run=.
+// GetPipeline returns the pipeline of the stack's latest run that is not an action, or of ?run=.
 func GetPipeline(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		runID, err := api.QueryID(c, "run")
@@ -108,7 +108,10 @@ func servePipeline(c *fiber.Ctx, d api.Deps, runID *uuid.UUID) error {
 			err = fmt.Errorf("run %s of stack %s: %w", *runID, s.ID, horizon.ErrNotFound)
 		}
 	} else {
-		run, err = store.RunLatest(ctx, d.DB, store.OfStack(s.ID))
+		// The stack's pipeline is its latest run that changes it: an action run since (a
+		// script on one machine, a terraform action's instance) is shown by its own ?run= and
+		// in the actions' history, and does not hide the jobs' cards and their Run again.
+		run, err = store.RunLatestChange(ctx, d.DB, s.ID)
 	}
 	if err != nil {
 		return err
@@ -130,6 +133,15 @@ func pipeline(ctx context.Context, d api.Deps, s horizon.Stack, run horizon.Run,
 	if err != nil {
 		return Pipeline{}, err
 	}
+	// An older run's cards may be of machines removed since: nothing is offered on those.
+	execs, err := store.ExecutionsOfStack(ctx, d.DB, s.ID, false)
+	if err != nil {
+		return Pipeline{}, err
+	}
+	live := make(map[uuid.UUID]bool, len(execs))
+	for _, e := range execs {
+		live[e.ID] = true
+	}
 	out := Pipeline{Run: r, Columns: []Column{}}
 	inProgress := !run.State.Terminal()
 	for _, st := range steps {
@@ -139,6 +151,9 @@ func pipeline(ctx context.Context, d api.Deps, s horizon.Stack, run horizon.Run,
 		card := Card{StepID: st.ID, Job: st.Job, Execution: st.ExecutionIndex, Kind: string(st.Kind), State: string(st.State),
 			Attempt: st.Attempt, Node: st.Node, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, GateWaitMS: st.GateWaitMS,
 			Error: st.Error, Reason: st.Reason, AllowedActions: horizon.StepActions(s.State, inProgress, st, can)}
+		if st.ExecutionID != nil && !live[*st.ExecutionID] {
+			card.AllowedActions = []string{}
+		}
 		if st.StartedAt != nil {
 			end := time.Now()
 			if st.FinishedAt != nil {

@@ -25,6 +25,7 @@
 //	<prefix>:gate:{<node>}:seen          HASH owner → last asked (µs); same expiry
 //	<prefix>:gate:{<node>}:fence         STRING counter, INCR per grant; never expires (monotonic)
 //	<prefix>:gate:{<node>}:wake:<owner>  LIST, pushed on release to unblock owner's Acquire
+//	<prefix>:gate:{<node>}:left:<owner>  STRING, set by Leave: owner is never queued again
 //
 // Losing the lease (renewal finds another owner, or Redis is unreachable for two thirds of the
 // TTL) cancels Lease.Context with a cause wrapping ErrLost: the holder stops its work (Terraform
@@ -74,7 +75,11 @@
 // Asynq requires MaxRetry ≥ 1 for this to work at all: its processor archives a task whose
 // retry count is used up before it looks at IsFailure (asynq's processor.go, retryOrArchive). Give the task an explicit
 // Timeout (the default is 30 min). All gated tasks of one Gate must live in the queue its
-// AsynqWaker names, with the owner token as TaskID. A cancelled step calls Leave.
+// AsynqWaker names, with the owner token as TaskID. A cancelled step calls Leave, which takes
+// it out of line at once and for good: its task may still be waiting in Acquire, or be delivered
+// again, and its next ask would otherwise queue it again at the back, where it would stay live
+// — ahead of every build that comes later — for StaleAfter after its last ask. Its Acquire gets
+// ErrLeft instead.
 //
 // # Known limits
 //

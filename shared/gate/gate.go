@@ -43,6 +43,10 @@ var (
 	// ErrNotHolder is wrapped by Release's error when the lease had already expired, possibly
 	// with another owner holding the gate now; that owner's lease is left alone.
 	ErrNotHolder = errors.New("not the node gate holder")
+	// ErrLeft is returned by TryAcquire and Acquire to an owner that left the node's line
+	// (Leave: its step was canceled or will not build): it is never queued again, and an
+	// Acquire waiting for it returns at once. Its work must not start.
+	ErrLeft = errors.New("left the node gate line")
 )
 
 // IsBusy reports whether err says the gate is busy. Use it in asynq.Config.IsFailure so that
@@ -164,7 +168,7 @@ func (g *Gate) Enqueue(ctx context.Context, node, owner string, readyAt time.Tim
 	if !readyAt.IsZero() {
 		score = strconv.FormatInt(readyAt.UnixMicro(), 10)
 	}
-	err := enqueueScript.Run(ctx, g.rdb, g.keys(node, "lock", "waiters", "seen"), owner, score, g.forgetArg()).Err()
+	err := enqueueScript.Run(ctx, g.rdb, g.keys(node, "lock", "waiters", "seen", "left:"+owner), owner, score, g.forgetArg()).Err()
 	if err != nil {
 		return fmt.Errorf("enqueue %s at gate %s: %w", owner, node, err)
 	}
@@ -183,13 +187,16 @@ func (g *Gate) TryAcquire(ctx context.Context, node, owner string) (*Lease, erro
 		return nil, err
 	}
 	sent := time.Now()
-	keys := g.keys(node, "lock", "waiters", "seen", "fence", "wake:"+owner)
+	keys := g.keys(node, "lock", "waiters", "seen", "fence", "wake:"+owner, "left:"+owner)
 	res, err := acquireScript.Run(ctx, g.rdb, keys, owner, g.cfg.TTL.Milliseconds(), g.staleArg(), g.forgetArg()).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("acquire gate %s: %w", node, err)
 	}
 	if len(res) != 6 {
 		return nil, fmt.Errorf("acquire gate %s: unexpected reply %v", node, res)
+	}
+	if integer(res[0]) == -1 {
+		return nil, fmt.Errorf("acquire gate %s for %s: %w", node, owner, ErrLeft)
 	}
 	holder, since, fence, other := str(res[1]), micro(res[2]), integer(res[3]), str(res[5])
 	if integer(res[0]) == 0 {
@@ -233,13 +240,18 @@ func (g *Gate) awaitWake(ctx context.Context, node, owner string, d time.Duratio
 	return nil
 }
 
-// Leave removes owner from node's line, e.g. for a cancelled step. It does not release a lease
-// owner holds (use Lease.Release). Leaving when not in line is not an error.
+// Leave removes owner from node's line for good, e.g. for a cancelled step: from then on
+// owner's TryAcquire and Acquire return ErrLeft without queueing it again, an Acquire of owner
+// waiting for the gate returns at once, and Enqueue ignores it. Owner tokens name one attempt,
+// so an attempt that left never needs the gate again; the mark is kept as long as a waiter is
+// remembered (10 × StaleAfter). It does not release a lease owner holds (use Lease.Release).
+// Leaving when not in line is not an error.
 func (g *Gate) Leave(ctx context.Context, node, owner string) error {
 	if err := checkNames(node, owner); err != nil {
 		return err
 	}
-	res, err := leaveScript.Run(ctx, g.rdb, g.keys(node, "lock", "waiters", "seen"), owner, g.staleArg(), g.forgetArg()).Slice()
+	keys := g.keys(node, "lock", "waiters", "seen", "left:"+owner, "wake:"+owner)
+	res, err := leaveScript.Run(ctx, g.rdb, keys, owner, g.staleArg(), g.forgetArg()).Slice()
 	if err != nil {
 		return fmt.Errorf("leave gate %s: %w", node, err)
 	}

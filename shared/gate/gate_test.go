@@ -606,3 +606,60 @@ func TestBusyError(t *testing.T) {
 		}
 	}
 }
+
+// TestACanceledWaiterLeavesTheLineAtOnce: three builds wait for a node; the first, waiting in
+// Acquire, is canceled (its step leaves the line, as run:advance does). Its Acquire used to
+// put it back in line at its next ask, where it stayed, live, for StaleAfter once its task
+// stopped asking: the next build on the node waited a minute behind a build that no longer
+// existed. A waiter that left is never queued again: its Acquire returns ErrLeft at once, and
+// the builds behind it, and after it, get the gate as soon as it is free.
+func TestACanceledWaiterLeavesTheLineAtOnce(t *testing.T) {
+	t.Parallel()
+	g, _, _ := newGate(t, gate.Config{}) // StaleAfter: the default minute
+	ctx := context.Background()
+	holder := acquire(t, g, "pve-1", "holder")
+	for _, w := range []string{"first", "second", "third"} {
+		busy(t, g, "pve-1", w)
+	}
+	started := time.Now()
+	got := make(chan error, 1)
+	go func() {
+		l, err := g.Acquire(ctx, "pve-1", "first", 2*time.Second) // the workers' GateWait
+		if l != nil {
+			_, _ = l.Release(ctx)
+		}
+		got <- err
+	}()
+	testkit.Eventually(t, 5*time.Second, "first asks again while waiting", func() bool {
+		st, err := g.Status(ctx, "pve-1")
+		return err == nil && len(st.Waiters) == 3 && st.Waiters[0].Owner == "first" && st.Waiters[0].Seen.After(started)
+	})
+	if err := g.Leave(ctx, "pve-1", "first"); err != nil { // the cancel
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, gate.ErrLeft) {
+			t.Errorf("the canceled waiter's Acquire: %v, want ErrLeft", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the canceled waiter's Acquire did not return")
+	}
+	if be := busy(t, g, "pve-1", "second"); be.Position != 1 {
+		t.Fatalf("second after first was canceled: %+v, want first in line", be)
+	}
+	if err := g.Enqueue(ctx, "pve-1", "first", time.Time{}); err != nil { // a late run:advance
+		t.Fatal(err)
+	}
+	if _, err := g.TryAcquire(ctx, "pve-1", "first"); !errors.Is(err, gate.ErrLeft) {
+		t.Errorf("the canceled waiter asks again: %v, want ErrLeft", err)
+	}
+	release(t, holder)
+	release(t, acquire(t, g, "pve-1", "second"))
+	release(t, acquire(t, g, "pve-1", "third"))
+	// The next build on the node, which came after the cancel, is not held up by it.
+	if _, err := g.TryAcquire(ctx, "pve-1", "next"); err != nil {
+		st, _ := g.Status(ctx, "pve-1")
+		t.Fatalf("the next build: %v (line %+v), want the gate at once", err, st.Waiters)
+	}
+}

@@ -32,10 +32,11 @@ end
 
 // acquireScript grants, renews or queues.
 //
-// KEYS: lock, waiters, seen, fence, the owner's wake list.
+// KEYS: lock, waiters, seen, fence, the owner's wake list, the owner's left mark.
 // ARGV: owner, lease TTL (ms), stale after (µs), forget after (µs).
 // Returns {granted 0|1, holder, since µs, fence, position, other} where other is, when granted,
-// the waiter now first in line and, when not, the waiter first in line.
+// the waiter now first in line and, when not, the waiter first in line; {-1} when the owner
+// left the line (Leave): it is not queued again.
 var acquireScript = redis.NewScript(luaPrelude + `
 local owner = ARGV[1]
 local holder = redis.call('HGET', KEYS[1], 'owner')
@@ -44,6 +45,7 @@ if holder == owner then
   local lk = redis.call('HMGET', KEYS[1], 'since', 'fence')
   return {1, owner, lk[1], lk[2], 0, ''}
 end
+if redis.call('EXISTS', KEYS[6]) == 1 then return {-1, '', '', '', 0, ''} end
 redis.call('ZADD', KEYS[2], 'NX', fmt(now), owner)
 redis.call('HSET', KEYS[3], owner, fmt(now))
 local forget_ms = fmt(math.floor(tonumber(ARGV[4]) / 1000))
@@ -69,10 +71,12 @@ return {0, holder or '', lk[1] or '', lk[2] or '', pos, line[1] or ''}
 
 // enqueueScript registers a waiter without trying to acquire.
 //
-// KEYS: lock, waiters, seen. ARGV: owner, ready at (µs, or "" for now), forget after (µs).
-// Returns 1 when registered (or already waiting), 0 when owner holds the gate.
+// KEYS: lock, waiters, seen, the owner's left mark. ARGV: owner, ready at (µs, or "" for now),
+// forget after (µs).
+// Returns 1 when registered (or already waiting), 0 when owner holds the gate or left the line.
 var enqueueScript = redis.NewScript(luaPrelude + `
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then return 0 end
+if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
 local score = ARGV[2]
 if score == '' then score = fmt(now) end
 redis.call('ZADD', KEYS[2], 'NX', score, ARGV[1])
@@ -107,13 +111,19 @@ local line = live(tonumber(ARGV[2]), tonumber(ARGV[3]))
 return {1, line[1] or ''}
 `)
 
-// leaveScript removes a waiter.
+// leaveScript removes a waiter, marks it as gone for good (the left mark, kept as long as a
+// waiter is remembered) and wakes its own Acquire, which then stops waiting.
 //
-// KEYS: lock, waiters, seen. ARGV: owner, stale after (µs), forget after (µs).
+// KEYS: lock, waiters, seen, the owner's left mark, the owner's wake list.
+// ARGV: owner, stale after (µs), forget after (µs).
 // Returns {removed 0|1, the waiter now first in line if the gate is free, else ""}.
 var leaveScript = redis.NewScript(luaPrelude + `
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
+local forget_ms = fmt(math.floor(tonumber(ARGV[3]) / 1000))
+redis.call('SET', KEYS[4], '1', 'PX', forget_ms)
+redis.call('RPUSH', KEYS[5], '1')
+redis.call('PEXPIRE', KEYS[5], forget_ms)
 if redis.call('EXISTS', KEYS[1]) == 1 then return {removed, ''} end
 local line = live(tonumber(ARGV[2]), tonumber(ARGV[3]))
 return {removed, line[1] or ''}

@@ -41,6 +41,17 @@ func (e *ConflictError) Error() string {
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
+// InUseError refuses to delete a catalogue object that something still uses. Users names each
+// user as an operator would look for it ("environment prod", "stack web"); history (removed
+// stacks, removed ISOs) never counts. It wraps ErrConflict.
+type InUseError struct {
+	Users []string
+}
+
+func (e *InUseError) Error() string { return "in use by " + strings.Join(e.Users, ", ") }
+
+func (e *InUseError) Unwrap() error { return ErrConflict }
+
 // FieldError is one problem with one input field. Field is the path as the client sent it, e.g.
 // "cidr", "dns[1]" or "phases[1].jobs[0].inputs.join_command"; an empty Field means the whole
 // document.

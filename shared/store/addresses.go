@@ -71,16 +71,14 @@ func AddressList(ctx context.Context, q Querier, network uuid.UUID, f AddressFil
 	return as, next, nil
 }
 
-// AddressDelete deletes a free address; an attached one is a conflict.
+// AddressDelete deletes a free address; one attached to a machine of a stack not removed is a
+// *horizon.InUseError naming it (inuse.go).
 func AddressDelete(ctx context.Context, q Querier, network, id uuid.UUID) error {
-	tag, err := q.Exec(ctx, `DELETE FROM addresses WHERE network_id = $1 AND id = $2`, network, id)
-	if err != nil {
-		return translate(err)
+	var one int
+	if err := q.QueryRow(ctx, `SELECT 1 FROM addresses WHERE network_id = $1 AND id = $2`, network, id).Scan(&one); err != nil {
+		return fmt.Errorf("address %s: %w", id, translate(err))
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("address %s: %w", id, horizon.ErrNotFound)
-	}
-	return nil
+	return deleteUnused(ctx, q, addressUse, id)
 }
 
 // AddressAttach attaches an address to an execution. Exclusivity is the attachments table's

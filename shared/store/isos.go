@@ -15,8 +15,12 @@ const isoColumns = `id, name, iso_template_id, iso_template_version, kind, serve
 
 func scanISO(row pgx.Row) (horizon.ISO, error) {
 	var i horizon.ISO
-	err := row.Scan(&i.ID, &i.Name, &i.ISOTemplateID, &i.ISOTemplateVersion, &i.Kind, &i.ServerID, &i.Node, &i.Storage,
+	var server *uuid.UUID // NULL for a removed ISO whose server was forgotten since
+	err := row.Scan(&i.ID, &i.Name, &i.ISOTemplateID, &i.ISOTemplateVersion, &i.Kind, &server, &i.Node, &i.Storage,
 		&i.ArtifactStorage, &i.State, &i.ConfigHash, &i.BuiltHash, &i.Outputs, &i.Version, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt)
+	if server != nil {
+		i.ServerID = *server
+	}
 	return i, err
 }
 

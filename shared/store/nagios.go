@@ -125,8 +125,8 @@ func NagiosServerList(ctx context.Context, q Querier, p Page) ([]horizon.NagiosS
 	return ns, next, nil
 }
 
-// NagiosServerDelete deletes a Nagios server: ErrConflict while an environment uses it or a
-// stack's hosts are published to it.
+// NagiosServerDelete deletes a Nagios server: a *horizon.InUseError while an environment uses
+// it or the hosts of a stack not removed are published to it (inuse.go).
 func NagiosServerDelete(ctx context.Context, q Querier, id uuid.UUID) error {
-	return deleteByID(ctx, q, "nagios_servers", "nagios server", id)
+	return deleteUnused(ctx, q, nagiosUse, id)
 }

@@ -55,7 +55,7 @@ func NetworkList(ctx context.Context, q Querier, p Page) ([]horizon.Network, *uu
 }
 
 // NetworkDelete deletes a network that has no addresses and no environment using it; otherwise
-// it is a conflict.
+// it is a *horizon.InUseError naming them (inuse.go).
 func NetworkDelete(ctx context.Context, q Querier, id uuid.UUID) error {
-	return deleteByID(ctx, q, "networks", "network", id)
+	return deleteUnused(ctx, q, networkUse, id)
 }

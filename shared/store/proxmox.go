@@ -169,9 +169,11 @@ func ProxmoxServerList(ctx context.Context, q Querier, p Page) ([]horizon.Proxmo
 	return servers, next, nil
 }
 
-// ProxmoxServerDelete deletes a server no environment uses (a conflict otherwise).
+// ProxmoxServerDelete deletes a server nothing uses: a *horizon.InUseError names the
+// environments, stacks and ISOs that do. The history of removed stacks and ISOs is detached
+// from it (inuse.go).
 func ProxmoxServerDelete(ctx context.Context, q Querier, id uuid.UUID) error {
-	return deleteByID(ctx, q, "proxmox_servers", "proxmox server", id)
+	return deleteUnused(ctx, q, serverUse, id)
 }
 
 // ProxmoxServersMissing returns those of ids that name no Proxmox server.

@@ -73,6 +73,30 @@ func UserGet(ctx context.Context, q Querier, who auth.Principal, id uuid.UUID) (
 	return u, nil
 }
 
+// UserNames returns the names of the users ids, by id; an id that names no user is left out.
+// It is for naming who did what on an object the caller may already read (a stack's runs, as
+// its state history names its actors), so it takes no principal.
+func UserNames(ctx context.Context, q Querier, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	names := make(map[uuid.UUID]string, len(ids))
+	if len(ids) == 0 {
+		return names, nil
+	}
+	rows, err := q.Query(ctx, `SELECT id, name FROM users WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, translate(err)
+		}
+		names[id] = name
+	}
+	return names, translate(rows.Err())
+}
+
 // UserList returns one page of the users the principal may see.
 func UserList(ctx context.Context, q Querier, who auth.Principal, p Page) ([]horizon.User, *uuid.UUID, error) {
 	s := who.Scope()

@@ -1,6 +1,8 @@
 package terraform
 
 import (
+	"context"
+	"errors"
 	"strings"
 )
 
@@ -15,13 +17,40 @@ type Error struct {
 	Err    error  // terraform-exec's error: the exit status, then stderr
 }
 
-// failed wraps a command's error in an *Error (nil stays nil).
-func failed(op string, err error) error {
+// failed wraps a command's error in an *Error (nil stays nil). A canceled command's error is
+// settled first: it may be one whose Error method panics.
+func failed(ctx context.Context, op string, err error) error {
+	err = settled(ctx, err)
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
 	return &Error{Op: op, Reason: diagnostic(msg), Err: err}
+}
+
+// settled returns an error terraform-exec returned in a form that is safe to format: every
+// call into terraform-exec passes its error through here before anything reads it.
+//
+// terraform-exec (v0.26) returns its unexported cmdErr when the command's context ended, so
+// that errors.Is(err, context.Canceled) holds; its Error method returns the wrapped exec
+// error's text without checking it. That error is nil when the context ended while the
+// process was being started (exec.Cmd.Start looked at the context before forking, terraform-exec
+// after) or just after it exited successfully: formatting it then panics with a nil pointer
+// dereference — it took a whole worker down. Such an error (one that unwraps to nil, yet is a
+// context error) is replaced by the context's own error, which keeps errors.Is true and says
+// what happened.
+func settled(ctx context.Context, err error) error {
+	u, ok := err.(interface{ Unwrap() error })
+	if !ok || u.Unwrap() != nil {
+		return err
+	}
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return context.Canceled // terraform-exec saw its context end: it was canceled
 }
 
 func (e *Error) Error() string {

@@ -1,6 +1,7 @@
 package terraform
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ VM.Allocate)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cause := errors.New(tt.stderr)
-			err := failed("terraform apply", cause)
+			err := failed(context.Background(), "terraform apply", cause)
 			first, rest, _ := strings.Cut(err.Error(), "\n")
 			if first != tt.want {
 				t.Fatalf("first line %q, want %q", first, tt.want)
@@ -85,7 +86,7 @@ VM.Allocate)
 			}
 		})
 	}
-	if failed("terraform apply", nil) != nil {
+	if failed(context.Background(), "terraform apply", nil) != nil {
 		t.Fatal("no error became an error")
 	}
 }

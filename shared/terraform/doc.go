@@ -45,7 +45,9 @@
 //     releases the lock — and if it has not exited Config.GracePeriod later, os/exec kills it
 //     (the handle's WaitDelay). terraform-exec gives a single context to a command, so the hard
 //     deadline is that grace period after the graceful cancel, not a second context. The error
-//     satisfies errors.Is(err, context.Canceled). terraform-exec also sets Pdeathsig=SIGKILL:
+//     satisfies errors.Is(err, context.Canceled). terraform-exec's error for a command canceled
+//     as it started has a nil cause and an Error method that panics: every error it returns
+//     passes through settled (diag.go) before anything reads it. terraform-exec also sets Pdeathsig=SIGKILL:
 //     a worker that exits before the grace period ends kills Terraform outright, so worker
 //     shutdown must wait longer than GracePeriod.
 //   - errored.tfstate: when Terraform cannot write state to the backend at the end of a run, it

@@ -44,7 +44,7 @@ func (w *Workdir) PushErroredState(ctx context.Context) error {
 	// state push prints nothing worth logging and its errors are returned; running it quietly
 	// keeps the state (which holds secrets) out of the sink whatever a future version prints.
 	err := w.quietly(func(tf *tfexec.Terraform) error {
-		return tf.StatePush(ctx, path, tfexec.Lock(true), tfexec.LockTimeout(w.r.cfg.LockTimeout.String()))
+		return settled(ctx, tf.StatePush(ctx, path, tfexec.Lock(true), tfexec.LockTimeout(w.r.cfg.LockTimeout.String())))
 	})
 	if err != nil {
 		return &ErroredStateError{Path: path, Err: fmt.Errorf("terraform state push: %w", err)}

@@ -52,7 +52,7 @@ func (w *Workdir) Init(ctx context.Context) error {
 		}
 		w.warm = true
 	}
-	return failed("terraform init", err)
+	return failed(ctx, "terraform init", err)
 }
 
 // Apply runs terraform apply -auto-approve. It waits up to Config.LockTimeout for a lock held
@@ -82,7 +82,7 @@ func (w *Workdir) afterRun(ctx context.Context, op string, runErr error) error {
 	defer cancel()
 	pushErr := w.PushErroredState(pushCtx)
 	w.flush()
-	runErr = failed(op, runErr)
+	runErr = failed(ctx, op, runErr)
 	var ese *ErroredStateError
 	if errors.As(pushErr, &ese) {
 		return &ErroredStateError{Path: ese.Path, Err: errors.Join(runErr, ese.Err)}
@@ -98,7 +98,7 @@ func (w *Workdir) Plan(ctx context.Context) (changed bool, err error) {
 		tfexec.LockTimeout(w.r.cfg.LockTimeout.String()))
 	w.flush()
 	if err != nil {
-		return false, failed("terraform plan", err)
+		return false, failed(ctx, "terraform plan", err)
 	}
 	return changed, nil
 }
@@ -109,7 +109,7 @@ func (w *Workdir) ShowPlan(ctx context.Context) (*tfjson.Plan, error) {
 	var plan *tfjson.Plan
 	err := w.quietly(func(tf *tfexec.Terraform) (err error) {
 		plan, err = tf.ShowPlanFile(ctx, filepath.Join(w.dir, PlanFile))
-		return err
+		return settled(ctx, err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("terraform show plan: %w", err)

@@ -361,3 +361,43 @@ func TestErroredStateIsPushedOrKept(t *testing.T) {
 	}
 	closeWorkdir(t, w)
 }
+
+// TestACancelAroundTheStartOfTerraformIsAnError sweeps a cancel over the first 1.5 ms of
+// Init, in 10 µs steps, with the real binary. terraform-exec returns an error whose Error
+// method dereferences nil when the context ends while the process is being started (about a
+// third of these tries hit that window); formatting it took a whole worker down. Every try
+// must end with nil or an error that is context.Canceled and can be read.
+func TestACancelAroundTheStartOfTerraformIsAnError(t *testing.T) {
+	t.Parallel()
+	r, _ := realRunner(t, true)
+	for i := range 150 {
+		delay := time.Duration(i*10) * time.Microsecond
+		w, err := r.Prepare(context.Background(), vmOpts(t, fmt.Sprintf("sweep-%d", i), 0, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		timer := time.AfterFunc(delay, cancel)
+		msg, panicked := func() (msg string, panicked any) {
+			defer func() { panicked = recover() }()
+			if err := w.Init(ctx); err != nil {
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("init canceled after %s: %v, want context.Canceled", delay, err)
+				}
+				return err.Error(), nil
+			}
+			return "", nil
+		}()
+		timer.Stop()
+		cancel()
+		if err := w.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if panicked != nil {
+			t.Fatalf("init canceled after %s panicked: %v", delay, panicked)
+		}
+		if strings.Contains(msg, "PANIC") || strings.Contains(msg, "nil pointer") {
+			t.Fatalf("init canceled after %s: error %q", delay, msg)
+		}
+	}
+}

@@ -204,7 +204,7 @@ func (r *Runner) handle(ctx context.Context, dir string, env map[string]string) 
 	}
 	tf.SetWaitDelay(r.cfg.GracePeriod)
 	if _, _, err := tf.Version(ctx, false); err != nil {
-		return nil, fmt.Errorf("terraform version: %w", err)
+		return nil, fmt.Errorf("terraform version: %w", settled(ctx, err))
 	}
 	return tf, nil
 }

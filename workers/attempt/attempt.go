@@ -124,7 +124,7 @@ func IfNotFound(err error, format string, args ...any) error {
 
 // Process runs one delivery of a step task of kind k: the whole lifecycle described in the
 // package documentation. An error hands the task back to Asynq.
-func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task) error {
+func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task) (err error) {
 	var p queue.StepRun
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
 		return fmt.Errorf("decode %s: %v: %w", t.Type(), err, asynq.SkipRetry)
@@ -145,6 +145,11 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 	}
 	a := w.loaded()
 	log = log.With("run_id", a.Run.ID, "step", a.Label)
+	// A panic anywhere else in the attempt (the kind's Unneeded, the claim, the log) fails the
+	// step rather than leaving it running while Asynq retries the same bug.
+	defer recovered(ctx, log, "attempt", func(perr error) {
+		err = l.finish(context.WithoutCancel(ctx), a, ending{state: horizon.StepFailed, line: a.Masker.Mask(perr.Error())})
+	})
 	if a.Run.State == horizon.RunCanceling {
 		leaveLine(ctx, l.Gate, a.Step, log)
 		return l.finish(ctx, a, ending{state: horizon.StepCanceled, line: "canceled before it started"})
@@ -155,7 +160,7 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 	}
 
 	out := &Log{step: a.Step}
-	prep := prepare(ctx, k, w, out)
+	prep := prepare(ctx, k, w, out, log)
 	lease, release, owned, err := claim(ctx, l.DB, l.Gate, l.Metrics, l.GateWait, a.Step, log)
 	if err != nil || !owned {
 		prep.abandon()
@@ -172,7 +177,7 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 	l.announcer().Publish(ctx, event(a, horizon.StepRunning, ""))
 
 	watched, stopWatch := watch(ctx, watchOpts{DB: l.DB, Redis: l.Redis, Namespace: l.Namespace, Heartbeat: l.Heartbeat,
-		Run: a.Run.ID, Step: a.Step.ID, Attempt: a.Step.Attempt})
+		Run: a.Run.ID, Step: a.Step.ID, Attempt: a.Step.Attempt, Log: log})
 	defer stopWatch()
 
 	out.open(l.Logs.NewWriter(a.Run.ID, a.owner(), a.Masker))
@@ -234,7 +239,12 @@ func run[W Work](ctx, watched context.Context, k Kind[W], w W, out *Log, lease *
 		res, err = do(watched, k, w, out, lease, log)
 	}
 	if err != nil {
+		var perr *PanicError
 		switch cause := context.Cause(watched); {
+		case errors.As(cause, &perr):
+			line := a.Masker.Mask(perr.Error())
+			out.Say("failed: %s", line)
+			return ending{state: horizon.StepFailed, line: line}, nil
 		case errors.Is(cause, ErrCanceled):
 			out.Say("canceled: %s was interrupted; what it did so far stays, nothing is rolled back", a.Label)
 			return ending{state: horizon.StepCanceled, line: "canceled"}, nil
@@ -264,13 +274,31 @@ func run[W Work](ctx, watched context.Context, k Kind[W], w W, out *Log, lease *
 // do runs the kind's work. A panic is a bug of ours that another attempt would hit again:
 // it fails the step, and the worker's log has the stack.
 func do[W Work](ctx context.Context, k Kind[W], w W, out *Log, lease *gate.Lease, log *slog.Logger) (res Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			log.ErrorContext(ctx, "step work panicked", "panic", p, "stack", string(debug.Stack()))
-			res, err = Result{}, fmt.Errorf("internal error in Horizon's worker (see its log): %v", p)
-		}
-	}()
+	defer recovered(ctx, log, "step work", func(perr error) { res, err = Result{}, perr })
 	return k.Do(ctx, w, out, lease)
+}
+
+// PanicError is what a panic inside an attempt became: the step fails with it. A panic in a
+// goroutine nobody recovers ends the whole worker process — every step it was running with
+// it — so every goroutine the lifecycle starts, and the handler itself, recover into one.
+type PanicError struct {
+	Where string // "step work", "preparation", "cancel watch", "attempt"
+	Value any
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("internal error in Horizon's worker (see its log): %s panicked: %v", e.Where, e.Value)
+}
+
+// recovered is deferred by every function the lifecycle runs that could panic on a bug of
+// ours: it recovers a panic, logs it with its stack, and hands fail the *PanicError.
+func recovered(ctx context.Context, log *slog.Logger, where string, fail func(error)) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	log.ErrorContext(ctx, "attempt panicked", "where", where, "panic", p, "stack", string(debug.Stack()))
+	fail(&PanicError{Where: where, Value: p})
 }
 
 // finish records the attempt's end — and what the work produced — in one transaction fenced

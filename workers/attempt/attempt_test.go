@@ -29,9 +29,10 @@ import (
 
 // toy is the smallest kind of step: what a new kind writes. Each test sets what it does.
 type toy struct {
-	load func(ctx context.Context, a attempt.Loaded) (*toyWork, error)
-	do   func(ctx context.Context, w *toyWork, log *attempt.Log) (attempt.Result, error)
-	ran  atomic.Int32
+	load     func(ctx context.Context, a attempt.Loaded) (*toyWork, error)
+	unneeded func(*toyWork) string
+	do       func(ctx context.Context, w *toyWork, log *attempt.Log) (attempt.Result, error)
+	ran      atomic.Int32
 }
 
 type toyWork struct{ attempt.Loaded }
@@ -46,7 +47,12 @@ func (k *toy) Load(ctx context.Context, a attempt.Loaded) (*toyWork, error) {
 	return w, nil
 }
 
-func (k *toy) Unneeded(*toyWork) string { return "" }
+func (k *toy) Unneeded(w *toyWork) string {
+	if k.unneeded != nil {
+		return k.unneeded(w)
+	}
+	return ""
+}
 
 func (k *toy) Do(ctx context.Context, w *toyWork, log *attempt.Log, _ *gate.Lease) (attempt.Result, error) {
 	k.ran.Add(1)
@@ -256,10 +262,15 @@ type preparing struct {
 	undone   atomic.Int32
 	prepared atomic.Bool
 	fail     error // what Prepare returns, when set
+	panics   bool  // Prepare panics
 }
 
 func (k *preparing) Prepare(ctx context.Context, w *toyWork, log *attempt.Log) (func(), error) {
 	close(k.started)
+	if k.panics {
+		var missing *toyWork
+		_ = missing.Label // a nil dereference, as terraform-exec's canceled error had
+	}
 	if k.fail != nil {
 		return nil, k.fail
 	}
@@ -368,5 +379,80 @@ func TestAPreparationThatFailsFailsTheStep(t *testing.T) {
 	s := e.stepNow(t)
 	if k.ran.Load() != 0 || s.State != horizon.StepFailed || s.Error == nil || *s.Error != "terraform init: provider not found" {
 		t.Fatalf("ran %d times; step %s (error %v); want failed with the preparation's first line, Do not run", k.ran.Load(), s.State, s.Error)
+	}
+}
+
+// TestAPanicInAPreparationFailsTheStep: a Prepare runs in a goroutine of its own beside the
+// claim of the node's gate, outside Do's recovery; a panic there ended the worker process and
+// every step it ran. It fails this step with an internal error, and the worker goes on.
+func TestAPanicInAPreparationFailsTheStep(t *testing.T) {
+	e, other := gatedEnv(t)
+	k := &preparing{started: make(chan struct{}), panics: true}
+	k.do = func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }
+	done := make(chan error, 1)
+	go func() { done <- e.process(t, k, e.step.Attempt) }()
+	<-k.started // in the preparation's goroutine, while the other build holds the gate
+	if _, err := other.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a panic in the preparation was handed back to Asynq: %v", err)
+	}
+	s := e.stepNow(t)
+	if k.ran.Load() != 0 || s.State != horizon.StepFailed || s.Error == nil || !strings.Contains(*s.Error, "internal error") {
+		t.Fatalf("ran %d times; step %s (error %v); want failed with an internal error, Do not run", k.ran.Load(), s.State, s.Error)
+	}
+}
+
+// TestAPanicOutsideTheWorkFailsTheStep: a panic in the attempt before its work (here the
+// kind's Unneeded) fails the step too, instead of being retried by Asynq with the step queued.
+func TestAPanicOutsideTheWorkFailsTheStep(t *testing.T) {
+	e := newEnv(t)
+	k := &toy{unneeded: func(*toyWork) string { panic("unexpected state: a bug before the work") }}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatalf("a panic was handed back to Asynq: %v", err)
+	}
+	s := e.stepNow(t)
+	if k.ran.Load() != 0 || s.State != horizon.StepFailed || s.Error == nil || !strings.Contains(*s.Error, "internal error") {
+		t.Fatalf("ran %d times; step %s (error %v); want failed with an internal error", k.ran.Load(), s.State, s.Error)
+	}
+}
+
+// TestAStepCanceledWhileItWaitsForItsNodeStopsWaiting: a step waiting in the gate's Acquire
+// when its run is canceled (run:advance cancels it and takes it out of the node's line) stops
+// waiting at once, without building and without being handed back to Asynq; before, its next
+// ask put it back in line, ahead of every build that came later.
+func TestAStepCanceledWhileItWaitsForItsNodeStopsWaiting(t *testing.T) {
+	e, _ := gatedEnv(t)
+	e.lifecycle.GateWait = time.Minute
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	node, owner := queue.GateNode(*e.step.ServerID, *e.step.Node), queue.StepTaskID(e.step.ID, e.step.Attempt)
+	started := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- e.process(t, k, e.step.Attempt) }()
+	testkit.Eventually(t, 5*time.Second, "the step waits for its node", func() bool {
+		st, err := e.lifecycle.Gate.Status(t.Context(), node)
+		return err == nil && len(st.Waiters) == 1 && st.Waiters[0].Owner == owner && st.Waiters[0].Seen.After(started)
+	})
+	// What run:advance does for a canceled run's queued step.
+	if err := store.StepSetState(t.Context(), e.db, e.step.ID, horizon.StepCanceled); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.lifecycle.Gate.Leave(t.Context(), node, owner); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the canceled step's attempt was handed back to Asynq: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the canceled step still waits for its node")
+	}
+	if st, err := e.lifecycle.Gate.Status(t.Context(), node); err != nil || len(st.Waiters) != 0 {
+		t.Fatalf("line %+v (%v), want the canceled step out of it", st.Waiters, err)
+	}
+	if k.ran.Load() != 0 || e.stepNow(t).State != horizon.StepCanceled {
+		t.Fatalf("ran %d times, step %s; want not run, canceled", k.ran.Load(), e.stepNow(t).State)
 	}
 }

@@ -20,7 +20,8 @@ import (
 // started with the lease's fencing token. It returns the lease (nil for a step without a gate)
 // and whether this attempt owns the step; when it does not (superseded), nothing was started.
 //
-// A busy gate is returned as is (gate.IsBusy): waiting is not a failure, and Asynq's IsFailure
+// A step that left the node's line while it waited (gate.ErrLeft) is not owned. A busy gate is
+// returned as is (gate.IsBusy): waiting is not a failure, and Asynq's IsFailure
 // must not count it. The step is heartbeaten first, so a waiting step never looks hung.
 //
 // The caller must call release once its work has returned — after Terraform has exited — even
@@ -32,6 +33,11 @@ func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Rec
 	release = func() {}
 	if s.TakesGate() {
 		lease, err = g.Acquire(ctx, queue.GateNode(*s.ServerID, *s.Node), queue.StepTaskID(s.ID, s.Attempt), wait)
+		if errors.Is(err, gate.ErrLeft) {
+			// The step left the line while it waited (its run was canceled): it will not
+			// build, and whoever made it leave ends it.
+			return nil, release, false, nil
+		}
 		if gate.IsBusy(err) {
 			if _, herr := store.StepHeartbeat(ctx, db, s.ID, s.Attempt); herr != nil {
 				log.WarnContext(ctx, "heartbeat while waiting for the node", "error", herr)

@@ -16,7 +16,10 @@
 //     line of its error (masked), succeeded or skipped with what it produced — or handed back
 //     to Asynq when the gate's lease was lost, the worker is stopping, or our own Postgres or
 //     Redis failed; a panic in the work fails the step (with the panic in the worker's log)
-//     instead of leaving it running while Asynq retries it;
+//     instead of leaving it running while Asynq retries it. So does a panic anywhere else in
+//     the attempt, and in the goroutines the lifecycle starts (Prepare beside the claim, the
+//     cancel watch): an unrecovered panic in a goroutine ends the whole worker process and
+//     every step it is running (PanicError);
 //  6. close the log (every line stored) and finish: the step's end and what it produced are
 //     written in one transaction fenced by the attempt, then announced and the run advanced.
 //

@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -24,7 +25,7 @@ type preparation struct {
 
 // prepare starts the kind's Prepare, if it has one and the step waits for a gate, once the
 // claim has taken prepareAfter.
-func prepare[W Work](ctx context.Context, k Kind[W], w W, out *Log) *preparation {
+func prepare[W Work](ctx context.Context, k Kind[W], w W, out *Log, log *slog.Logger) *preparation {
 	p, ok := any(k).(Preparer[W])
 	if !ok || !w.loaded().Step.TakesGate() {
 		return nil
@@ -42,6 +43,9 @@ func prepare[W Work](ctx context.Context, k Kind[W], w W, out *Log) *preparation
 		case <-ctx.Done():
 			return
 		}
+		// This goroutine is outside Do's recovery: a panic here (a bug of ours, or of a library
+		// the kind calls) would end the worker process. It fails the step instead.
+		defer recovered(ctx, log, "preparation", func(perr error) { prep.undo, prep.err = nil, perr })
 		prep.undo, prep.err = p.Prepare(ctx, w, out)
 	}()
 	return prep

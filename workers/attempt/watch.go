@@ -3,6 +3,7 @@ package attempt
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +27,7 @@ type watchOpts struct {
 	Heartbeat time.Duration
 	Run, Step uuid.UUID
 	Attempt   int
+	Log       *slog.Logger
 }
 
 // watch returns a context that ends when the run is canceled — announced on Redis
@@ -39,6 +41,9 @@ func watch(parent context.Context, o watchOpts) (context.Context, func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// A panic here would end the worker process; it ends the work instead, which then
+		// fails the step with the *PanicError (run).
+		defer recovered(ctx, o.Log, "cancel watch", func(perr error) { cancel(perr) })
 		tick := time.NewTicker(o.Heartbeat)
 		defer tick.Stop()
 		msgs := sub.Channel()

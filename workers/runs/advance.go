@@ -254,7 +254,9 @@ func finish(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.RunSt
 	case final == horizon.RunSucceeded:
 		to = horizon.StackDeployed
 	}
-	_, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: *run.StackID, RunID: &run.ID, To: to, ActorID: run.ActorID, Error: firstErr})
+	// Horizon makes this change, not the user who started the run: the entry names no actor
+	// (the console shows "Horizon") and keeps the run, which names its starter.
+	_, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: *run.StackID, RunID: &run.ID, To: to, Error: firstErr})
 	return to, err
 }
 

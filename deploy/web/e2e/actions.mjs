@@ -30,9 +30,15 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
     await form.getByLabel(/^pool/).fill(name);
     await form.getByLabel(/^comment/).fill(comment);
     if (n === 1) await screen(page, "actions-form");
+    const pipelineRun = await page.locator("h2", { hasText: "Pipeline" }).textContent();
     await form.getByRole("button", { name: "Start create-pool" }).click();
-    await page.locator("h2", { hasText: "run action" }).waitFor({ timeout: 30_000 });
+    // The action's run shows here (#29): in the history, named in a notice until it ends…
+    await section.locator('tr[data-action-run="create-pool"]').first().waitFor({ timeout: 30_000 });
     await instance(n).and(page.locator('[data-state="active"]')).waitFor({ timeout: 90_000 });
+    await page.waitForFunction(() => document.querySelector('[data-testid="action-started"]')?.textContent === "", null, { timeout: 30_000 });
+    // …and the stack's job pipeline stays, with its Run again buttons.
+    check((await page.locator("h2", { hasText: "Pipeline" }).textContent()).replace(/started .*/, "") === pipelineRun.replace(/started .*/, ""), `the pipeline still shows the stack's run: ${pipelineRun}`);
+    check((await page.getByRole("button", { name: /^Run again: app #/ }).count()) > 0, "the job cards keep their Run again");
     check((await instance(n).textContent()).includes(`pool=${name}`), `instance #${n} holds its answers`);
   };
   await runPool(1, "e2e-pool-a", "first");
@@ -46,6 +52,7 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
   await instance(1).getByRole("button", { name: "Undo create-pool #1" }).click();
   const confirm = section.getByRole("alertdialog");
   await confirm.getByText("Undo create-pool #1?").waitFor();
+  check(await confirm.getByRole("button", { name: "No" }).evaluate((b) => b === document.activeElement), "the undo confirmation focuses the safe answer");
   await screen(page, "actions-undo-confirm");
   await confirm.getByRole("button", { name: "Yes, undo create-pool #1" }).click();
   await instance(1).and(page.locator('[data-state="undone"]')).waitFor({ timeout: 90_000 });

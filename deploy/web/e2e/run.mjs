@@ -93,6 +93,19 @@ try {
   check((await db.getByLabel("SSH key *").inputValue()) !== "", "the single SSH key is preselected");
   check((await db.getByLabel("Proxmox server *").inputValue()) !== "", "the single server is preselected");
   check((await app.locator(".exec").count()) === 1, "a multiple job starts with one execution");
+  // Deploy on the empty form (#29): every required field is flagged at once, in words, and
+  // the summary takes the focus.
+  await page.getByRole("button", { name: "Deploy" }).click();
+  const summary = page.getByTestId("error-summary");
+  await summary.waitFor();
+  check(await summary.evaluate((el) => el === document.activeElement), "the error summary has the focus");
+  const said = await summary.textContent();
+  for (const w of ["Name", "db #0 · Address", "db #0 · Node", "app #0 · Address", "app #0 · Node"]) check(said.includes(w), `the summary names ${w}: ${said}`);
+  check(!said.includes("jobs.") && !said.includes("_id"), `no API path in the summary: ${said}`);
+  check((await db.getByLabel("Address *").getAttribute("aria-invalid")) === "true", "db's address is flagged on its field");
+  check((await app.getByLabel("Node *").getAttribute("aria-invalid")) === "true", "app's node is flagged on its field");
+  check(/Proxmox tag/.test(await page.locator("#f-labels-hint").textContent()), "the labels' hint gives their format");
+  await screen(page, "create-deploy-empty");
   await page.getByLabel("Name *").fill("web-e2e");
   await page.getByLabel("Labels").fill("e2e, web");
   // Save with what is missing: the server's problems appear on their fields.
@@ -151,6 +164,7 @@ try {
   await page.getByRole("button", { name: "Deploy" }).click();
   await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
   await page.locator(".card").first().waitFor();
+  await page.getByRole("listitem", { name: "Phase 2: application" }).waitFor();
   check((await page.getByRole("listitem", { name: /^Phase \d/ }).count()) === 2, "a column per phase");
   // Pause while the deploy writes its log: new lines are counted, not shown.
   await page.locator(".log-lines .line").first().waitFor({ timeout: 60_000 });
@@ -171,6 +185,15 @@ try {
     const ls = [...document.querySelectorAll(".log-lines .line")];
     return ls.length > 0 && ls.every((l) => l.getAttribute("data-job") === "app");
   });
+  // Or by one machine (#29): its lines alone, each with its time.
+  await page.getByRole("toolbar", { name: "Log" }).getByLabel("Job").selectOption("app/1");
+  await page.waitForFunction(() => {
+    const ls = [...document.querySelectorAll(".log-lines .line")];
+    return ls.length > 0 && ls.every((l) => l.querySelector(".lj")?.textContent === "app#1");
+  });
+  check(/^\d\d:\d\d:\d\d$/.test(await page.locator(".log-lines .line .lts").first().textContent()), "a line says when it was written");
+  await page.getByRole("toolbar", { name: "Log" }).getByLabel("Job").selectOption("app");
+  await page.waitForFunction(() => [...document.querySelectorAll(".log-lines .line .lj")].some((l) => l.textContent === "app#0"));
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("warming up");
   await page.getByText(/^\d+ found/).waitFor();
   await screen(page, "detail-deployed");
@@ -181,7 +204,7 @@ try {
   log(`downloaded the log: ${text.split("\n").length} lines`);
 
   // Copy a secret: the clipboard holds it, the page never shows it.
-  const row = page.locator('tr[data-output="app#1.api_key"]');
+  const row = page.locator('tr[data-output="app#0.api_key"]');
   await row.getByRole("button", { name: "Copy api_key" }).click();
   await row.getByText("Copied").waitFor();
   const clip = await page.evaluate(() => navigator.clipboard.readText());
@@ -230,15 +253,16 @@ try {
   vpage.on("framenavigated", (f) => { if (f === vpage.mainFrame()) viewerNavs++; });
 
   // Run one card again: a run of that execution only.
-  await page.getByRole("button", { name: "Run again: app #2" }).click();
-  await page.getByText(/run run_again/).waitFor({ timeout: 30_000 });
+  await page.getByRole("button", { name: "Run again: app #1" }).click();
+  await page.locator('h2 [data-run-kind="run_again"]').waitFor({ timeout: 30_000 });
+  check(!(await page.locator("h2", { hasText: "Pipeline" }).textContent()).includes("run_again"), "the run's kind is said in words");
   await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
-  await page.waitForFunction(() => document.querySelector('.card[data-card="app #2"]')?.getAttribute("data-state") === "succeeded");
-  log("ran app #2 again");
+  await page.waitForFunction(() => document.querySelector('.card[data-card="app #1"]')?.getAttribute("data-state") === "succeeded");
+  log("ran app #1 again");
 
   // Cancel a hung run, then retry the failed jobs.
   writeFileSync(HANG, "hang");
-  await page.getByRole("button", { name: "Run again: app #2" }).click();
+  await page.getByRole("button", { name: "Run again: app #1" }).click();
   await page.getByText("waiting for the license server").first().waitFor({ timeout: 60_000 });
   await page.getByRole("button", { name: "Cancel run" }).click();
   await screen(page, "detail-cancel-confirm");
@@ -271,31 +295,49 @@ try {
   await vctx.close();
   await page.locator("summary", { hasText: "Retry" }).click();
   await screen(page, "detail-retry-menu");
+  // The menu closes on Escape and on a click outside it (#29).
+  const menuOpen = () => page.locator("details.menu").evaluate((d) => d.open);
+  await page.keyboard.press("Escape");
+  check(!(await menuOpen()), "Escape closes the Retry menu");
+  await page.locator("summary", { hasText: "Retry" }).click();
+  check(await menuOpen(), "the Retry menu opens again");
+  await page.locator("h1").click();
+  check(!(await menuOpen()), "a click outside closes the Retry menu");
+  await page.locator("summary", { hasText: "Retry" }).click();
   await page.getByRole("menuitem", { name: "Retry failed jobs" }).click();
-  await page.getByText(/run retry/).waitFor({ timeout: 30_000 });
+  await page.locator('h2 [data-run-kind="retry"]').waitFor({ timeout: 30_000 });
   await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
   log("retried the failed jobs: deployed again");
 
   // The history names who acted.
   const me = await apiAs(MEMBER, "GET", "/v1/me");
   await page.getByRole("table", { name: "State changes" }).getByRole("cell", { name: me.name, exact: true }).first().waitFor();
+  // A run's end is Horizon's doing, not the member's (#29); the runs say who, when each ended
+  // and how long it took.
+  await page.getByRole("table", { name: "State changes" }).getByRole("cell", { name: "Horizon", exact: true }).first().waitFor();
+  const firstRun = page.getByRole("table", { name: "Runs" }).locator("tbody tr").first();
+  await firstRun.locator("td").nth(4).filter({ hasText: /\S/ }).waitFor();
+  const retryRow = await firstRun.locator("td").allTextContents();
+  check(retryRow[0] === "retry" && retryRow[1] === me.name && retryRow[4] !== "" && /^\d+(s|m \d\ds)$/.test(retryRow[5]), `the retry's row: ${retryRow}`);
   // An older run's log is that run's alone, not followed into the later ones.
   const runList = (await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}/runs?limit=20`)).items;
   const deployRun = runList.find((r) => r.kind === "deploy");
   const deployLines = (await (await fetch(`${API}/v1/stacks/${stackId}/logs?run=${deployRun.id}`, { headers: { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" } })).text()).trim().split("\n").length;
   await page.getByRole("table", { name: "Runs" }).getByRole("link", { name: "deploy", exact: true }).click();
-  await page.getByText(/run deploy/).waitFor();
+  await page.locator('h2 [data-run-kind="deploy"]').waitFor();
+  // The chosen run is shown where its pipeline starts (#29), not at the bottom of the page.
+  await page.waitForFunction(() => {
+    const r = document.getElementById("pipeline")?.getBoundingClientRect();
+    return !!r && r.top >= -1 && r.top < innerHeight / 2;
+  });
   await page.waitForFunction((n) => document.querySelector(".log-tools [aria-live]")?.textContent?.startsWith(`${n} lines`), deployLines);
   log(`the deploy run's log alone: ${deployLines} lines`);
   // A line's link opens its run's log scrolled to it, also when loaded afresh (the token is
-  // kept per tab, so the same tab loads it).
-  // The rows may still move under the pointer (the view scrolls to the end as the run's lines
-  // arrive), so a click can land beside the link: click until the link is followed.
-  for (let i = 0; !(await page.evaluate(() => location.hash.includes("line="))); i++) {
-    check(i < 10, "a line number's link is followed when clicked");
-    await page.locator(".log-lines .line .ln").nth(3).click();
-    await page.waitForFunction(() => location.hash.includes("line="), null, { timeout: 2_000 }).catch(() => {});
-  }
+  // kept per tab, so the same tab loads it). The run's log is complete (counted above) and the
+  // view is paused, so no row moves between where the click aims and where it lands: one click.
+  await page.getByRole("toolbar", { name: "Log" }).getByRole("button", { name: "Pause" }).click();
+  await page.locator(".log-lines .line .ln").nth(3).click();
+  await page.waitForFunction(() => location.hash.includes("line="), null, { timeout: 5_000 });
   await page.locator(".log-lines .line.linked").waitFor();
   // Read after the click: the virtualised rows may have moved between a read and a click.
   const lineNo = await page.locator(".log-lines .line.linked .ln").textContent();
@@ -373,11 +415,11 @@ try {
   check((await runs()) === runsBefore, "a plain edit starts no run");
   log("plain edit saved without a run, after a 412 that named the change");
 
-  // Raise app #2's memory: the plan re-applies that machine alone and says why.
+  // Raise app #1's memory: the plan re-applies that machine alone and says why.
   await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).selectOption("1024");
-  const planned = page.locator('[data-plan-entry="app #2"]');
+  const planned = page.locator('[data-plan-entry="app #1"]');
   await planned.getByText("memory_mb: 512 → 1024").waitFor();
-  check((await planned.getAttribute("data-action")) === "reapply", "app #2 is re-applied");
+  check((await planned.getAttribute("data-action")) === "reapply", "app #1 is re-applied");
   check((await page.locator("[data-plan-entry]").count()) === 1, "nothing else is touched");
   check((await page.locator('[data-count="reapply"]').textContent()) === "1 to re-apply", "counted");
   await screen(page, "edit-plan");
@@ -397,17 +439,24 @@ try {
   await page.getByText("No machine is touched").waitFor();
   check((await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).inputValue()) === "1024", "the edit is kept");
   await page.getByRole("link", { name: "Back to the stack" }).click();
-  await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 30_000 });
+  await page.locator("h2", { has: page.locator('[data-run-kind="reapply"]') }).locator(".state-succeeded").waitFor({ timeout: 30_000 });
   const reapplied = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
-  check(reapplied.join(",") === "app #1=skipped,app #2=succeeded,db #1=skipped", `only app #2 ran: ${reapplied}`);
-  log("save and re-apply ran app #2 only:", reapplied.join(","));
+  check(reapplied.join(",") === "app #0=skipped,app #1=succeeded,db #0=skipped", `only app #1 ran: ${reapplied}`);
+  log("save and re-apply ran app #1 only:", reapplied.join(","));
+  // The re-apply's columns are numbered as the template's phases (#29), not by the run's slots.
+  const columns = async () => page.getByRole("list", { name: "Pipeline" }).getByRole("listitem").evaluateAll((cs) => cs.map((c) => c.getAttribute("aria-label")));
+  check((await columns()).join(" | ") === "Phase 1: database | Phase 2: application", `phases 1 and 2 of the template: ${await columns()}`);
 
-  // Replace app #1 by adding first: the plan says so, the old one's cleanup runs before it is
+  // Replace app #0 by adding first: the plan says so, the old one's cleanup runs before it is
   // destroyed (in the log), and the name is typed because a machine goes.
   await page.getByRole("link", { name: "Edit", exact: true }).click();
   await page.getByText("No machine is touched").waitFor();
-  await app.getByRole("button", { name: "Remove app #1" }).click();
+  await app.getByRole("button", { name: "Remove app #0" }).click();
   await app.getByRole("button", { name: "Add machine to app" }).click();
+  // A machine keeps its number (#29): the survivor is still app #1, the new one is app #2,
+  // the number the API gives it.
+  const heads = await app.locator(".exec h4").allTextContents();
+  check(heads.join(",") === "app #1,app #2", `the form keeps the survivor's number: ${heads}`);
   const added = app.locator(".exec").nth(1);
   const free = await added.getByLabel("Address *").locator("option", { hasText: "vm-15" }).getAttribute("value");
   await added.getByLabel("Address *").selectOption(free);
@@ -415,7 +464,7 @@ try {
   const addedPool = added.getByLabel(/^Resource pool/);
   if (await addedPool.count()) await addedPool.selectOption("dev");
   await page.getByText("app: replaced by adding the new machine first, then removing the old one.").waitFor();
-  await page.locator('[data-plan-entry="app #1"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
+  await page.locator('[data-plan-entry="app #0"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
   check((await page.locator('[data-action="create"]').count()) === 1, "one machine is added");
   const replace = page.getByRole("button", { name: "Save and re-apply" });
   check(await replace.isDisabled(), "a save that destroys a machine waits for the name");
@@ -424,13 +473,14 @@ try {
   await replace.click();
   await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
   // This run's pipeline has a card for the new machine; wait for it, and for the run to end.
-  await page.waitForFunction(() => [...document.querySelectorAll(".card")].some((c) => !["app #1", "app #2", "db #1"].includes(c.getAttribute("data-card"))), null, { timeout: 30_000 });
-  await page.locator("h2", { hasText: "run reapply" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  await page.locator('.card[data-card="app #2"]').waitFor({ timeout: 30_000 });
+  await page.locator("h2", { has: page.locator('[data-run-kind="reapply"]') }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
   const replaced = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
-  check(replaced.filter((c) => c.endsWith("=succeeded")).length === 2 && replaced.includes("db #1=skipped") && replaced.includes("app #2=skipped"), `the new app was built and app #1 destroyed, nothing else: ${replaced}`);
+  check(replaced.join(",") === "app #0=succeeded,app #1=skipped,app #2=succeeded,db #0=skipped", `the new app #2 was built and app #0 destroyed, nothing else: ${replaced}`);
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("deregistering");
   await page.getByText(/^\d+ found/).waitFor();
-  log("replaced app #1 by adding first; its cleanup ran:", replaced.join(","));
+  log("replaced app #0 by adding first; its cleanup ran:", replaced.join(","));
+  check((await columns()).join(" | ") === "Phase 1: database | Phase 2: application | Phase 2: application (remove after replacing)", `replacing stays in phase 2: ${await columns()}`);
 
   // Actions (#17): terraform instances made and undone, a script on a chosen machine.
   await actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, MEMBER, apiAs, screen, check, log });
@@ -444,7 +494,7 @@ try {
   await db.waitFor();
   check((await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "", "answers copied, addresses left empty");
   // The draft opens with a notice of what the copy left out (the duplicate's not_copied).
-  await page.getByTestId("duplicate-notice").getByText(/^db #1 · address: /).waitFor();
+  await page.getByTestId("duplicate-notice").getByText(/^db #0 · address: /).waitFor();
   await screen(page, "duplicate-draft");
   await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
   await page.locator(".card").first().waitFor();
@@ -452,7 +502,7 @@ try {
 
   // Startup: the stack's three machines, with their host and the state Proxmox reports.
   await page.getByRole("link", { name: "Startup" }).click();
-  await page.locator('tr[data-machine="web-e2e app #2"]').waitFor();
+  await page.locator('tr[data-machine="web-e2e app #1"]').waitFor();
   const machines = await page.locator('tr[data-machine^="web-e2e "]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
   check(machines.length === 3 && machines.every((m) => /^pve\d$/.test(m[4]) && /^\d+$/.test(m[5]) && m[6] !== ""), `three machines with host, VM and state: ${JSON.stringify(machines)}`);
   await screen(page, "startup");
@@ -512,7 +562,7 @@ try {
   await a2.goto(`${CONSOLE}/#/stacks/${stackId}/edit`);
   await a2.getByLabel("Version *").selectOption("2");
   await a2.getByRole("region", { name: "Template changes" }).locator('[data-change="job app"]').waitFor();
-  await a2.locator('[data-plan-entry="app #2"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
+  await a2.locator('[data-plan-entry="app #1"][data-action="destroy"]').getByText("First runs its cleanup: deregister").waitFor();
   check((await a2.locator('[data-action="destroy"]').count()) === 2, "both apps are destroyed");
   const upgrade = a2.getByRole("button", { name: "Upgrade to v2" });
   check(await upgrade.isDisabled(), "the upgrade waits for the name");
@@ -520,7 +570,7 @@ try {
   await screen(a2, "upgrade-plan");
   await upgrade.click();
   await a2.waitForURL(new RegExp(`#/stacks/${stackId}$`));
-  await a2.locator("h2", { hasText: "run upgrade" }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  await a2.locator("h2", { has: a2.locator('[data-run-kind="upgrade"]') }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
   const upgraded = await apiAs(ADMIN, "GET", `/v1/stacks/${stackId}`);
   check(upgraded.template_version === 2 && (upgraded.jobs.app === undefined || upgraded.jobs.app.executions.every((e) => e.state === "removed")), `upgraded to v2 without apps: ${JSON.stringify(upgraded.jobs).slice(0, 300)}`);
   log("upgraded the stack to v2: the apps were destroyed");

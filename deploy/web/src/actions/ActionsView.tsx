@@ -1,8 +1,9 @@
 // A stack's actions: those its template version offers (each opens its form: parameters drawn
 // like a job's, inputs prefilled from the stack's outputs and editable, a machine for a script
 // action), the instances terraform actions left (undone one by one, after a confirmation) and
-// the history of the action runs. A started run shows in the stack's pipeline and log like any
-// other. Everything refreshes from the events that invalidate ["stack", id].
+// the history of the action runs. A started run shows here, in a notice until it ends and in the
+// history; the stack's pipeline stays its jobs' (an action's run opens by its link in the
+// history). Everything refreshes from the events that invalidate ["stack", id].
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useMemo, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Stack } from "../api/client";
@@ -47,7 +48,12 @@ export function ActionsSection({ stack, role }: { stack: Stack; role: string | u
   const who = (uid: string | null | undefined) => (uid ? (users.data?.items.find((u) => u.id === uid)?.name ?? uid.slice(0, 8)) : "Horizon");
   const blocked = actionsBlocked(stack, role);
   const [open, setOpen] = useState("");
-  const [started, setStarted] = useState("");
+  // The run an action form started here: named in a notice until it ends.
+  const [started, setStarted] = useState<{ name: string; run: string } | null>(null);
+  const startedRun = started ? runs.data?.items.find((r) => r.id === started.run) : undefined;
+  const notice = started && !(startedRun && ["succeeded", "failed", "canceled"].includes(startedRun.state))
+    ? `${started.name} started (${startedRun?.state ?? "queued"}); its result goes to the history below.`
+    : "";
   const reasonId = useId();
   const list = actions.data?.items ?? [];
   const rows = useMemo(
@@ -73,7 +79,7 @@ export function ActionsSection({ stack, role }: { stack: Stack; role: string | u
                 aria-describedby={blocked ? reasonId : undefined}
                 aria-expanded={open === a.name}
                 onClick={() => {
-                  setStarted("");
+                  setStarted(null);
                   setOpen(open === a.name ? "" : a.name);
                 }}
               >
@@ -87,25 +93,25 @@ export function ActionsSection({ stack, role }: { stack: Stack; role: string | u
                 stack={stack}
                 a={a}
                 onClose={() => setOpen("")}
-                onStarted={() => {
+                onStarted={(run) => {
                   setOpen("");
-                  setStarted(`Started ${a.name}: its run is in the pipeline and the log above, then in the history below.`);
+                  setStarted({ name: a.name, run });
                 }}
               />
             )}
           </li>
         ))}
       </ul>
-      <p role="status" className="small">{started}</p>
-      <h3>Instances</h3>
+      <p role="status" className="small" data-testid="action-started">{notice}</p>
+      <h3 id="instances-title">Instances</h3>
       <InstancesView stack={stack} rows={rows} blocked={blocked} who={who} error={instances.error ?? runs.error} />
-      <h3>Action history</h3>
+      <h3 id="action-history-title">Action history</h3>
       <ActionHistory id={id} runs={runs.data?.items ?? []} who={who} />
     </section>
   );
 }
 
-function ActionForm({ stack, a, onClose, onStarted }: { stack: Stack; a: StackAction; onClose: () => void; onStarted: () => void }) {
+function ActionForm({ stack, a, onClose, onStarted }: { stack: Stack; a: StackAction; onClose: () => void; onStarted: (run: string) => void }) {
   const qc = useQueryClient();
   const [v, setV] = useState<ActionValues>(() => initialActionValues(a));
   const [err, setErr] = useState<unknown>(null);
@@ -120,7 +126,7 @@ function ActionForm({ stack, a, onClose, onStarted }: { stack: Stack; a: StackAc
     setErr(null);
     setSending(true);
     try {
-      await call(
+      const run = await call(
         api.POST("/v1/stacks/{id}/actions/{name}", {
           params: { path: { id: stack.id, name: a.name }, header: { "Idempotency-Key": idempotencyKey() } },
           body: actionRequest(a, v),
@@ -128,7 +134,7 @@ function ActionForm({ stack, a, onClose, onStarted }: { stack: Stack; a: StackAc
       );
       void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
       void qc.invalidateQueries({ queryKey: ["stacks"] });
-      onStarted();
+      onStarted(run.id);
     } catch (e) {
       if (e instanceof ApiError && e.status === 409) void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
       setErr(e);
@@ -250,15 +256,15 @@ function InstancesView({ stack, rows, blocked, who, error }: {
           <p id="undo-text">
             Undo {label(target)}? Terraform destroys what it made, with the code of template version {target.instance?.template_version}; the other instances stay.
           </p>
-          <button type="button" className="danger" autoFocus onClick={() => void undo(target.id)}>Yes, undo {label(target)}</button>
-          <button type="button" onClick={() => setConfirm("")}>No</button>
+          {/* The safe answer has the focus: Enter on a confirmation destroys nothing. */}
+          <button type="button" className="danger" onClick={() => void undo(target.id)}>Yes, undo {label(target)}</button>
+          <button type="button" autoFocus onClick={() => setConfirm("")}>No</button>
         </div>
       )}
       {rows.length === 0 ? (
         <p className="muted">No instance: a terraform action that runs leaves one here, to be undone on its own.</p>
       ) : (
-        <table>
-          <caption>Action instances</caption>
+        <table aria-labelledby="instances-title">
           <thead>
             <tr>
               <th scope="col">Instance</th><th scope="col">State</th><th scope="col">Answers</th><th scope="col">Outputs</th><th scope="col">Made</th><th scope="col">Undo</th>
@@ -327,8 +333,7 @@ function Outputs({ id, run, outputs }: { id: string; run: string; outputs: unkno
 function ActionHistory({ id, runs, who }: { id: string; runs: Run[]; who: (id: string | null | undefined) => string }) {
   if (!runs.length) return <p className="muted">No action has run yet.</p>;
   return (
-    <table className="action-history">
-      <caption>History of the actions</caption>
+    <table className="action-history" aria-labelledby="action-history-title">
       <thead>
         <tr>
           <th scope="col">Action</th><th scope="col">By</th><th scope="col">When</th><th scope="col">Machine</th><th scope="col">Parameters</th><th scope="col">Result</th><th scope="col">Outputs</th>

@@ -32,8 +32,8 @@ const rotate: StackAction = {
   ],
   outputs: [{ name: "api_key", secret: true, description: "" }],
   executions: [
-    { index: 0, name: "web-app-1" },
-    { index: 2, name: "web-app-3" },
+    { index: 0, name: "web-app-0" },
+    { index: 2, name: "web-app-2" },
   ],
   execution: null,
 };
@@ -77,9 +77,10 @@ describe("prefills", () => {
 describe("machines", () => {
   it("lists the job's machines; those not built cannot be picked; removed ones are gone", () => {
     expect(machineChoices(rotate, stack)).toEqual([
-      { index: 0, label: "app #1 (web-app-1)", built: true },
-      { index: 1, label: "app #2 (not built)", built: false },
-      { index: 2, label: "app #3 (web-app-3)", built: true },
+      // A machine is called by its index, the number in its VM's name (#29 item 8).
+      { index: 0, label: "app #0 (web-app-0)", built: true },
+      { index: 1, label: "app #1 (not built)", built: false },
+      { index: 2, label: "app #2 (web-app-2)", built: true },
     ]);
     expect(machineChoices(pool, stack)).toEqual([]);
   });
@@ -169,7 +170,7 @@ describe("instances and history", () => {
   });
   it("masks secrets in answers and names the machine", () => {
     expect(answers({ key_bytes: 24, token: { secret: true } }, { db_host: "10.0.0.5" })).toBe("key_bytes=24, token=••••••••, db_host=10.0.0.5");
-    expect(machineOf(runs[2])).toBe("app #2");
+    expect(machineOf(runs[2])).toBe("app #1");
     expect(machineOf(runs[1])).toBe("");
   });
 });

@@ -5,6 +5,7 @@
 import type { Schemas, Stack } from "../api/client";
 import { parameterDefaults, parameterValues, type Scalar } from "../form/model";
 import { busyReason } from "../plan/plan";
+import { machineLabel } from "../numbering";
 
 export type StackAction = Schemas["StackAction"];
 export type ActionInput = StackAction["inputs"][number];
@@ -80,9 +81,9 @@ export function machineChoices(a: StackAction, s: Pick<Stack, "jobs">): Machine[
     if (e.state === "removed") continue;
     seen.add(e.index);
     const name = built.get(e.index);
-    out.push({ index: e.index, label: `${a.job} #${e.index + 1}${name ? ` (${name})` : " (not built)"}`, built: name !== undefined });
+    out.push({ index: e.index, label: `${machineLabel(a.job, e.index)}${name ? ` (${name})` : " (not built)"}`, built: name !== undefined });
   }
-  for (const m of a.executions) if (!seen.has(m.index)) out.push({ index: m.index, label: `${a.job} #${m.index + 1} (${m.name})`, built: true });
+  for (const m of a.executions) if (!seen.has(m.index)) out.push({ index: m.index, label: `${machineLabel(a.job, m.index)} (${m.name})`, built: true });
   return out.sort((x, y) => x.index - y.index);
 }
 
@@ -227,5 +228,5 @@ export function instanceRows(instances: ActionInstance[], runs: Run[], complete:
 export function machineOf(r: Run): string {
   const a = r.action;
   if (!a || a.job === null || a.execution === null) return "";
-  return `${a.job} #${a.execution + 1}`;
+  return machineLabel(a.job, a.execution);
 }

@@ -921,7 +921,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The latest run (or ?run=) as a pipeline: one column per phase, one card per execution. */
+        /** The latest run that is not an action (or ?run=, any run of the stack) as a pipeline: one column per phase, one card per execution. */
         get: operations["getPipeline"];
         put?: never;
         post?: never;
@@ -2372,6 +2372,8 @@ export interface components {
             state: "queued" | "running" | "canceling" | "succeeded" | "failed" | "canceled";
             /** Format: uuid */
             actor_id: string | null;
+            /** @description The name of the user who started the run, in a stack's list of runs; absent elsewhere and when the run has no such user. */
+            actor_name?: string | null;
             error: string | null;
             allowed_actions: string[];
             /** Format: date-time */

@@ -10,10 +10,12 @@ import {
   canAdd,
   canRemove,
   errorsFor,
+  execNumber,
   type ExecValues,
   type FieldErrors,
   type FormValues,
   generateSecret,
+  htmlPattern,
   isSecret,
   type Option,
   type Options,
@@ -22,6 +24,7 @@ import {
   preselectOnServer,
   removeExecution,
 } from "./model";
+import { machineLabel } from "../numbering";
 
 interface Props {
   form: TemplateForm;
@@ -67,11 +70,11 @@ function JobBlock({ job, values, onChange, options, errors }: Omit<Props, "form"
           {(job.executions.multiple || execs.length > 1) && (
             <div className="exec-head">
               <h4>
-                {job.name} #{i + 1}
+                {machineLabel(job.name, execNumber(values, job.name, i))}
               </h4>
               {canRemove(job, execs.length) && (
                 <button type="button" className="link" onClick={() => onChange(removeExecution(values, job, i))}>
-                  Remove {job.name} #{i + 1}
+                  Remove {machineLabel(job.name, execNumber(values, job.name, i))}
                 </button>
               )}
             </div>
@@ -206,7 +209,7 @@ export function ParamInput({ name, p, value, onChange, errors, required }: {
           step={p.type === "integer" ? 1 : numeric ? "any" : undefined}
           min={p.minimum}
           max={p.maximum}
-          pattern={p.pattern}
+          pattern={htmlPattern(p.pattern)}
           aria-describedby={d}
           aria-invalid={errors.length > 0}
           value={String(value)}

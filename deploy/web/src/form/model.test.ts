@@ -5,6 +5,10 @@ import {
   canAdd,
   changedFields,
   canRemove,
+  deployProblems,
+  execNumber,
+  fieldLabel,
+  htmlPattern,
   executionBounds,
   fieldErrors,
   fromStack,
@@ -178,5 +182,129 @@ describe("changed meanwhile", () => {
     expect(changedFields(mine, theirs)).toEqual(["name", "jobs.db.executions[0].node", "jobs.app.executions[1].parameters.motd"]);
     theirs.jobs.app.pop();
     expect(changedFields(mine, theirs)).toContain("jobs.app.executions");
+  });
+});
+
+describe("deploy on an incomplete form (#29 item 10)", () => {
+  const empty: Options = { addresses: [], sshKeys: [], servers: [], isos: [], nagios: false, hostgroups: [] };
+  const withPool: FormJob = { ...db, attachments: db.attachments.map((a) => ({ ...a, required: true })) };
+  const f: TemplateForm = { template: "t", phases: [{ name: "database", jobs: [withPool] }, { name: "application", jobs: [app] }] };
+
+  it("flags every required field at once, not only the name", () => {
+    const v = initialValues(f, empty);
+    const got = deployProblems(f, v, { name: " ", team_id: "t1", environment_id: "e1" }).map((p) => p.field);
+    expect(got).toEqual([
+      "name",
+      "jobs.db.executions[0].address_id",
+      "jobs.db.executions[0].ssh_key_id",
+      "jobs.db.executions[0].proxmox_server_id",
+      "jobs.db.executions[0].node",
+      "jobs.db.executions[0].pool",
+      "jobs.app.executions[0].address_id",
+      "jobs.app.executions[0].proxmox_server_id",
+      "jobs.app.executions[0].node",
+      "jobs.app.executions[1].address_id",
+      "jobs.app.executions[1].proxmox_server_id",
+      "jobs.app.executions[1].node",
+    ]);
+    // A generated secret left empty is not missing.
+    expect(got.some((x) => x.includes("admin_password"))).toBe(false);
+  });
+
+  it("checks a parameter's pattern without showing the regular expression", () => {
+    const pooled: FormJob = {
+      ...db,
+      attachments: [],
+      parameters: { type: "object", properties: { pool: { type: "string", pattern: "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,39}$", description: "The pool's id" } }, required: ["pool"] },
+    };
+    const g: TemplateForm = { template: "t", phases: [{ name: "p", jobs: [pooled] }] };
+    const v = initialValues(g, empty);
+    v.jobs.db[0].parameters.pool = "no spaces allowed";
+    expect(deployProblems(g, v, { name: "n", team_id: "t", environment_id: "e" })).toEqual([
+      { field: "jobs.db.executions[0].parameters.pool", message: "is not in the expected format: The pool's id" },
+    ]);
+    v.jobs.db[0].parameters.pool = "dev-1.a";
+    expect(deployProblems(g, v, { name: "n", team_id: "t", environment_id: "e" })).toEqual([]);
+    v.jobs.db[0].parameters.pool = "";
+    expect(deployProblems(g, v, { name: "n", team_id: "t", environment_id: "e" })[0].message).toBe("is required");
+  });
+});
+
+describe("field labels in words (#29 item 10)", () => {
+  it("names a field by its label, never by its API path", () => {
+    const v = initialValues(form, opts);
+    expect(fieldLabel("jobs.app.executions[0].address_id", form, v)).toBe("app #0 · Address");
+    expect(fieldLabel("jobs.db.executions[0].ssh_key_id", form, v)).toBe("db #0 · SSH key");
+    expect(fieldLabel("jobs.app.executions[1].parameters.motd", form, v)).toBe("app #1 · motd");
+    expect(fieldLabel("labels[1]", form, v, ["ok", "Web!"])).toBe('Label "Web!"');
+    expect(fieldLabel("labels[4]", form, v, [])).toBe("Label 5");
+    expect(fieldLabel("environment_id", form, v)).toBe("Environment");
+    expect(fieldLabel("jobs.app.executions", form, v)).toBe("app: its machines");
+    expect(fieldLabel("/name", form, v)).toBe("Name");
+  });
+});
+
+describe("pattern attributes under the v flag (#29 item 10)", () => {
+  const compiles = (p: string) => {
+    try {
+      new RegExp(`^(?:${p})$`, "v");
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  it("escapes what the v flag refuses and keeps the meaning", () => {
+    const src = "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,39}$";
+    expect(compiles(src)).toBe(false); // as the sandbox-vm template writes it
+    const p = htmlPattern(src)!;
+    expect(compiles(p)).toBe(true);
+    const re = new RegExp(`^(?:${p})$`, "v");
+    expect(re.test("dev-1.a")).toBe(true);
+    expect(re.test("-dev")).toBe(false);
+    expect(re.test("a b")).toBe(false);
+    for (const [s, ok, bad] of [
+      ["[-a]+", "a-a", "b"],
+      ["[a(|)]+", "a(|)", "b"],
+      ["[^-]x", "ax", "-x"],
+      ["[a&&b]", "&", "c"],
+      ["^1\\.[0-9]{2}$", "1.31", "1x31"],
+    ] as const) {
+      const q = htmlPattern(s)!;
+      expect(compiles(q), s).toBe(true);
+      expect(new RegExp(`^(?:${q})$`, "v").test(ok), `${s} ~ ${ok}`).toBe(true);
+      expect(new RegExp(`^(?:${q})$`, "v").test(bad), `${s} !~ ${bad}`).toBe(false);
+    }
+    expect(htmlPattern(undefined)).toBeUndefined();
+    expect(htmlPattern("(unclosed")).toBeUndefined();
+  });
+});
+
+describe("a machine keeps its number (#29 item 8)", () => {
+  const stack = (state: string) =>
+    ({
+      name: "s", description: "", labels: [], team_id: "t", environment_id: "e", state,
+      jobs: {
+        db: { executions: [{ id: "d0", index: 0, state: "active", parameters: {}, node: "pve1", pool: "", node_exporter: false }] },
+        app: {
+          executions: [
+            { id: "a0", index: 0, state: "removed", parameters: {}, node: "", pool: "", node_exporter: false },
+            { id: "a1", index: 1, state: "active", parameters: {}, node: "", pool: "", node_exporter: false },
+            { id: "a2", index: 2, state: "active", parameters: {}, node: "", pool: "", node_exporter: false },
+          ],
+        },
+      },
+    }) as unknown as Stack;
+
+  it("after removing #1 of a built stack the survivor stays #2, and an added one gets the API's next index", () => {
+    let v = fromStack(stack("deployed"), form, opts);
+    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([1, 2]);
+    v = removeExecution({ ...v, jobs: { ...v.jobs, app: [...v.jobs.app, newExecution(app, opts)] } }, app, 0);
+    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([2, 3]);
+    expect(fieldLabel("jobs.app.executions[0].node", form, v)).toBe("app #2 · Node");
+  });
+
+  it("numbers a draft's executions by their place, as the API does when it saves", () => {
+    const v = fromStack(stack("draft"), form, opts);
+    expect(v.jobs.app.map((_, i) => execNumber(v, "app", i))).toEqual([0, 1]);
   });
 });

@@ -3,12 +3,19 @@
 // removing executions within a job's bounds, the request body the values make, and where the
 // server's problems land. The server stays the validator: nothing here checks more than types
 // and bounds.
+import { machineLabel } from "../numbering";
 import type { ExecutionRequest, FormJob, FormParameter, Stack, TemplateForm } from "../api/client";
 
 export type Scalar = string | number | boolean;
 
 export interface ExecValues {
   id?: string;
+  /**
+   * index is a built stack's execution's index, kept for the machine's life: the machine is
+   * "#index" everywhere (../numbering). Unset for a new execution, and in a draft, whose
+   * executions are numbered by their place in the list.
+   */
+  index?: number;
   parameters: Record<string, Scalar | "">;
   address_id: string;
   ssh_key_id: string;
@@ -28,6 +35,11 @@ export interface FormValues {
   team_id: string;
   environment_id: string;
   jobs: Record<string, ExecValues[]>;
+  /**
+   * nextIndex is, per job of a built stack, the index the API gives the first execution the
+   * edit adds (one past the highest of its current executions); unset for a draft.
+   */
+  nextIndex?: Record<string, number>;
 }
 
 export interface Option {
@@ -178,15 +190,19 @@ export function fromStack(stack: Stack, form: TemplateForm, opts: Options): Form
     team_id: stack.team_id,
     environment_id: stack.environment_id,
   });
+  const built = stack.state !== "draft";
+  if (built) v.nextIndex = {};
   for (const phase of form.phases)
     for (const job of phase.jobs) {
       const execs = stack.jobs[job.name]?.executions;
       if (!execs) continue;
-      v.jobs[job.name] = execs
-        .filter((x) => x.state !== "removed")
+      const current = execs.filter((x) => x.state !== "removed");
+      if (v.nextIndex) v.nextIndex[job.name] = current.reduce((n, x) => Math.max(n, x.index + 1), 0);
+      v.jobs[job.name] = current
         .map((x) => {
           const e = newExecution(job, emptyOptions);
           e.id = x.id;
+          if (built) e.index = x.index;
           for (const [name, p] of orderedParameters(job)) {
             const got = (x.parameters as Record<string, unknown>)[name];
             if (got !== undefined && got !== null && !(isSecret(p) && typeof got === "object"))
@@ -206,6 +222,22 @@ export function fromStack(stack: Stack, form: TemplateForm, opts: Options): Form
         });
     }
   return v;
+}
+
+/**
+ * execNumber is the number the i-th execution of a job in the form is called by (../numbering):
+ * a built machine keeps its index whatever is removed before it, and a new one gets the index
+ * the API will give it; in a draft, whose executions the API numbers by their place in the
+ * list at each save, its place.
+ */
+export function execNumber(v: Pick<FormValues, "jobs" | "nextIndex">, job: string, i: number): number {
+  const list = v.jobs[job] ?? [];
+  const e = list[i];
+  if (e?.index !== undefined) return e.index;
+  if (!v.nextIndex) return i;
+  let n = v.nextIndex[job] ?? 0;
+  for (let j = 0; j < i; j++) if (list[j].index === undefined) n++;
+  return n;
 }
 
 function convert(p: FormParameter, raw: Scalar | ""): Scalar | undefined {
@@ -343,5 +375,164 @@ export function changedFields(mine: FormValues, theirs: FormValues): string[] {
         if (a[i][f] !== b[i][f]) out.push(attachmentPath(job, i, f));
     }
   }
+  return out;
+}
+
+/** The words a field is called by on the form, for the attachments of an execution. */
+const attachmentLabels: Record<string, string> = {
+  id: "the machine",
+  address_id: "Address",
+  ssh_key_id: "SSH key",
+  proxmox_server_id: "Proxmox server",
+  node: "Node",
+  pool: "Resource pool",
+  iso_id: "ISO",
+  nagios: "Nagios host group",
+  "nagios.hostgroup": "Nagios host group",
+  node_exporter: "Node Exporter",
+  startup_order: "Startup order",
+  parameters: "parameters",
+};
+
+const headerLabels: Record<string, string> = {
+  name: "Name",
+  description: "Description",
+  labels: "Labels",
+  team_id: "Team",
+  environment_id: "Environment",
+  template_id: "Template",
+  template_version: "Version",
+  version: "Version",
+};
+
+/**
+ * fieldLabel is a field path as the server names it (`jobs.app.executions[0].address_id`,
+ * `labels[2]`) in the words of the form ("app #1 · Address", `Label "Web!"`), so that an error
+ * listed away from its field says which field it is. A path it does not know is returned as is.
+ */
+export function fieldLabel(path: string, form: TemplateForm | undefined, v: Pick<FormValues, "jobs" | "nextIndex"> | null, labels: string[] = []): string {
+  const f = path.replace(/^\//, "");
+  if (headerLabels[f]) return headerLabels[f];
+  const label = /^labels\[(\d+)\]$/.exec(f);
+  if (label) {
+    const l = labels[Number(label[1])];
+    return l !== undefined ? `Label "${l}"` : `Label ${Number(label[1]) + 1}`;
+  }
+  const exec = /^jobs\.([^.[]+)\.executions\[(\d+)\](?:\.(.+))?$/.exec(f);
+  if (exec) {
+    const [, job, i, rest] = exec;
+    const machine = machineLabel(job, v ? execNumber(v, job, Number(i)) : Number(i));
+    if (!rest) return machine;
+    const param = /^parameters\.(.+)$/.exec(rest);
+    if (param) {
+      const p = form?.phases.flatMap((ph) => ph.jobs).find((j) => j.name === job)?.parameters.properties?.[param[1]];
+      return `${machine} · ${p?.title || param[1]}`;
+    }
+    return `${machine} · ${attachmentLabels[rest] ?? rest}`;
+  }
+  const jobs = /^jobs\.([^.[]+)(\.executions)?$/.exec(f);
+  if (jobs) return jobs[2] ? `${jobs[1]}: its machines` : `Job ${jobs[1]}`;
+  return f;
+}
+
+/**
+ * htmlPattern is a template parameter's pattern as an input's `pattern` attribute may carry it.
+ * Browsers compile the attribute with the `v` flag, which refuses what the server's regular
+ * expressions accept (a `-` at either end of a class, `(`, `)`, `[`, `{`, `}`, `/`, `|` or a
+ * doubled punctuator inside a class): those are escaped. undefined when it still does not
+ * compile — the server checks the value anyway.
+ */
+export function htmlPattern(src: string | undefined): string | undefined {
+  if (!src) return undefined;
+  let out = "";
+  let inClass = false;
+  let first = false;
+  for (let i = 0; i < src.length; i++) {
+    const c = src[i];
+    if (c === "\\") {
+      out += c + (src[i + 1] ?? "");
+      i++;
+      first = false;
+      continue;
+    }
+    if (!inClass) {
+      if (c === "[") {
+        inClass = true;
+        first = true;
+        out += c;
+        if (src[i + 1] === "^") {
+          out += "^";
+          i++;
+        }
+        continue;
+      }
+      out += c;
+      continue;
+    }
+    if (c === "]" && !first) {
+      inClass = false;
+      out += c;
+      continue;
+    }
+    const next = src[i + 1];
+    const atEdge = first || next === "]";
+    if (c === "-" ? atEdge : "()[]{}/|".includes(c) || (/[&!#$%*+,.:;<=>?@^`~]/.test(c) && next === c)) out += "\\" + c;
+    else out += c;
+    first = false;
+  }
+  try {
+    new RegExp(`^(?:${out})$`, "v");
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Header is the stack-wide fields of the form. */
+export interface Header {
+  name: string;
+  team_id: string;
+  environment_id: string;
+}
+
+/**
+ * deployProblems is what the form can tell is missing or malformed before a deploy, on every
+ * field at once (the name, and each machine's required attachments and parameters), in the
+ * server's words and paths: a deploy from an empty form flags every required field, not only
+ * the first the server happens to refuse. The server remains the validator.
+ */
+export function deployProblems(form: TemplateForm, v: FormValues, h: Header): { field: string; message: string }[] {
+  const out: { field: string; message: string }[] = [];
+  if (!h.name.trim()) out.push({ field: "name", message: "is required" });
+  if (!h.team_id) out.push({ field: "team_id", message: "is required" });
+  if (!h.environment_id) out.push({ field: "environment_id", message: "is required" });
+  const attachmentFields: Record<string, [keyof ExecValues, string][]> = {
+    address: [["address_id", "is required: every machine needs an address"]],
+    ssh_key: [["ssh_key_id", "is required: pick the SSH key to install"]],
+    node: [["proxmox_server_id", "is required"], ["node", "is required"]],
+    pool: [["pool", "is required"]],
+    iso: [["iso_id", "is required: this job installs from an ISO"]],
+  };
+  for (const phase of form.phases)
+    for (const job of phase.jobs) {
+      const required = new Set(job.parameters.required ?? []);
+      (v.jobs[job.name] ?? []).forEach((e, i) => {
+        for (const [name, p] of orderedParameters(job)) {
+          const val = e.parameters[name];
+          if (val === "" || val === undefined) {
+            if (required.has(name) && !(isSecret(p) && (p["x-horizon-generate"] || e.id)))
+              out.push({ field: paramPath(job.name, i, name), message: "is required" });
+            continue;
+          }
+          const pat = typeof val === "string" ? htmlPattern(p.pattern) : undefined;
+          if (pat && !new RegExp(`^(?:${pat})$`, "v").test(val as string))
+            out.push({ field: paramPath(job.name, i, name), message: p.description ? `is not in the expected format: ${p.description}` : "is not in the expected format" });
+        }
+        for (const a of job.attachments) {
+          if (!a.required) continue;
+          for (const [field, message] of attachmentFields[a.kind] ?? []) if (!e[field]) out.push({ field: attachmentPath(job.name, i, field), message });
+        }
+      });
+    }
   return out;
 }

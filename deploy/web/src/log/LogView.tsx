@@ -3,11 +3,25 @@
 // the server (a new filter reopens the stream), held in a bounded LogBuffer and drawn
 // virtualised (fixed row height), so 100 000 lines scroll smoothly. Pause stops following and
 // counts the new lines; search runs over the loaded lines; each line has a link
-// (?run=<run>&line=<run>/<id>: its run's log, scrolled to it).
+// (?run=<run>&line=<run>/<id>: its run's log, scrolled to it). The filter is one choice of a
+// job or one of its machines ("app", "app #1"); each line says when it was written; the first
+// line of each run is marked (a separator, with the run's id); colours are rendered from ANSI
+// escapes as styled text (./ansi), never as markup.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
+import { ansiSegments, lineTime } from "./ansi";
+import { machineLabel } from "../numbering";
+
+/** LineText is a line's text with its ANSI colours: text nodes in styled spans, never markup. */
+export function LineText({ text }: { text: string }) {
+  return (
+    <span className="lt">
+      {ansiSegments(text).map((seg, i) => (seg.classes.length ? <span key={i} className={seg.classes.join(" ")}>{seg.text}</span> : seg.text))}
+    </span>
+  );
+}
 
 const ROW = 18;
 const HEIGHT = 420;
@@ -57,7 +71,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   runId?: string;
   /** Follow into the stack's next runs; false shows runId's log alone (an older run chosen, or an ISO's run). */
   follow?: boolean;
-  jobs: { job: string; executions: number }[];
+  /** The jobs (an ISO's stages) and their executions' indexes (clones), for the filter. */
+  jobs: { job: string; executions: number[] }[];
   lineLink?: string;
 }) {
   const [firstRun] = useState(runId);
@@ -177,9 +192,14 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
     const el = scroller.current;
     if (el) el.scrollTop = top;
   };
-  // Follow the end unless paused.
+  // Follow the end unless paused, when lines arrive (or on resuming): not at every render, or a
+  // reader's own scroll (keys, scrollbar) would be undone at once and a row would move under
+  // the pointer between where a click aims and where it lands.
+  const followed = useRef(-1);
   useLayoutEffect(() => {
-    if (!paused && buf.length) scrollTo(buf.length * ROW);
+    if (paused || !buf.length || followed.current === buf.version) return;
+    followed.current = buf.version;
+    scrollTo(buf.length * ROW);
   });
 
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
@@ -190,6 +210,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   const pause = (on: boolean) => {
     setPaused(on);
     setPausedAt(buf.version);
+    if (!on) followed.current = -1;
   };
   const newLines = paused ? buf.version - pausedAt : 0;
   const jump = (i: number) => {
@@ -231,26 +252,26 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
 
   const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
   const last = Math.min(buf.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
-  const execCount = jobs.find((j) => j.job === job)?.executions ?? 0;
   return (
     <div className="log">
       <div className="log-tools" role="toolbar" aria-label="Log">
         <label>
           {source.jobLabel}
-          <select value={job} onChange={(e) => { setJob(e.target.value); setExecution(""); }}>
+          <select
+            value={execution === "" ? job : `${job}/${execution}`}
+            onChange={(e) => {
+              const [j, x] = e.target.value.split("/");
+              setJob(j);
+              setExecution(x ?? "");
+            }}
+          >
             <option value="">all</option>
-            {jobs.map((j) => <option key={j.job}>{j.job}</option>)}
+            {jobs.map((j) => [
+              <option key={j.job} value={j.job}>{j.job}</option>,
+              ...(j.executions.length > 1 ? j.executions.map((x) => <option key={`${j.job}/${x}`} value={`${j.job}/${x}`}>{machineLabel(j.job, x)}</option>) : []),
+            ])}
           </select>
         </label>
-        {job && execCount > 1 && (
-          <label>
-            {source.executionLabel}
-            <select value={execution} onChange={(e) => setExecution(e.target.value)}>
-              <option value="">all</option>
-              {Array.from({ length: execCount }, (_, i) => <option key={i} value={i}>#{i + 1}</option>)}
-            </select>
-          </label>
-        )}
         <label>
           Search
           <input type="search" value={q} onChange={(e) => { setQ(e.target.value); setMatchAt(0); }} />
@@ -283,18 +304,21 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
             const index = first + k;
             const l = buf.at(index);
             if (!l) return null;
+            const runStart = index > 0 && buf.at(index - 1)?.run !== l.run;
             return (
               <div
                 key={index}
-                className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}`}
+                className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}${runStart ? " run-start" : ""}`}
+                title={runStart ? `run ${l.run}` : undefined}
                 style={{ transform: `translateY(${index * ROW}px)`, height: ROW }}
                 data-job={l.job}
               >
                 <a className="ln" href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
                   {index + 1}
                 </a>
-                {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution + 1}` : ""}</span>}
-                <span className="lt">{l.text}</span>
+                <time className="lts" dateTime={l.at}>{lineTime(l.at)}</time>
+                {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution}` : ""}</span>}
+                <LineText text={l.text} />
               </div>
             );
           })}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nodeLines } from "./Catalogue";
+import { catalogueTab, nodeLines } from "./Catalogue";
 import { given, list } from "./ResourceForm";
 
 describe("catalogue forms", () => {
@@ -17,5 +17,13 @@ describe("catalogue forms", () => {
     expect(given({ a: " x ", b: "", c: "y" }, "a", "b", "c", "d")).toEqual({ a: "x", c: "y" });
     expect(list({ dns: "1.1.1.1, 9.9.9.9,," }, "dns")).toEqual(["1.1.1.1", "9.9.9.9"]);
     expect(list({ ids: ["a", "b"] }, "ids")).toEqual(["a", "b"]);
+  });
+});
+
+describe("catalogue tabs (#29 item 12)", () => {
+  it("shows the servers when no tab is named, and no other page for an unknown one", () => {
+    expect(catalogueTab(undefined)).toBe("servers");
+    expect(catalogueTab("networks")).toBe("networks");
+    expect(catalogueTab("netwrks")).toBe("");
   });
 });

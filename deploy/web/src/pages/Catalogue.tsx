@@ -22,13 +22,19 @@ const TABS = [
   ["git-credentials", "Git credentials"],
 ] as const;
 
+/** catalogueTab is the page a route's tab shows: servers when none is named, "" for an unknown one (said, not replaced by another). */
+export function catalogueTab(tab: string | undefined): string {
+  if (!tab) return "servers";
+  return TABS.some(([t]) => t === tab) ? tab : "";
+}
+
 const key = () => ({ "Idempotency-Key": idempotencyKey() });
 const limit = { query: { limit: "200" } };
 
 export function Catalogue({ tab, id }: { tab: string; id?: string }) {
   const me = useMe();
   const admin = me.data?.role === "admin";
-  const current = TABS.find(([t]) => t === tab) ? tab : "servers";
+  const current = catalogueTab(tab);
   return (
     <>
       <div className="page-head">
@@ -39,6 +45,11 @@ export function Catalogue({ tab, id }: { tab: string; id?: string }) {
           <a key={t} href={href(`/catalogue/${t}`)} aria-current={t === current ? "page" : undefined}>{label}</a>
         ))}
       </nav>
+      {current === "" && (
+        <p className="problem" role="alert">
+          The catalogue has no page “{tab}”: choose one above.
+        </p>
+      )}
       {current === "servers" && (id ? <ServerDetail id={id} admin={admin} /> : <Servers admin={admin} />)}
       {current === "environments" && <Environments admin={admin} />}
       {current === "networks" && (id ? <NetworkDetail id={id} admin={admin} /> : <Networks admin={admin} />)}

@@ -14,9 +14,11 @@ import { api, ApiError, call, idempotencyKey, type Stack, type TemplateForm } fr
 import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import {
   changedFields,
+  deployProblems,
   emptyOptions,
   errorsFor,
   fieldErrors,
+  fieldLabel,
   fromStack,
   initialValues,
   knownFields,
@@ -30,7 +32,7 @@ import { notCopiedKey, notCopiedLines, type NotCopied } from "../stacks/duplicat
 import { navigate } from "../router";
 import { PlanView } from "../plan/PlanView";
 import { busyReason, needsTypedName, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
-import { ProblemBox, useDebounced } from "./common";
+import { plural, ProblemBox, useDebounced } from "./common";
 import { VersionChanges } from "./Templates";
 import { useEnvironments, useTeams, useTemplates } from "./lookups";
 import { useFormOptions } from "./options";
@@ -64,6 +66,14 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const [busy, setBusy] = useState<string>("");
   const [saved, setSaved] = useState("");
   const [changed, setChanged] = useState<string[]>([]);
+  // Bumped when a deploy or a save is refused: the error summary takes the focus, in view.
+  const [refused, setRefused] = useState(0);
+  const summary = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!refused || !summary.current) return;
+    summary.current.focus();
+    summary.current.scrollIntoView?.({ block: "start" });
+  }, [refused]);
 
   const active = templates.data?.items.filter((t) => t.active) ?? [];
   const myTeams = teams.data?.items.filter((t) => me.data?.role === "admin" || me.data?.teams.includes(t.id)) ?? [];
@@ -171,6 +181,12 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const errs = useMemo(() => fieldErrors(problems), [problems]);
   const known = form.data && values ? knownFields(form.data, values, options) : new Set<string>();
   const others = unplaced(errs, known);
+  const labelList = labelsOf({ ...(values ?? ({} as FormValues)), labels: header.labels });
+  const labelOf = (field: string) => fieldLabel(field, form.data, values, labelList);
+  // A label's own errors (labels[2]) are shown on the Labels field, naming the label.
+  const labelErrs = errorsFor(errs, "labels").concat(
+    others.filter((o) => /^labels\[\d+\]$/.test(o.field)).map((o) => `${labelOf(o.field)} ${o.message}`),
+  );
 
   const save = async (): Promise<Stack | null> => {
     if (!form.data || !values) return null;
@@ -238,11 +254,14 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         // Executions new in this save now have ids: take them back.
         setValues(fromStack(s, form.data, options));
       }
-      setSaved(s.problems.length ? `Draft saved; ${s.problems.length} thing(s) to fix before it can deploy.` : "Draft saved; it is ready to deploy.");
+      setSaved(s.problems.length ? `Draft saved; ${plural(s.problems.length, "thing")} to fix before it can deploy.` : "Draft saved; it is ready to deploy.");
       void qc.invalidateQueries({ queryKey: ["stacks"] });
       return s;
     } catch (e) {
-      if (e instanceof ApiError && e.status === 422) setProblems(e.problem.errors ?? []);
+      if (e instanceof ApiError && e.status === 422) {
+        setProblems(e.problem.errors ?? []);
+        setRefused((n) => n + 1);
+      }
       if (e instanceof ApiError && e.status === 412) {
         // Changed meanwhile: reload it and say what changed (the edits made here are lost).
         const fresh = await existing.refetch();
@@ -262,6 +281,16 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   };
 
   const deploy = async () => {
+    if (!form.data || !values) return;
+    // What the form can tell is missing is flagged at once, on every field, before anything
+    // is saved: the server would refuse the first problem of a new stack (its name) alone.
+    const missing = deployProblems(form.data, values, header);
+    if (missing.length) {
+      setSaved("");
+      setProblems(missing);
+      setRefused((n) => n + 1);
+      return;
+    }
     setBusy("deploy");
     try {
       const s = await save();
@@ -270,7 +299,10 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       void qc.invalidateQueries({ queryKey: ["stacks"] });
       navigate(`/stacks/${s.id}`);
     } catch (e) {
-      if (e instanceof ApiError && e.status === 422) setProblems(e.problem.errors ?? []);
+      if (e instanceof ApiError && e.status === 422) {
+        setProblems(e.problem.errors ?? []);
+        setRefused((n) => n + 1);
+      }
       setError(e);
     } finally {
       setBusy("");
@@ -301,6 +333,14 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         </div>
       )}
       <ProblemBox error={existing.error ?? templates.error ?? form.error ?? opts.error} />
+      {problems.length > 0 && (
+        <div className="problem error-summary" role="alert" tabIndex={-1} ref={summary} aria-labelledby="error-summary-title" data-testid="error-summary">
+          <strong id="error-summary-title">
+            {live ? `${plural(problems.length, "problem")} to fix before saving:` : `${plural(problems.length, "thing")} to fix before it can deploy:`}
+          </strong>
+          <ul>{problems.map((o, i) => <li key={i}><strong>{labelOf(o.field)}</strong> {o.message}</li>)}</ul>
+        </div>
+      )}
       <form
         className="stack-form"
         noValidate
@@ -365,9 +405,15 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             </div>
             <div className="field">
               <label htmlFor="f-labels">Labels</label>
-              <input id="f-labels" value={header.labels} onChange={(e) => setHeader({ ...header, labels: e.target.value })} />
-              <span className="hint">Comma-separated</span>
-              <FieldErrorList msgs={errorsFor(errs, "labels")} />
+              <input
+                id="f-labels"
+                value={header.labels}
+                aria-describedby="f-labels-hint"
+                aria-invalid={labelErrs.length > 0}
+                onChange={(e) => setHeader({ ...header, labels: e.target.value })}
+              />
+              <span className="hint" id="f-labels-hint">{LABELS_HINT}</span>
+              <FieldErrorList msgs={labelErrs} />
             </div>
             <div className="field wide">
               <label htmlFor="f-desc">Description</label>
@@ -376,12 +422,6 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             </div>
           </div>
         </fieldset>
-        {others.length > 0 && (
-          <div className="problem" role="alert">
-            <strong>To fix before deploying:</strong>
-            <ul>{others.map((o, i) => <li key={i}><code>{o.field}</code>: {o.message}</li>)}</ul>
-          </div>
-        )}
         {form.data && values ? (
           <FormRenderer form={form.data} values={values} onChange={setValues} options={options} errors={errs} />
         ) : templateId ? (
@@ -408,7 +448,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         {mustType && planCurrent && (
           <div className="confirm block">
             <label htmlFor="f-typed">
-              This save destroys {plan.data!.destroy.length} machine(s). Type the stack's name, <strong>{stack!.name}</strong>, to confirm:
+              This save destroys {plural(plan.data!.destroy.length, "machine")}. Type the stack's name, <strong>{stack!.name}</strong>, to confirm:
             </label>{" "}
             <input id="f-typed" value={typed} autoComplete="off" onChange={(e) => setTyped(e.target.value)} />
           </div>
@@ -436,3 +476,6 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     </>
   );
 }
+
+/** LABELS_HINT is the labels' format: they become Proxmox tags on the VMs. */
+export const LABELS_HINT = "Comma-separated, e.g. web, eu-west. Each is a Proxmox tag: lower-case letters, digits and _ - + . (at most 64 characters).";

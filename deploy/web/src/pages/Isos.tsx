@@ -141,7 +141,7 @@ export function BuildIso() {
     <>
       <h1>Build an ISO</h1>
       <ResourceForm
-        title="Build an ISO"
+        title="The image to build"
         submitLabel="Build"
         fields={fields}
         onCancel={() => navigate("/isos")}
@@ -195,8 +195,8 @@ export function IsoDetail({ id }: { id: string }) {
   const allowed = new Set(i.allowed_actions);
   const run = i.last_run;
   const jobs = [...STAGES, "remove"]
-    .map((s) => ({ job: s, executions: run?.stages.filter((x) => x.stage === s).length ?? 0 }))
-    .filter((j) => j.executions > 0);
+    .map((s) => ({ job: s, executions: (run?.stages.filter((x) => x.stage === s) ?? []).map((_, i) => i) }))
+    .filter((j) => j.executions.length > 0);
   return (
     <>
       <div className="page-head">

@@ -6,17 +6,19 @@
 // manifest for download, and wants the name typed too.
 // Everything refreshes from GET /v1/events (the shell invalidates ["stack", id]); no polling.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Card } from "../api/client";
 import { useMe, useNow } from "../App";
 import { LogView, stackLog } from "../log/LogView";
 import { notCopiedKey } from "../stacks/duplicate";
 import { PipelineView } from "../pipeline/PipelineView";
 import { href, navigate, useRoute } from "../router";
-import { ProblemBox, Secret, StateBadge, StateChanges, when } from "./common";
+import { Menu, ProblemBox, runKindLabel, Secret, StateBadge, StateChanges, when } from "./common";
+import { duration } from "../pipeline/layout";
 import { busyReason, manifestSummary, removeSteps, typedNameMatches, type Manifest } from "../plan/plan";
 import { nameOf, useEnvironments, useTemplates } from "./lookups";
 import { ActionsSection } from "../actions/ActionsView";
+import { machineLabel } from "../numbering";
 
 export function StackDetail({ id }: { id: string }) {
   const qc = useQueryClient();
@@ -44,18 +46,29 @@ export function StackDetail({ id }: { id: string }) {
   });
   const templates = useTemplates();
   const envs = useEnvironments();
+  const history = useHistory(id);
   const me = useMe();
   const [actionErr, setActionErr] = useState<unknown>(null);
   const [confirm, setConfirm] = useState<"" | "cancel" | "remove" | "force">("");
   const [typed, setTyped] = useState("");
   const [manifest, setManifest] = useState<Manifest | null>(null);
 
-  const act = async (what: string, fn: () => Promise<unknown>) => {
+  // A run chosen in the history is shown where its pipeline starts, once it is loaded.
+  const pipelineHead = useRef<HTMLHeadingElement>(null);
+  const shownRun = pipeline.data?.run.id;
+  const lineParam = query.get("line");
+  useEffect(() => {
+    if (runParam && shownRun === runParam && !lineParam) pipelineHead.current?.scrollIntoView?.({ block: "start" });
+  }, [runParam, shownRun, lineParam]);
+
+  /** act does what was asked; an action that starts a run then shows the stack's latest run. */
+  const act = async (what: string, fn: () => Promise<unknown>, startsRun = false) => {
     setActionErr(null);
     try {
       await fn();
       setConfirm("");
       setTyped("");
+      if (startsRun && runParam) navigate(`/stacks/${id}`);
       void qc.invalidateQueries({ queryKey: ["stack", id] });
       void qc.invalidateQueries({ queryKey: ["stacks"] });
     } catch (e) {
@@ -66,10 +79,11 @@ export function StackDetail({ id }: { id: string }) {
   };
   const key = () => ({ "Idempotency-Key": idempotencyKey() });
   const retry = (mode: "failed" | "force" | "all") =>
-    act("retry", () => call(api.POST("/v1/stacks/{id}/retry", { params: { path: { id }, header: key() }, body: { mode } })));
+    act("retry", () => call(api.POST("/v1/stacks/{id}/retry", { params: { path: { id }, header: key() }, body: { mode } })), true);
   const runAgain = (c: Card) =>
     act("run-again", () =>
       call(api.POST("/v1/stacks/{id}/jobs/{job}/executions/{n}/run-again", { params: { path: { id, job: c.job, n: String(c.execution ?? 0) }, header: key() } })),
+      true,
     );
 
   if (stack.isLoading) return <p>Loading…</p>;
@@ -96,7 +110,19 @@ export function StackDetail({ id }: { id: string }) {
       setActionErr(e);
     }
   };
-  const jobs = Object.entries(s.jobs).map(([job, j]) => ({ job, executions: j.executions.length }));
+  const doRemove = () =>
+    void act("remove", async () => {
+      await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id }, header: key() } }));
+      if (!built) navigate("/stacks");
+    });
+  const doForce = () =>
+    void act("force", async () => {
+      const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: { confirm: true } }));
+      downloadManifest(r.manifest);
+    });
+  // The log's filter offers every machine a job has had (an older run's lines may be of one
+  // removed since), by its index.
+  const jobs = Object.entries(s.jobs).map(([job, j]) => ({ job, executions: [...new Set(j.executions.map((e) => e.index))].sort((a, b) => a - b) }));
   return (
     <>
       <div className="page-head">
@@ -109,20 +135,21 @@ export function StackDetail({ id }: { id: string }) {
             <button type="button" disabled aria-describedby="busy-reason">Edit</button>
           )}
           {allowed.has("deploy") && (
-            <button type="button" className="primary" onClick={() => void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id }, header: key() } })))}>
+            <button type="button" className="primary" onClick={() => void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id }, header: key() } })), true)}>
               Deploy
             </button>
           )}
           {allowed.has("cancel") && <button type="button" onClick={() => setConfirm("cancel")}>Cancel run</button>}
           {(allowed.has("retry_failed") || allowed.has("force_retry") || allowed.has("retry_all")) && (
-            <details className="menu">
-              <summary>Retry</summary>
-              <div role="menu">
-                {allowed.has("retry_failed") && <button type="button" role="menuitem" onClick={() => void retry("failed")}>Retry failed jobs</button>}
-                {allowed.has("force_retry") && <button type="button" role="menuitem" onClick={() => void retry("force")}>Force retry (failed jobs at their branch head)</button>}
-                {allowed.has("retry_all") && <button type="button" role="menuitem" onClick={() => void retry("all")}>Retry everything</button>}
-              </div>
-            </details>
+            <Menu label="Retry" closeOn={`${runParam}/${shownRun}`}>
+              {(close) => (
+                <>
+                  {allowed.has("retry_failed") && <button type="button" role="menuitem" onClick={() => { close(); void retry("failed"); }}>Retry failed jobs</button>}
+                  {allowed.has("force_retry") && <button type="button" role="menuitem" onClick={() => { close(); void retry("force"); }}>Force retry (failed jobs at their branch head)</button>}
+                  {allowed.has("retry_all") && <button type="button" role="menuitem" onClick={() => { close(); void retry("all"); }}>Retry everything</button>}
+                </>
+              )}
+            </Menu>
           )}
           {allowed.has("duplicate") && (
             <button
@@ -165,7 +192,7 @@ export function StackDetail({ id }: { id: string }) {
           {built && (
             <p>
               <label htmlFor="remove-typed">Type the stack's name, <strong>{s.name}</strong>, to confirm:</label>{" "}
-              <input id="remove-typed" value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)} />
+              <input id="remove-typed" value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)} onKeyDown={onEnter(typedNameMatches(typed, s.name), doRemove)} />
             </p>
           )}
           <div className="actions">
@@ -173,12 +200,7 @@ export function StackDetail({ id }: { id: string }) {
               type="button"
               className="danger"
               disabled={built && !typedNameMatches(typed, s.name)}
-              onClick={() =>
-                void act("remove", async () => {
-                  await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id }, header: key() } }));
-                  if (!built) navigate("/stacks");
-                })
-              }
+              onClick={doRemove}
             >
               Yes, remove
             </button>
@@ -196,19 +218,14 @@ export function StackDetail({ id }: { id: string }) {
           </p>
           <p>
             <label htmlFor="force-typed">Type the stack's name, <strong>{s.name}</strong>, to confirm:</label>{" "}
-            <input id="force-typed" value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)} />
+            <input id="force-typed" value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)} onKeyDown={onEnter(typedNameMatches(typed, s.name), doForce)} />
           </p>
           <div className="actions">
             <button
               type="button"
               className="danger"
               disabled={!typedNameMatches(typed, s.name)}
-              onClick={() =>
-                void act("force", async () => {
-                  const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: { confirm: true } }));
-                  downloadManifest(r.manifest);
-                })
-              }
+              onClick={doForce}
             >
               Yes, force-remove
             </button>
@@ -233,10 +250,12 @@ export function StackDetail({ id }: { id: string }) {
         <dt>Created</dt>
         <dd>{when(s.created_at)}</dd>
         <dt>Last change</dt>
-        <dd>{when(s.updated_at)}{s.deployed_at ? ` · deployed ${when(s.deployed_at)}` : ""}</dd>
+        {/* deployed_at is set when the first deploy starts: it is said once that deploy is over. */}
+        <dd>{when(s.updated_at)}{s.deployed_at && s.state !== "deploying" ? ` · first deployed ${when(s.deployed_at)}` : ""}</dd>
       </dl>
       {s.description && <p>{s.description}</p>}
-      {s.state === "removed" && me.data?.role === "admin" && <AbandonManifestLink id={id} />}
+      {/* Only a force-removal records a manifest: a plain removal is not asked for one (a 404). */}
+      {s.state === "removed" && me.data?.role === "admin" && forceRemoved(history.data?.items ?? []) && <AbandonManifestLink id={id} />}
       {s.problems.length > 0 && (
         <div className="problem" role="status">
           <strong>Before it can deploy:</strong>
@@ -246,17 +265,17 @@ export function StackDetail({ id }: { id: string }) {
       )}
       {s.state !== "draft" && (
         <>
-          <h2>
+          <h2 ref={pipelineHead} id="pipeline">
             Pipeline{" "}
             {pipeline.data && (
               <span className="small muted">
-                run {pipeline.data.run.kind} · <StateBadge state={pipeline.data.run.state} /> · started {when(pipeline.data.run.started_at ?? pipeline.data.run.created_at)}
+                <span data-run-kind={pipeline.data.run.kind}>{runKindLabel(pipeline.data.run.kind)}</span> · <StateBadge state={pipeline.data.run.state} /> · started {when(pipeline.data.run.started_at ?? pipeline.data.run.created_at)}
                 {runParam && <> · <a href={href(`/stacks/${id}`)}>latest run</a></>}
               </span>
             )}
           </h2>
           {pipeline.data?.run.error && <p className="problem">{pipeline.data.run.error}</p>}
-          {pipeline.data ? <PipelineView pipeline={pipeline.data} now={now} onRunAgain={(c) => void runAgain(c)} /> : pipeline.isLoading ? <p>Loading…</p> : <ProblemBox error={pipeline.error} />}
+          {pipeline.data ? <PipelineView pipeline={pipeline.data} phases={phases} now={now} onRunAgain={(c) => void runAgain(c)} /> : pipeline.isLoading ? <p>Loading…</p> : <ProblemBox error={pipeline.error} />}
           <h2>Log</h2>
           {pipeline.isLoading ? <p>Loading…</p> : <LogView key={runParam || "latest"} source={stackLog(id)} runId={pipeline.data?.run.id} follow={!runParam} jobs={jobs} lineLink={query.get("line") ?? undefined} />}
           <h2>Outputs</h2>
@@ -265,7 +284,7 @@ export function StackDetail({ id }: { id: string }) {
       )}
       <ActionsSection stack={s} role={me.data?.role} />
       <h2>History</h2>
-      <HistoryView id={id} />
+      <HistoryView id={id} now={now} />
     </>
   );
 }
@@ -284,9 +303,9 @@ function OutputsView({ id }: { id: string }) {
             <tbody>
               {execs.flatMap((e) =>
                 Object.entries(e.outputs as Record<string, unknown>).map(([name, val]) => (
-                  <tr key={`${e.execution}/${name}`} data-output={`${job}#${e.execution + 1}.${name}`}>
+                  <tr key={`${e.execution}/${name}`} data-output={`${job}#${e.execution}.${name}`}>
                     <th scope="row">
-                      {job} #{e.execution + 1} · {name}
+                      {machineLabel(job, e.execution)} · {name}
                     </th>
                     <td>
                       {val && typeof val === "object" && (val as { secret?: boolean }).secret ? (
@@ -311,8 +330,19 @@ function OutputsView({ id }: { id: string }) {
   );
 }
 
-function HistoryView({ id }: { id: string }) {
-  const history = useQuery({ queryKey: ["stack", id, "history"], queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })) });
+/** useHistory is the stack's state history (the history section and the force-removal note share it). */
+function useHistory(id: string) {
+  return useQuery({ queryKey: ["stack", id, "history"], queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })) });
+}
+
+/** forceRemoved says whether a history ends in a force-removal, whose manifest is then asked for. */
+export function forceRemoved(items: { to: string; error: string | null }[]): boolean {
+  const last = items.at(-1);
+  return last?.to === "removed" && !!last.error?.startsWith("force-removed");
+}
+
+function HistoryView({ id, now }: { id: string; now: number }) {
+  const history = useHistory(id);
   const runs = useQuery({ queryKey: ["stack", id, "runs"], queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { limit: "20" } } })) });
   return (
     <div className="history">
@@ -321,17 +351,23 @@ function HistoryView({ id }: { id: string }) {
       <table>
         <caption>Runs</caption>
         <thead>
-          <tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Started</th><th scope="col">Error</th></tr>
+          <tr>
+            <th scope="col">Run</th><th scope="col">By</th><th scope="col">State</th><th scope="col">Started</th><th scope="col">Ended</th>
+            <th scope="col">Duration</th><th scope="col">Error</th>
+          </tr>
         </thead>
         <tbody>
           {runs.data?.items.map((r) => (
-            <tr key={r.id}>
+            <tr key={r.id} data-run={r.id}>
               <td>
-                <a href={href(`/stacks/${id}`, { run: r.id })}>{r.kind}</a>
+                <a href={href(`/stacks/${id}`, { run: r.id })}>{runKindLabel(r.kind)}</a>
                 {r.action && <span className="small muted"> {r.action.undo ? "undo " : ""}{r.action.name}</span>}
               </td>
+              <td>{r.actor_name ?? (r.actor_id ? r.actor_id.slice(0, 8) : "Horizon")}</td>
               <td><StateBadge state={r.state} /></td>
               <td>{when(r.started_at ?? r.created_at)}</td>
+              <td>{r.finished_at ? when(r.finished_at) : ""}</td>
+              <td>{duration(r.started_at, r.finished_at, now)}</td>
               <td>{r.error ?? ""}</td>
             </tr>
           ))}
@@ -354,7 +390,7 @@ function ManifestView({ m }: { m: Manifest }) {
           {m.vms.length === 0 && <tr><td colSpan={5} className="muted">none</td></tr>}
           {m.vms.map((v) => (
             <tr key={`${v.proxmox_server_id}/${v.vm_id}`} data-vm={v.vm_id}>
-              <td>{v.vm_id}</td><td>{v.name}</td><td>{v.node}</td><td>{v.pool}</td><td>{v.job} #{v.execution + 1}</td>
+              <td>{v.vm_id}</td><td>{v.name}</td><td>{v.node}</td><td>{v.pool}</td><td>{machineLabel(v.job, v.execution)}</td>
             </tr>
           ))}
         </tbody>
@@ -405,4 +441,13 @@ function AbandonManifestLink({ id }: { id: string }) {
       <button type="button" className="link" onClick={() => downloadManifest(m.data!)}>Download the abandon manifest</button>
     </p>
   );
+}
+
+/** onEnter confirms a typed-name box from the keyboard: Enter does what the button does, once it may. */
+export function onEnter(ok: boolean, confirm: () => void) {
+  return (e: React.KeyboardEvent<HTMLInputElement>) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    if (ok) confirm();
+  };
 }

@@ -61,7 +61,8 @@ export function StacksList() {
         <label>
           State
           <select value={f.state} onChange={(e) => set("state", e.target.value)}>
-            <option value="">any</option>
+            {/* The API leaves removed stacks out unless asked for them: say so. */}
+            <option value="">any but removed</option>
             {STATES.map((s) => <option key={s}>{s}</option>)}
           </select>
         </label>

@@ -7,6 +7,7 @@ import { api, call } from "../api/client";
 import { href } from "../router";
 import { ProblemBox, StateBadge } from "./common";
 import { nameOf, useEnvironments } from "./lookups";
+import { machineLabel } from "../numbering";
 
 export function Startup() {
   const machines = useQuery({ queryKey: ["startup"], queryFn: () => call(api.GET("/v1/startup")) });
@@ -38,11 +39,11 @@ export function Startup() {
           </thead>
           <tbody>
             {rows.map((m) => (
-              <tr key={`${m.stack_id}/${m.job}/${m.execution}`} data-machine={`${m.stack} ${m.job} #${m.execution + 1}`}>
+              <tr key={`${m.stack_id}/${m.job}/${m.execution}`} data-machine={`${m.stack} ${machineLabel(m.job, m.execution)}`}>
                 <td>{m.startup_order ?? <span className="muted">none</span>}</td>
                 <td><a href={href(`/stacks/${m.stack_id}`)}>{m.stack}</a></td>
                 <td>{nameOf(envs.data, m.environment_id)}</td>
-                <td>{m.job} #{m.execution + 1}</td>
+                <td>{machineLabel(m.job, m.execution)}</td>
                 <td>{m.node}</td>
                 <td>{m.vm_id}</td>
                 <td><StateBadge state={m.state} /></td>

@@ -12,7 +12,7 @@ import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import { emptyOptions, fieldErrors, initialValues, type FormValues } from "../form/model";
 import { href, navigate, useRoute } from "../router";
 import { compareWith, definitionChanges } from "../templates/diff";
-import { ProblemBox, when } from "./common";
+import { plural, ProblemBox, when } from "./common";
 import { useTemplates } from "./lookups";
 
 export function TemplatesList() {
@@ -344,7 +344,7 @@ function DefinitionForm(props: { title: string; submit: string; hint?: string; i
         )}
         {others.length > 0 && (
           <div className="problem" role="alert">
-            <strong>The definition has {others.length} problem(s):</strong>
+            <strong>The definition has {plural(others.length, "problem")}:</strong>
             <ul>{others.map((x, i) => <li key={i}><code>{x.field}</code>: {x.message}</li>)}</ul>
           </div>
         )}

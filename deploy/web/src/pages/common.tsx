@@ -49,6 +49,28 @@ export function StateBadge({ state }: { state: string }) {
   return <span className={`state state-${state}`}>{state}</span>;
 }
 
+const runKinds: Record<string, string> = {
+  deploy: "deploy",
+  reapply: "re-apply",
+  retry: "retry",
+  run_again: "run again",
+  upgrade: "template upgrade",
+  remove: "removal",
+  action: "action",
+  iso_build: "build",
+  iso_remove: "removal",
+};
+
+/** runKindLabel is a run's kind in words: "run again", not "run_again". */
+export function runKindLabel(kind: string): string {
+  return runKinds[kind] ?? kind.replace(/_/g, " ");
+}
+
+/** plural is a count and its noun: "1 thing", "3 things" (never "thing(s)"). */
+export function plural(n: number, noun: string, nouns = noun + "s"): string {
+  return `${n} ${n === 1 ? noun : nouns}`;
+}
+
 export function when(iso: string | null | undefined): string {
   if (!iso) return "";
   const d = new Date(iso);
@@ -142,5 +164,39 @@ export function Secret({ name, reveal }: { name: string; reveal: () => Promise<{
       <span role="status" className="small">{note}</span>
       <ProblemBox error={err} />
     </span>
+  );
+}
+
+/**
+ * Menu is a disclosure menu (a details element): it closes on Escape (the focus back on its
+ * button), on a click outside it, when an item is chosen, and when closeOn changes (the run
+ * shown, say), so that it never stays open over a page that moved on.
+ */
+export function Menu({ label, closeOn, children }: { label: string; closeOn?: unknown; children: (close: () => void) => React.ReactNode }) {
+  const [open, setOpen] = useState(false);
+  const ref = useRef<HTMLDetailsElement>(null);
+  useEffect(() => setOpen(false), [closeOn]);
+  useEffect(() => {
+    if (!open) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== "Escape") return;
+      setOpen(false);
+      ref.current?.querySelector("summary")?.focus();
+    };
+    const onDown = (e: MouseEvent) => {
+      if (ref.current && !ref.current.contains(e.target as Node)) setOpen(false);
+    };
+    document.addEventListener("keydown", onKey);
+    document.addEventListener("mousedown", onDown);
+    return () => {
+      document.removeEventListener("keydown", onKey);
+      document.removeEventListener("mousedown", onDown);
+    };
+  }, [open]);
+  return (
+    <details className="menu" ref={ref} open={open} onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>{label}</summary>
+      <div role="menu">{children(() => setOpen(false))}</div>
+    </details>
   );
 }

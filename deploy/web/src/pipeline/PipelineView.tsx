@@ -1,15 +1,16 @@
 import { useState } from "react";
 import type { Card, Pipeline } from "../api/client";
-import { duration, layout, waitingText } from "./layout";
+import { duration, layout, waitingText, type TemplatePhase } from "./layout";
+import { machineLabel } from "../numbering";
 
-export function PipelineView({ pipeline, now, onRunAgain }: { pipeline: Pipeline; now: number; onRunAgain?: (c: Card) => void }) {
-  const cols = layout(pipeline);
+export function PipelineView({ pipeline, phases, now, onRunAgain }: { pipeline: Pipeline; phases?: TemplatePhase[]; now: number; onRunAgain?: (c: Card) => void }) {
+  const cols = layout(pipeline, phases);
   return (
     <div className="pipeline" role="list" aria-label="Pipeline">
       {cols.map((col) => (
-        <section key={col.phase} className={`column col-${col.state}`} role="listitem" aria-label={`Phase ${col.phase + 1}: ${col.name}`}>
+        <section key={col.phase} className={`column col-${col.state}`} role="listitem" aria-label={col.number ? `Phase ${col.number}: ${col.name}` : col.name}>
           <h3>
-            <span className="phase-no">Phase {col.phase + 1}</span> {col.name}
+            {col.number && <span className="phase-no">Phase {col.number}</span>} {col.name}
           </h3>
           {col.items.map((it) =>
             it.kind === "card" ? (
@@ -26,7 +27,7 @@ export function PipelineView({ pipeline, now, onRunAgain }: { pipeline: Pipeline
 
 function CardView({ c, now, onRunAgain }: { c: Card; now: number; onRunAgain?: (c: Card) => void }) {
   const d = duration(c.started_at, c.finished_at, now);
-  const name = `${c.job}${c.execution != null ? ` #${c.execution + 1}` : ""}`;
+  const name = machineLabel(c.job, c.execution);
   return (
     <article className={`card state-${c.state}`} data-card={name} data-state={c.state} aria-label={`${name}: ${c.state}`}>
       <header>

@@ -65,3 +65,42 @@ describe("card text", () => {
     expect(waitingText(card("a", 0, "queued", { waiting_on: { node: "pve2", position: 3, since: null, holder: null } }))).toContain("number 3 in line");
   });
 });
+
+describe("phase numbers (#29 item 6)", () => {
+  const phases = [{ jobs: [{ name: "db" }] }, { jobs: [{ name: "app" }] }];
+  it("are the template's 1…n whatever the run's own phase positions", () => {
+    // An edit's run: removals, builds and removals after replacing, three slots per phase.
+    const cols = layout(
+      {
+        run,
+        columns: [
+          { phase: 2, name: "database", cards: [card("db", 0, "succeeded")] },
+          { phase: 5, name: "application", cards: [card("app", 2, "succeeded")] },
+          { phase: 6, name: "application (remove after replacing)", cards: [card("app", 0, "succeeded", { kind: "destroy" })] },
+        ],
+      },
+      phases,
+    );
+    expect(cols.map((c) => `${c.number} ${c.name}`)).toEqual(["1 database", "2 application", "2 application (remove after replacing)"]);
+  });
+
+  it("follow the template on a removal, and columns of no template phase have none", () => {
+    const cols = layout(
+      {
+        run,
+        columns: [
+          { phase: 0, name: "undo create-pool", cards: [card("create-pool", 1, "succeeded", { kind: "action_destroy" })] },
+          { phase: 1, name: "application", cards: [card("app", 0, "succeeded", { kind: "destroy" })] },
+          { phase: 2, name: "database", cards: [card("db", 0, "succeeded", { kind: "destroy" })] },
+          { phase: 3, name: "removed from the template", cards: [card("gone", 0, "succeeded", { kind: "destroy" })] },
+        ],
+      },
+      phases,
+    );
+    expect(cols.map((c) => c.number)).toEqual([null, 2, 1, null]);
+  });
+
+  it("number an ISO's stages by their place when there is no template", () => {
+    expect(layout({ run, columns: [{ phase: 0, name: "preflight", cards: [card("preflight", null, "succeeded")] }] })[0].number).toBe(1);
+  });
+});

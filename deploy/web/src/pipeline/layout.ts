@@ -1,6 +1,12 @@
 // The pipeline's layout, free of React: one column per phase in phase order, one card per
 // execution in execution order; a job with more than GROUP_ABOVE executions in a column becomes
 // one group card with counts per state, so a 40-machine job stays readable.
+//
+// A column's number is the phase's number in the stack's template (1…n), found from its jobs:
+// a run's own phase positions are an ordering (an edit removes, builds and removes-after-
+// replacing in three slots per template phase; a removal runs them backwards after undoing
+// actions) and never shown. A column of no template phase (undoing an action, publishing to
+// Nagios, destroying a job the template no longer has) has no number.
 import type { Card, Pipeline } from "../api/client";
 
 export const GROUP_ABOVE = 6;
@@ -11,6 +17,8 @@ export type Item =
 
 export interface Column {
   phase: number;
+  /** number is the template phase's number, 1…n; null for a column of no template phase. */
+  number: number | null;
   name: string;
   items: Item[];
   state: string;
@@ -26,7 +34,18 @@ export function summaryState(states: string[]): string {
   return states[0];
 }
 
-export function layout(p: Pipeline): Column[] {
+/** TemplatePhase is what layout needs of a template's phase: its jobs' names. */
+export interface TemplatePhase {
+  jobs: { name: string }[];
+}
+
+/**
+ * layout lays a run out. phases are the stack's template's, which number the columns; without
+ * them (an ISO's stages) a column is numbered by its place in the run.
+ */
+export function layout(p: Pipeline, phases?: TemplatePhase[]): Column[] {
+  const phaseOf = new Map<string, number>();
+  phases?.forEach((ph, i) => ph.jobs.forEach((j) => phaseOf.set(j.name, i + 1)));
   return [...p.columns]
     .sort((a, b) => a.phase - b.phase)
     .map((col) => {
@@ -48,7 +67,9 @@ export function layout(p: Pipeline): Column[] {
           });
         } else for (const card of sorted) items.push({ kind: "card", key: card.step_id, card });
       }
-      return { phase: col.phase, name: col.name, items, state: summaryState(col.cards.map((c) => c.state)) };
+      const template = col.cards.filter((c) => !c.kind.startsWith("action_") && !c.kind.startsWith("nagios_")).map((c) => phaseOf.get(c.job));
+      const number = phases ? (template.find((n) => n !== undefined) ?? null) : col.phase + 1;
+      return { phase: col.phase, number, name: col.name, items, state: summaryState(col.cards.map((c) => c.state)) };
     });
 }
 

@@ -45,7 +45,7 @@ describe("plan rendering", () => {
     expect(reasonText({ kind: "attachment", param: "startup_order", to: 3 })).toBe("startup order: none → 3");
     expect(reasonText({ kind: "input", input: "db_host", from_job: "db" })).toBe("input db_host from db changes");
     expect(reasonText({ kind: "unfinished" })).toBe("did not finish in the last run");
-    expect(entryName(entry("reapply", "app", 1))).toBe("app #2");
+    expect(entryName(entry("reapply", "app", 1))).toBe("app #1");
   });
 
   it("tells in which order a job is replaced", () => {

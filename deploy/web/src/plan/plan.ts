@@ -3,6 +3,7 @@
 // destructive actions (a save that destroys machines, remove, force-remove). Kept free of React
 // so that unit tests drive it.
 import type { Schemas, Stack } from "../api/client";
+import { machineLabel } from "../numbering";
 
 export type Plan = Schemas["Plan"];
 export type PlanEntry = Plan["order"][number];
@@ -77,7 +78,7 @@ export function reasonText(r: PlanReason, names?: Names): string {
 
 /** entryName is how an entry's execution is called on the pipeline's cards: "app #2". */
 export function entryName(e: PlanEntry): string {
-  return `${e.job} #${e.execution + 1}`;
+  return machineLabel(e.job, e.execution);
 }
 
 /**

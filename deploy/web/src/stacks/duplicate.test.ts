@@ -10,8 +10,8 @@ describe("notCopiedLines", () => {
         { field: "labels", message: "odd" },
       ]),
     ).toEqual([
-      "db #1 · address: an address belongs to one stack: pick a free one",
-      "app #2 · admin_password: a generated secret: the new stack generates its own",
+      "db #0 · address: an address belongs to one stack: pick a free one",
+      "app #1 · admin_password: a generated secret: the new stack generates its own",
       "labels: odd",
     ]);
     expect(notCopiedLines([])).toEqual([]);

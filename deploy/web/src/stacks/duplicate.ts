@@ -2,6 +2,7 @@
 // the notice the new draft opens with. The list is kept in the query cache under
 // notCopiedKey(draft id) between the stack's page and the draft's form.
 import type { Schemas } from "../api/client";
+import { machineLabel } from "../numbering";
 
 export type NotCopied = Schemas["FieldError"];
 
@@ -16,6 +17,6 @@ export function notCopiedLines(items: NotCopied[]): string[] {
     if (!m) return `${n.field}: ${n.message}`;
     const [, job, index, rest] = m;
     const what = rest === "address_id" ? "address" : rest.startsWith("parameters.") ? rest.slice("parameters.".length) : rest;
-    return `${job} #${Number(index) + 1} · ${what}: ${n.message}`;
+    return `${machineLabel(job, Number(index))} · ${what}: ${n.message}`;
   });
 }
