@@ -3,6 +3,7 @@
 import { cleanup, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TemplateForm } from "../api/client";
+import { EmptyIsos } from "../pages/Isos";
 import { FormRenderer } from "./FormRenderer";
 import { fieldErrors, initialValues, type Options } from "./model";
 
@@ -41,8 +42,7 @@ describe("empty lists", () => {
 });
 
 describe("an empty ISO list", () => {
-  it("says how to register an ISO template when there is none", async () => {
-    const { EmptyIsos } = await import("../pages/Isos");
+  it("says how to register an ISO template when there is none", () => {
     const { container } = render(<EmptyIsos filtered={false} templates={0} />);
     expect(container.textContent).toContain("POST /v1/iso-templates");
     cleanup();
