@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -37,6 +36,9 @@ func main() {
 		os.Exit(2)
 	}
 	log := cfg.Logger(os.Stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
 	if len(os.Args) > 1 {
 		if err := command(cfg, os.Args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -62,15 +64,9 @@ func run(cfg config.Config, log *slog.Logger) error {
 	if err := store.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
-	if err != nil {
-		return fmt.Errorf("parse redis url: %w", err)
-	}
-	ropts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return fmt.Errorf("parse redis url: %w", err)
-	}
-	rdb := redis.NewClient(ropts)
+	// The process's one Redis client: Asynq, the streams, the gate and the namespace claim all
+	// use it, so that all of them follow a Sentinel failover together.
+	rdb := cfg.Redis.NewClient(0)
 	defer rdb.Close()
 	installation, err := store.InstallationID(ctx, pool)
 	if err != nil {
@@ -97,8 +93,8 @@ func run(cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace, MaxLen: cfg.LogMaxLen, Retention: cfg.LogRetention})
-	w, err := worker.New(worker.Config{DB: pool, Redis: rdb, RedisOpt: redisOpt, Box: box, Log: log, Namespace: cfg.Namespace,
-		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, Heartbeat: cfg.StepHeartbeat, VMSSHPort: cfg.VMSSHPort, Git: git,
+	w, err := worker.New(worker.Config{DB: pool, Redis: rdb, Box: box, Log: log, Namespace: cfg.Namespace,
+		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, DriftInterval: cfg.DriftInterval, Heartbeat: cfg.StepHeartbeat, VMSSHPort: cfg.VMSSHPort, Git: git,
 		LogClient: logs, EventsMaxLen: cfg.EventsMaxLen,
 		ISODownloadAttempts: cfg.ISODownloadAttempts, ISORetryBackoff: cfg.ISORetryBackoff, ProxmoxTaskPoll: cfg.ProxmoxTaskPoll,
 		Terraform: terraform.Config{Binary: bin, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"horizon/shared/redisconn"
 	"horizon/shared/store"
 )
 
@@ -48,11 +49,11 @@ func newBenchEnv(ctx context.Context) (*benchEnv, error) {
 		return nil, err
 	}
 	redisURL := envOr("HORIZON_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
-	opts, err := redis.ParseURL(redisURL)
+	opts, _, err := redisconn.Parse(redisURL)
 	if err != nil {
 		return nil, err
 	}
-	rdb := redis.NewClient(opts)
+	rdb := opts.NewClient(0)
 	ns := "bench" + hex.EncodeToString(b)
 	return &benchEnv{DB: pool, Redis: rdb, NS: ns, DatabaseURL: u.String(), RedisURL: redisURL, drop: func() {
 		pool.Close()

@@ -29,6 +29,7 @@ func main() {
 	benches := map[string]func(context.Context) error{
 		"api":   benchAPI,
 		"scale": benchScale,
+		"drift": benchDrift,
 	}
 	run, ok := benches[which]
 	if !ok {

@@ -260,11 +260,7 @@ phases:
 		return nil, err
 	}
 	d.deepCursor = base64.RawURLEncoding.EncodeToString(deep[:])
-	redisOpt, err := asynq.ParseRedisURI(envOr("HORIZON_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"))
-	if err != nil {
-		return nil, err
-	}
-	d.reconcile = reconcile.Handler{DB: db, Queues: queue.Names(env.NS), Enqueue: queue.Enqueuer{Client: asynq.NewClient(redisOpt)},
+	d.reconcile = reconcile.Handler{DB: db, Queues: queue.Names(env.NS), Enqueue: queue.Enqueuer{Client: asynq.NewClientFromRedisClient(env.Redis)},
 		StaleAfter: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}
 	return d, nil
 }

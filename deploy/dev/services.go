@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/redisconn"
 )
 
 const (
@@ -102,11 +103,11 @@ func pgAnswers(ctx context.Context, url string) bool {
 }
 
 func redisAnswers(ctx context.Context, url string) bool {
-	opts, err := redis.ParseURL(url)
+	opts, _, err := redisconn.Parse(url)
 	if err != nil {
 		return false
 	}
-	c := redis.NewClient(opts)
+	c := opts.NewClient(0)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

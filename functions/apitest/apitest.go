@@ -81,6 +81,10 @@ type Options struct {
 	// Log, when set, receives the API's every log line from debug level up (every request is
 	// logged at debug), instead of the test log's warnings: a test reads what operators would.
 	Log io.Writer
+	// DatabaseURL and RedisURL, when set, replace the test's own database and Redis: the
+	// failover tests point the API at a Postgres pair and at Redis Sentinels. The database must
+	// be empty (the API migrates it); the namespace is still the test's own.
+	DatabaseURL, RedisURL string
 	// SendBuffer, when set, is the kernel send buffer (SO_SNDBUF) of every connection the
 	// server accepts. Linux otherwise grows it to megabytes, which a test of a paused client
 	// would have to fill before the server's own writes block.
@@ -91,17 +95,31 @@ type Options struct {
 // namespace of the test's own. opts may be nil.
 func New(t testing.TB, opts *Options) *Server {
 	t.Helper()
-	db := testkit.DB(t)
-	_, ns := testkit.Redis(t)
+	var dbURL, redisURL, ns string
+	var db *pgxpool.Pool
+	if opts != nil && opts.DatabaseURL != "" {
+		dbURL = opts.DatabaseURL
+	} else {
+		db = testkit.DB(t)
+		dbURL = db.Config().ConnString()
+	}
+	if opts != nil && opts.RedisURL != "" {
+		redisURL, ns = opts.RedisURL, "t"+uuid.NewString()[:12]
+	} else {
+		_, ns = testkit.Redis(t)
+		redisURL = testkit.RedisURL()
+	}
 	key := make([]byte, secrets.KeySize)
 	_, _ = rand.Read(key)
 	admin := auth.NewToken()
-	s := start(t, config.Config{DatabaseURL: db.Config().ConnString(), RedisURL: testkit.RedisURL(), Namespace: ns, SecretKey: key,
+	s := start(t, config.Config{DatabaseURL: dbURL, RedisURL: redisURL, Namespace: ns, SecretKey: key,
 		BootstrapAdminToken: admin}, opts)
-	s.DB = db
+	if db != nil {
+		s.DB = db // else the API's own pool, which follows a failover
+	}
 	// The admin is the bootstrap admin production makes from HORIZON_BOOTSTRAP_ADMIN_TOKEN.
 	s.Admin = admin.Reveal()
-	if err := db.QueryRow(context.Background(), `SELECT user_id FROM api_tokens WHERE hash = $1`, auth.HashToken(s.Admin)).Scan(&s.AdminID); err != nil {
+	if err := s.DB.QueryRow(context.Background(), `SELECT user_id FROM api_tokens WHERE hash = $1`, auth.HashToken(s.Admin)).Scan(&s.AdminID); err != nil {
 		t.Fatalf("the bootstrap admin: %v", err)
 	}
 	return s

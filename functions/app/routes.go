@@ -134,6 +134,8 @@ func routes(d api.Deps) []route {
 		{fiber.MethodGet, "/stacks/:id/action-instances", stacks.GetActionInstances(d)},
 		{fiber.MethodDelete, "/stacks/:id/action-instances/:iid", stacks.UndoActionInstance(d)},
 		{fiber.MethodGet, "/stacks/:id/pipeline", stacks.GetPipeline(d)},
+		{fiber.MethodPost, "/stacks/:id/drift-check", stacks.CheckDrift(d)},
+		{fiber.MethodPost, "/stacks/:id/drift/findings/:finding/accept", stacks.AcceptDrift(d)},
 		{fiber.MethodGet, "/stacks/:id/outputs", stacks.GetOutputs(d)},
 		{fiber.MethodPost, "/stacks/:id/outputs/:job/:n/:name/reveal", stacks.Reveal(d)},
 		{fiber.MethodGet, "/stacks/:id/history", stacks.GetHistory(d)},

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 
 	"horizon/functions/api"
 	"horizon/functions/authcache"
@@ -70,11 +69,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, 
 		return nil, err
 	}
 
-	ropts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
 	}
-	rdb := redis.NewClient(ropts)
+	// The process's one Redis client (cfg.Redis was parsed once, by config.Load): Asynq, the
+	// auth cache, the gate, the streams' writers and the namespace claim all use it, so that
+	// all of them follow a Sentinel failover together.
+	rdb := cfg.Redis.NewClient(0)
 	s.closing(func() { _ = rdb.Close() }) // nothing to flush on a client we are done with
 	installation, err := store.InstallationID(ctx, pool)
 	if err != nil {
@@ -97,14 +98,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, 
 
 	cache := authcache.New(rdb, cfg.Namespace, cfg.AuthCacheTTL)
 	go cache.Run(background, log)
-	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
-	}
-	client := asynq.NewClient(redisOpt)
-	s.closing(func() { _ = client.Close() }) // nothing to flush: enqueues are synchronous
-	inspector := asynq.NewInspector(redisOpt)
-	s.closing(func() { _ = inspector.Close() })
+	// Clients made from rdb do not close it; rdb's own closer, registered first, runs last.
+	client := asynq.NewClientFromRedisClient(rdb)
+	inspector := asynq.NewInspectorFromRedisClient(rdb)
 	queues := queue.Names(cfg.Namespace)
 	reg.MustRegister(metrics.NewCollector(rdb, cfg.Namespace, inspector, []string{queues.Control, queues.Build}, pool, log))
 	g, err := gate.New(rdb, gate.Config{Prefix: cfg.Namespace})
@@ -114,9 +110,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, 
 	// The stream readers hold a connection each in a blocking XREAD: one per run followed in
 	// this process and one for the events. They get a client of their own so that they never
 	// starve the handlers' pool.
-	readerOpts := *ropts
-	readerOpts.PoolSize = cfg.SSEReaders + 1
-	readers := redis.NewClient(&readerOpts)
+	// Built from the same parsed URL: a failover client too.
+	readers := cfg.Redis.NewClient(cfg.SSEReaders + 1)
 	s.closing(func() { _ = readers.Close() })
 	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace, MaxLen: cfg.LogMaxLen, Retention: cfg.LogRetention})
 	eventsCfg := events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen}

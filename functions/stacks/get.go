@@ -53,5 +53,8 @@ func detail(ctx context.Context, q store.Querier, l *loaded, can horizon.Capabil
 			return Stack{}, err
 		}
 	}
-	return toStack(l, run, probs, nil, can), nil
+	out := toStack(l, run, probs, nil, can)
+	var err error
+	out.Drift, err = stackDrift(ctx, q, l.stack.ID)
+	return out, err
 }

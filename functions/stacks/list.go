@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
 	"horizon/shared/horizon"
@@ -23,16 +24,18 @@ type Summary struct {
 	TemplateVersion int      `json:"template_version"`
 	State           string   `json:"state"`
 	AllowedActions  []string `json:"allowed_actions"`
-	Version         int64    `json:"version"`
-	CreatedAt       string   `json:"created_at"`
-	UpdatedAt       string   `json:"updated_at"`
+	// Drifted: a drift check found a change on one of its machines that nobody accepted.
+	Drifted   bool   `json:"drifted"`
+	Version   int64  `json:"version"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
 }
 
 var stackStates = map[string]bool{"draft": true, "deploying": true, "deployed": true, "updating": true, "failed": true, "removing": true, "removed": true}
 
 // List returns the stacks the caller may see, newest first; filters ?state=, ?label=,
-// ?team_id=, ?template_id=, ?environment_id= and ?q= (text in the name or description, or a
-// label).
+// ?team_id=, ?template_id=, ?environment_id=, ?drifted= (with an unaccepted drift finding or
+// without) and ?q= (text in the name or description, or a label).
 func List(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		page, err := api.ParsePage(c)
@@ -55,8 +58,15 @@ func List(d api.Deps) fiber.Handler {
 		if f.EnvironmentID, err = api.QueryID(c, "environment_id"); err != nil {
 			return err
 		}
+		if f.Drifted, err = api.QueryBool(c, "drifted"); err != nil {
+			return err
+		}
 		who := api.Principal(c)
 		stacks, next, err := store.StackList(c.UserContext(), d.DB, who.Scope(), f, page)
+		if err != nil {
+			return err
+		}
+		drifted, err := store.DriftedStacks(c.UserContext(), d.DB, api.Map(stacks, func(s horizon.Stack) uuid.UUID { return s.ID }))
 		if err != nil {
 			return err
 		}
@@ -64,7 +74,7 @@ func List(d api.Deps) fiber.Handler {
 		return c.JSON(api.NewList(api.Map(stacks, func(s horizon.Stack) Summary {
 			return Summary{ID: s.ID.String(), TeamID: s.TeamID.String(), Name: s.Name, Description: s.Description, Labels: nonNilStrings(s.Labels),
 				EnvironmentID: s.EnvironmentID.String(), TemplateID: s.TemplateID.String(), TemplateVersion: s.TemplateVersion, State: string(s.State),
-				AllowedActions: horizon.StackActions(s, s.State.Busy(), can), Version: s.Version,
+				AllowedActions: horizon.StackActions(s, s.State.Busy(), can), Drifted: drifted[s.ID], Version: s.Version,
 				CreatedAt: s.CreatedAt.UTC().Format(rfc3339), UpdatedAt: s.UpdatedAt.UTC().Format(rfc3339)}
 		}), next))
 	}

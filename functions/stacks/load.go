@@ -61,7 +61,7 @@ func toStack(l *loaded, run *horizon.Run, problems []horizon.FieldError, presele
 	out := Stack{ID: s.ID, TeamID: s.TeamID, Name: s.Name, Description: s.Description, Labels: nonNilStrings(s.Labels),
 		EnvironmentID: s.EnvironmentID, TemplateID: s.TemplateID, TemplateVersion: s.TemplateVersion, State: string(s.State),
 		Jobs: map[string]Job{}, Problems: problems, Preselected: preselected, Version: s.Version, DeployedAt: s.DeployedAt,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Drift: noDrift()}
 	if out.Problems == nil {
 		out.Problems = []horizon.FieldError{}
 	}

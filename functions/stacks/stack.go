@@ -204,10 +204,12 @@ type Stack struct {
 	ActionCommits  map[string]string `json:"action_commits"`
 	AllowedActions []string          `json:"allowed_actions"`
 	CurrentRun     *Run              `json:"current_run"`
-	Version        int64             `json:"version"`
-	DeployedAt     *time.Time        `json:"deployed_at"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
+	// Drift is what the drift checks found on the stack's machines.
+	Drift      Drift      `json:"drift"`
+	Version    int64      `json:"version"`
+	DeployedAt *time.Time `json:"deployed_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
 	// NotCopied, only in the answer of a duplicate, lists what the copy left out, by field:
 	// addresses (one stack's each) and the secrets the template generates.
 	NotCopied []horizon.FieldError `json:"not_copied,omitempty"`

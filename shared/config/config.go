@@ -18,15 +18,25 @@ import (
 	"time"
 
 	"horizon/shared/auth"
+	"horizon/shared/redisconn"
 	"horizon/shared/secrets"
 )
 
 // Config is everything the API and the workers are configured with.
 type Config struct {
-	// DatabaseURL (HORIZON_DATABASE_URL, required): Postgres connection URL.
+	// DatabaseURL (HORIZON_DATABASE_URL, required): Postgres connection URL. Several hosts
+	// (postgres://u@h1:5432,h2:5432/db) need target_session_attrs=read-write (or primary), so
+	// that every connection goes to the primary whichever host that is now.
 	DatabaseURL string
-	// RedisURL (HORIZON_REDIS_URL, required): redis:// or rediss:// URL.
+	// RedisURL (HORIZON_REDIS_URL, required): redis:// or rediss:// URL of one Redis, or
+	// go-redis's failover URL naming Redis Sentinels:
+	// redis://[sentinel-user:sentinel-password@]s1:26379?master_name=NAME&addr=s2:26379&addr=s3:26379[&username=U&password=P].
 	RedisURL string
+	// Redis is RedisURL parsed, once: every Redis client of the process is built from it.
+	Redis redisconn.Options
+	// Warnings say what Load accepted but an operator should know (e.g. fewer than three
+	// sentinels); each main logs them once its logger exists.
+	Warnings []string
 	// Listen (HORIZON_LISTEN, default 127.0.0.1:8080): host:port the API serves on.
 	Listen string
 	// WorkersListen (HORIZON_WORKERS_LISTEN, default 127.0.0.1:8081): host:port a worker
@@ -64,6 +74,9 @@ type Config struct {
 	// ReconcileInterval (HORIZON_RECONCILE_INTERVAL, default 30s): how often the workers'
 	// scheduler enqueues the reconcile task.
 	ReconcileInterval time.Duration
+	// DriftInterval (HORIZON_DRIFT_INTERVAL, default 5m): how often every Proxmox server's
+	// machines are compared with what Horizon set on them (workers/drift).
+	DriftInterval time.Duration
 	// TerraformBin (HORIZON_TERRAFORM_BIN, default: terraform, else tofu, on PATH): the
 	// Terraform-compatible binary the workers run.
 	TerraformBin string
@@ -146,6 +159,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		Namespace:         l.str("HORIZON_NAMESPACE", "horizon"),
 		WorkerConcurrency: l.positiveInt("HORIZON_WORKER_CONCURRENCY", 10),
 		ReconcileInterval: l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
+		DriftInterval:     l.duration("HORIZON_DRIFT_INTERVAL", 5*time.Minute),
 		AuthCacheTTL:      l.durationOrZero("HORIZON_AUTH_CACHE_TTL", 5*time.Second),
 		GitCacheDir:       l.str("HORIZON_GIT_CACHE_DIR", filepath.Join(".data", "git")),
 		TerraformBin:      l.str("HORIZON_TERRAFORM_BIN", ""),
@@ -169,14 +183,25 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		StreamTokenTTL:      l.duration("HORIZON_STREAM_TOKEN_TTL", 5*time.Minute),
 	}
 	if c.DatabaseURL != "" {
-		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		u, err := url.Parse(c.DatabaseURL)
+		switch {
+		case err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql"):
 			l.fail("HORIZON_DATABASE_URL", "must be a postgres:// URL")
+		case strings.Contains(u.Host, ","):
+			// With several hosts and no target_session_attrs, pgx takes the first that answers,
+			// which after a failover may be a standby: every write would fail.
+			if a := u.Query().Get("target_session_attrs"); a != "read-write" && a != "primary" {
+				l.fail("HORIZON_DATABASE_URL", "names several hosts but not target_session_attrs=read-write: "+
+					"a connection could land on a standby after a failover; add target_session_attrs=read-write")
+			}
 		}
 	}
 	if c.RedisURL != "" {
-		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
-			l.fail("HORIZON_REDIS_URL", "must be a redis:// or rediss:// URL")
+		opts, warnings, err := redisconn.Parse(c.RedisURL)
+		if err != nil {
+			l.fail("HORIZON_REDIS_URL", "%v", err)
 		}
+		c.Redis, c.Warnings = opts, append(c.Warnings, warnings...)
 	}
 	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port == "" {
 		l.fail("HORIZON_LISTEN", "must be host:port, e.g. 127.0.0.1:8080")

@@ -142,3 +142,60 @@ func TestLoadISOSettings(t *testing.T) {
 		t.Fatalf("bad values: %v", err)
 	}
 }
+
+// TestLoadHighAvailabilityURLs: the Sentinel form of HORIZON_REDIS_URL and a multi-host
+// HORIZON_DATABASE_URL are accepted when complete, refused naming the setting when a failover
+// could not work, and accepted with a warning when it would work without a quorum.
+func TestLoadHighAvailabilityURLs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, db, redis string
+		sentinel        bool
+		wantErr         string // a fragment of the error; "" for none
+		wantWarning     string // a fragment of the warning; "" for none
+	}{
+		{name: "one redis", db: "postgres://h@db/horizon", redis: "redis://cache:6379/2"},
+		{name: "three sentinels", db: "postgres://h@db/horizon", sentinel: true,
+			redis: "redis://suser:spass@s1:26379/0?master_name=hz&addr=s2:26379&addr=s3:26379&username=u&password=p"},
+		{name: "sentinels without master_name", db: "postgres://h@db/horizon", redis: "redis://s1:26379?addr=s2:26379&addr=s3:26379",
+			wantErr: "HORIZON_REDIS_URL: names Redis Sentinels (addr=) but no master_name="},
+		{name: "empty master_name", db: "postgres://h@db/horizon", redis: "redis://s1:26379?master_name=&addr=s2:26379",
+			wantErr: "HORIZON_REDIS_URL: names Redis Sentinels (addr=) but no master_name="},
+		{name: "one sentinel", db: "postgres://h@db/horizon", redis: "redis://s1:26379?master_name=hz", sentinel: true,
+			wantWarning: "HORIZON_REDIS_URL names 1 sentinel(s)"},
+		{name: "asynq's sentinel form", db: "postgres://h@db/horizon", redis: "redis-sentinel://s1:26379,s2:26379?master=hz",
+			wantErr: "HORIZON_REDIS_URL: the redis-sentinel:// form is not supported"},
+		{name: "unknown option", db: "postgres://h@db/horizon", redis: "redis://s1:26379?master_name=hz&addr=s2:26379&addr=s3:26379&colour=red",
+			wantErr: "HORIZON_REDIS_URL: "},
+		{name: "two postgres hosts, read-write", redis: "redis://cache",
+			db: "postgres://h@db1:5432,db2:5432/horizon?target_session_attrs=read-write"},
+		{name: "two postgres hosts, primary", redis: "redis://cache",
+			db: "postgres://h@db1:5432,db2:5432/horizon?target_session_attrs=primary"},
+		{name: "two postgres hosts, no target_session_attrs", redis: "redis://cache",
+			db: "postgres://h@db1:5432,db2:5432/horizon", wantErr: "HORIZON_DATABASE_URL: names several hosts but not target_session_attrs=read-write"},
+		{name: "two postgres hosts, any", redis: "redis://cache",
+			db: "postgres://h@db1:5432,db2:5432/horizon?target_session_attrs=any", wantErr: "HORIZON_DATABASE_URL: names several hosts"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := config.Load(lookup(map[string]string{"HORIZON_DATABASE_URL": tc.db, "HORIZON_REDIS_URL": tc.redis, "HORIZON_SECRET_KEY": key}))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Redis.Sentinel() != tc.sentinel {
+				t.Errorf("got Sentinel() %v, want %v", c.Redis.Sentinel(), tc.sentinel)
+			}
+			warnings := strings.Join(c.Warnings, "; ")
+			if (tc.wantWarning == "") != (warnings == "") || !strings.Contains(warnings, tc.wantWarning) {
+				t.Errorf("got warnings %q, want %q", warnings, tc.wantWarning)
+			}
+		})
+	}
+}

@@ -23,7 +23,28 @@ const (
 	Run   Kind = "run"
 	Step  Kind = "step"
 	ISO   Kind = "iso"
+	// Drift events say that a stack's machines drifted from what Horizon set (State
+	// DriftFoundState) or no longer do (DriftClearedState); ID is the stack's.
+	Drift Kind = "drift"
 )
+
+// The states of drift events, and the names under which they are announced (webhooks and
+// other notifications name an event by these).
+const (
+	DriftFoundState   = "found"
+	DriftClearedState = "cleared"
+	DriftFound        = "stack.drift.found"
+	DriftCleared      = "stack.drift.cleared"
+)
+
+// Name is the event's announced name: "stack.drift.found" and "stack.drift.cleared" for
+// drift events, "<type>.<state>" otherwise (e.g. "stack.deployed").
+func (e Event) Name() string {
+	if e.Type == Drift {
+		return "stack.drift." + e.State
+	}
+	return string(e.Type) + "." + e.State
+}
 
 // Event is one state change. It carries ids, states and template identifiers only — never
 // free text, so never a secret — except Error, whose only constructor masks it. Its JSON form
@@ -58,7 +79,7 @@ var (
 func (e Event) validate() error {
 	var errs []error
 	switch e.Type {
-	case Stack:
+	case Stack, Drift:
 		if e.StackID == uuid.Nil || e.TeamID == uuid.Nil {
 			errs = append(errs, fmt.Errorf("%s event without stack_id and team_id", e.Type))
 		}
@@ -68,7 +89,7 @@ func (e Event) validate() error {
 		}
 	case ISO:
 	default:
-		errs = append(errs, fmt.Errorf("event type %q: want stack, run, step or iso", e.Type))
+		errs = append(errs, fmt.Errorf("event type %q: want stack, run, step, iso or drift", e.Type))
 	}
 	if e.ID == uuid.Nil {
 		errs = append(errs, errors.New("event without id"))

@@ -27,9 +27,15 @@ func dependencyDown(err error) bool {
 		return true
 	case errors.As(err, &pg):
 		// 08: connection exception; 57P01-03: the server is shutting down or starting; 53300:
-		// too many connections.
-		return strings.HasPrefix(pg.Code, "08") || strings.HasPrefix(pg.Code, "57P") || pg.Code == "53300"
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		// too many connections; 25006: a write reached a server that is read only, a primary
+		// being switched over (the store resets its pool on it, so a retry reaches the new one).
+		return strings.HasPrefix(pg.Code, "08") || strings.HasPrefix(pg.Code, "57P") || pg.Code == "53300" || pg.Code == "25006"
+	case redis.IsReadOnlyError(err), redis.IsMasterDownError(err), redis.IsNoReplicasError(err), redis.IsLoadingError(err),
+		redis.IsTryAgainError(err), redis.IsClusterDownError(err):
+		// A Redis failover in progress: the client reached a replica, a master without its
+		// replicas (min-replicas-to-write), or a server loading its data.
+		return true
+	case errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
 		return true
 	case errors.As(err, &network):

@@ -45,6 +45,11 @@ const (
 	// TypeNagiosDiscover re-reads what every registered Nagios server offers (host groups,
 	// commands); scheduled every NagiosDiscoverInterval.
 	TypeNagiosDiscover = "nagios:discover"
+	// TypeDriftSchedule is the periodic drift pass: it enqueues one drift:check per Proxmox
+	// server that has machines to compare.
+	TypeDriftSchedule = "drift:schedule"
+	// TypeDriftCheck compares the machines of one Proxmox server with what Horizon set on them.
+	TypeDriftCheck = "drift:check"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -66,20 +71,66 @@ func (q Queues) Weights() map[string]int {
 	return map[string]int{q.Control: 6, q.Build: 4}
 }
 
-// NewReconcile returns the reconcile task. It is unique for a period, so that the schedulers of
-// several worker replicas enqueue one pass per tick between them.
-func NewReconcile(q Queues, period time.Duration) *asynq.Task {
-	return asynq.NewTask(TypeReconcile, nil,
-		asynq.Queue(q.Control), asynq.MaxRetry(0), asynq.Timeout(period), asynq.Unique(period))
-}
-
 // NagiosDiscoverInterval is how often the workers re-discover the Nagios servers.
 const NagiosDiscoverInterval = 10 * time.Minute
 
-// NewNagiosDiscover returns the nagios:discover task.
-func NewNagiosDiscover(q Queues) *asynq.Task {
-	return asynq.NewTask(TypeNagiosDiscover, nil, asynq.Queue(q.Control), asynq.MaxRetry(0),
-		asynq.Timeout(NagiosDiscoverInterval), asynq.Unique(NagiosDiscoverInterval))
+// Periodic is the payload of a periodic task (reconcile:run, nagios:discover, …): the time slot
+// it runs for, numbered from the Unix epoch in periods.
+type Periodic struct {
+	Slot   int64         `json:"slot"`
+	Period time.Duration `json:"period"`
+}
+
+// Slot is the number of the time slot of length period that holds at: every replica computes
+// the same number for the same wall-clock slot.
+func Slot(at time.Time, period time.Duration) int64 {
+	return at.UnixNano() / int64(period)
+}
+
+// PeriodicTaskID is the Asynq task id of the run of periodic task type typ for one slot.
+func PeriodicTaskID(typ string, period time.Duration, slot int64) string {
+	return fmt.Sprintf("periodic:%s:%s:%d", typ, period, slot)
+}
+
+// NewPeriodic returns the task of type typ for the slot of length period that holds at. Its
+// TaskID is derived from the slot and the task is kept (Retention) for a period after it
+// finished, so that however many replicas enqueue it for one slot, Asynq runs it once:
+// asynq.Unique would not do, since its lock goes when the task finishes and a replica whose
+// clock ticks a little later would enqueue the slot again.
+func NewPeriodic(q Queues, typ string, period time.Duration, at time.Time) *asynq.Task {
+	slot := Slot(at, period)
+	payload, _ := json.Marshal(Periodic{Slot: slot, Period: period}) // two numbers always marshal
+	return asynq.NewTask(typ, payload, asynq.Queue(q.Control), asynq.TaskID(PeriodicTaskID(typ, period, slot)),
+		asynq.MaxRetry(0), asynq.Timeout(period), asynq.Retention(period))
+}
+
+// DriftInterval is the default period of the drift pass (HORIZON_DRIFT_INTERVAL).
+const DriftInterval = 5 * time.Minute
+
+// DriftCheck is the payload of drift:check. Stacks are stacks an operator asked to check
+// (POST /v1/stacks/{id}/drift-check): checked even when their last run failed.
+type DriftCheck struct {
+	ServerID uuid.UUID   `json:"server_id"`
+	Stacks   []uuid.UUID `json:"stacks,omitempty"`
+}
+
+// DriftCheckTimeout bounds one check of one server.
+const DriftCheckTimeout = 5 * time.Minute
+
+// NewDriftCheck returns a drift:check task of a server. A period, when not 0, makes its TaskID
+// unique to the server and the current slot of that period (kept for a period once done), so
+// that replicas or a redelivered schedule enqueue one check per server and period; on-demand
+// checks pass 0.
+// It is not retried: the next period checks again, and a check that finds another running
+// on its server skips.
+func NewDriftCheck(q Queues, p DriftCheck, period time.Duration, now time.Time) *asynq.Task {
+	payload, _ := json.Marshal(p)
+	opts := []asynq.Option{asynq.Queue(q.Control), asynq.MaxRetry(0), asynq.Timeout(DriftCheckTimeout)}
+	if period > 0 {
+		slot := now.UnixNano() / int64(period)
+		opts = append(opts, asynq.TaskID(fmt.Sprintf("drift:%s:%d", p.ServerID, slot)), asynq.Retention(period))
+	}
+	return asynq.NewTask(TypeDriftCheck, payload, opts...)
 }
 
 // RunAdvance is the payload of run:advance.

@@ -32,7 +32,10 @@ type Config struct {
 	MaxConns int32
 }
 
-// Open connects a pool and checks that Postgres answers.
+// Open connects a pool and checks that Postgres answers. The pool is set up for a failover: a
+// URL of several hosts with target_session_attrs=read-write always connects to the current
+// primary; a statement refused as read only (SQLSTATE 25006) resets the pool; idle connections
+// are checked and retired within seconds (failover.go).
 func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
@@ -41,10 +44,20 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
 	}
+	pc.HealthCheckPeriod = healthCheckPeriod
+	pc.MaxConnIdleTime = min(pc.MaxConnIdleTime, maxConnIdleTime)
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = connectTimeout
+	}
+	tracer := &readOnlyTracer{}
+	pc.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	tracer.mu.Lock()
+	tracer.pool = pool
+	tracer.mu.Unlock()
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pingCtx); err != nil {
@@ -54,7 +67,10 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// WithTx runs fn in a transaction and commits it when fn returns nil.
+// WithTx runs fn in a transaction and commits it when fn returns nil. When the transaction
+// fails because the server turned out read only or the connection broke before the transaction
+// began (a failover), it runs fn once more, in a new transaction on a new connection: fn must
+// not act outside the transaction before it returns.
 func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	_, err := WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (struct{}, error) {
 		return struct{}{}, fn(ctx, tx)
@@ -64,6 +80,14 @@ func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context
 
 // WithTxV is WithTx for a function that also returns a value.
 func WithTxV[T any](ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
+	v, err := withTxOnce(ctx, pool, fn)
+	if err != nil && retryableAfterSwitch(err) && ctx.Err() == nil {
+		return withTxOnce(ctx, pool, fn)
+	}
+	return v, err
+}
+
+func withTxOnce[T any](ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
 	var zero T
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -81,7 +105,7 @@ func WithTxV[T any](ctx context.Context, pool *pgxpool.Pool, fn func(ctx context
 		return zero, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return zero, translate(fmt.Errorf("commit: %w", err))
+		return zero, translate(commitError{err})
 	}
 	return v, nil
 }

@@ -66,6 +66,9 @@ type StackFilter struct {
 	EnvironmentID *uuid.UUID
 	// Text is found, case-insensitively, in the name or the description, or is a label.
 	Text string
+	// Drifted keeps the stacks that have (true) or have not (false) an unaccepted drift
+	// finding.
+	Drifted *bool
 }
 
 // StackList returns one page of the stacks the scope may see, newest first. Removed stacks are
@@ -87,8 +90,9 @@ func StackList(ctx context.Context, q Querier, scope auth.Scope, f StackFilter, 
 		  AND ($7::uuid IS NULL OR s.id < $7)
 		  AND ($9::uuid IS NULL OR s.environment_id = $9)
 		  AND ($10 = '' OR strpos(lower(s.name), lower($10)) > 0 OR strpos(lower(s.description), lower($10)) > 0 OR $10 = ANY(s.labels))
+		  AND ($11::bool IS NULL OR $11 = EXISTS (SELECT 1 FROM drift_findings f WHERE f.stack_id = s.id AND f.accepted_at IS NULL))
 		ORDER BY s.id DESC LIMIT $8`, pgx.QueryExecModeDescribeExec,
-		scope.All, scope.TeamIDs(), string(f.State), f.Label, f.TeamID, f.TemplateID, p.After, p.limit(), f.EnvironmentID, f.Text)
+		scope.All, scope.TeamIDs(), string(f.State), f.Label, f.TeamID, f.TemplateID, p.After, p.limit(), f.EnvironmentID, f.Text, f.Drifted)
 	if err != nil {
 		return nil, nil, translate(err)
 	}

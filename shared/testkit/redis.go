@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"horizon/shared/redisconn"
 )
 
 // RedisURL is the Redis the tests use: HORIZON_TEST_REDIS_URL, or the local default.
@@ -25,11 +27,11 @@ func RedisURL() string {
 // closed.
 func Redis(t testing.TB) (*redis.Client, string) {
 	t.Helper()
-	opts, err := redis.ParseURL(RedisURL())
+	opts, _, err := redisconn.Parse(RedisURL())
 	if err != nil {
-		t.Fatalf("parse test redis url: %v", err)
+		t.Fatalf("test redis url: %v", err)
 	}
-	c := redis.NewClient(opts)
+	c := opts.NewClient(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {

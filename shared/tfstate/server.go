@@ -203,8 +203,10 @@ func (s *Server) get(ctx context.Context, w http.ResponseWriter, workspace strin
 }
 
 func (s *Server) save(ctx context.Context, w http.ResponseWriter, r *http.Request, g *grant) error {
-	if id := r.URL.Query().Get("ID"); id != "" && !s.holds(g, id) {
-		return httpError{http.StatusConflict, "the lock " + id + " is not held by this run"}
+	if id := r.URL.Query().Get("ID"); id != "" {
+		if err := s.ensureLock(ctx, g, id); err != nil {
+			return err
+		}
 	}
 	state, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxState))
 	if err != nil {
@@ -219,11 +221,50 @@ func (s *Server) save(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	return err
 }
 
-func (s *Server) holds(g *grant, id string) bool {
+// ensureLock checks, before a save under lock id, that the workspace's advisory lock is still
+// held on the primary: a lock lives in its session, and a Postgres failover ends the session
+// (or leaves it on a server that is now read only), so the lock Terraform believes it holds may
+// be gone. Then it is taken again on a new connection, which goes to the new primary, unless
+// another run took it meanwhile: that save is refused (409), and the run that holds the lock
+// is the one that writes.
+func (s *Server) ensureLock(ctx context.Context, g *grant, id string) error {
+	s.mu.Lock()
+	conn, ok := g.locks[id]
+	s.mu.Unlock()
+	if !ok {
+		return httpError{http.StatusConflict, "the lock " + id + " is not held by this run"}
+	}
+	var held bool
+	err := conn.QueryRow(ctx, `SELECT current_setting('transaction_read_only') = 'off' AND EXISTS (SELECT 1 FROM pg_locks
+		WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted)`).Scan(&held)
+	if err == nil && held {
+		return nil
+	}
+	_ = conn.Close(ctx) // a session on a server that failed over: whatever it held is moot
+	fresh, err := pgx.ConnectConfig(ctx, s.db.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	var got bool
+	if err := fresh.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, lockKey(g.workspace)).Scan(&got); err != nil || !got {
+		_ = fresh.Close(ctx)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		delete(g.locks, id)
+		s.mu.Unlock()
+		return httpError{http.StatusConflict, "the lock " + id + " was lost in a database failover and another run holds it now"}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := g.locks[id]
-	return ok
+	if g.revoked || g.locks[id] != conn {
+		_ = fresh.Close(ctx)
+		return httpError{http.StatusConflict, "the lock " + id + " is not held by this run"}
+	}
+	g.locks[id] = fresh
+	s.log.Warn("state backend: the workspace's lock was lost with its database session; took it again", "workspace", g.workspace)
+	return nil
 }
 
 // lockInfo is the part of Terraform's lock description the backend reads.

@@ -213,3 +213,47 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		t.Fatalf("the state after bad requests: %d %s", code, body)
 	}
 }
+
+// TestLockLostWithItsSessionIsRetakenOrFenced: a Postgres failover ends the session that held
+// a workspace's lock (here the session is terminated, as the old primary's death would end
+// it). The run that held it saves its state all the same — the lock is taken again on the new
+// session — unless another run took the lock meanwhile: then the save is refused and the state
+// stays the other run's.
+func TestLockLostWithItsSessionIsRetakenOrFenced(t *testing.T) {
+	t.Parallel()
+	s, db, _ := start(t)
+	ctx := context.Background()
+	dropLockSessions := func() {
+		t.Helper()
+		if _, err := db.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, revokeFirst := s.Grant("s1-vm-0")
+	defer revokeFirst()
+	second, revokeSecond := s.Grant("s1-vm-0")
+	defer revokeSecond()
+
+	if code, body := call(t, first, "LOCK", "", `{"ID":"lock-1"}`); code != http.StatusOK {
+		t.Fatalf("lock: %d %s", code, body)
+	}
+	dropLockSessions()
+	if code, body := call(t, first, http.MethodPost, first["TF_HTTP_ADDRESS"]+"?ID=lock-1", stateWith("one")); code != http.StatusOK {
+		t.Fatalf("save after the lock's session ended: %d %s, want 200 (the lock taken again)", code, body)
+	}
+	if code, body := call(t, second, "LOCK", "", `{"ID":"lock-2"}`); code != http.StatusLocked {
+		t.Fatalf("another run's lock after the first took it again: %d %s, want 423", code, body)
+	}
+
+	dropLockSessions()
+	if code, body := call(t, second, "LOCK", "", `{"ID":"lock-2"}`); code != http.StatusOK {
+		t.Fatalf("another run's lock once the first's session ended: %d %s", code, body)
+	}
+	if code, body := call(t, first, http.MethodPost, first["TF_HTTP_ADDRESS"]+"?ID=lock-1", stateWith("stale")); code != http.StatusConflict {
+		t.Fatalf("save under a lock another run took: %d %s, want 409", code, body)
+	}
+	if got, err := s.Read(ctx, "s1-vm-0"); err != nil || string(got) != stateWith("one") {
+		t.Fatalf("state after the refused save: %s, %v; want the first save's", got, err)
+	}
+}

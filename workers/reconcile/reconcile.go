@@ -2,8 +2,10 @@
 // delivers, so anything Redis loses is found again here: every run in progress is advanced
 // again (run:advance is idempotent), and a step whose attempt stopped sending heartbeats — its
 // worker died, or Redis lost its task — gets a new attempt. The pass is cheap when there is
-// nothing to do (it reads only runs and steps in progress, through partial indexes), and every
-// replica's scheduler may trigger it.
+// nothing to do (it reads only runs and steps in progress, through partial indexes). It runs once
+// per HORIZON_RECONCILE_INTERVAL across all worker replicas, never two at once
+// (workers/periodic); what it writes is fenced in SQL all the same (a step is requeued only at
+// the attempt and heartbeat it read, a run advances under its row lock).
 package reconcile
 
 import (

@@ -30,6 +30,9 @@ type outcome struct {
 	hash          string
 	outputs       map[string]any
 	sealedSecrets []byte
+	// vm is what the apply set on its machine, for drift checks (nil when it could not be
+	// read back: the previous record stays).
+	vm *vmCapture
 }
 
 // record writes the outcome in the transaction that finishes the step.
@@ -38,10 +41,18 @@ func (o *outcome) record(ctx context.Context, tx pgx.Tx, w *stepWork) error {
 		if err := store.ExecutionSetState(ctx, tx, w.exec.ID, horizon.ExecutionRemoved); err != nil {
 			return err
 		}
+		if err := store.VMRecordDelete(ctx, tx, w.exec.ID); err != nil {
+			return err
+		}
 		if err := store.VMIDRelease(ctx, tx, w.exec.ID); err != nil {
 			return err
 		}
 		return store.AddressDetach(ctx, tx, w.exec.ID)
+	}
+	if o.vm != nil {
+		if err := store.VMRecordPut(ctx, tx, o.vm.rec, o.vm.keep); err != nil {
+			return err
+		}
 	}
 	return store.ExecutionApplied(ctx, tx, w.exec.ID, o.hash, o.outputs, o.sealedSecrets)
 }
@@ -105,6 +116,8 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 	if err != nil {
 		return outcome{}, err
 	}
+	// Read back before the scripts, which do not go through Proxmox: what the module set.
+	vm := h.captureVM(ctx, w, out, outputs)
 	if len(w.job.Scripts) > 0 {
 		scripted, err := h.runScripts(ctx, w, out, outputs, w.job.Scripts, "scripts")
 		if err != nil {
@@ -129,7 +142,7 @@ func (h *Handler) apply(ctx context.Context, w *stepWork, out *attempt.Log, leas
 	}
 	out.Say("outputs: %s", strings.Join(sorted(names), ", "))
 	return outcome{hash: w.effective.Hash(w.exec.Commit, answers.Attachments(w.exec.Config)), outputs: outputs,
-		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs)}, nil
+		sealedSecrets: h.sealMap(horizon.PurposeSecretOutputs, secretOutputs), vm: vm}, nil
 }
 
 // moduleOutputs reads the module's outputs after an apply: sensitive ones apart (and taught to

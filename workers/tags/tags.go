@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"horizon/shared/auth"
+	"horizon/shared/drift"
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
 	"horizon/shared/queue"
@@ -65,8 +66,15 @@ func (h Handler) ProcessTask(ctx context.Context, t *asynq.Task) error {
 			clients[e.ServerID.String()] = c
 		}
 		path := fmt.Sprintf("/nodes/%s/qemu/%d/config", url.PathEscape(*e.Node), *e.VMID)
-		if err := c.Put(ctx, path, map[string]any{"tags": tags}, nil); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
-			failed = append(failed, err)
+		if err := c.Put(ctx, path, map[string]any{"tags": tags}, nil); err != nil {
+			if !errors.Is(err, proxmox.ErrNotFound) {
+				failed = append(failed, err)
+			}
+			continue
+		}
+		// What drift checks expect from now on (a VM gone is theirs to report).
+		if err := store.VMRecordSetTags(ctx, h.DB, e.ID, drift.NormalizeTags(tags)); err != nil {
+			return err
 		}
 	}
 	if len(failed) > 0 {

@@ -660,13 +660,9 @@ type chainPayload struct {
 }
 
 func startChain(b *testing.B, e *engine) *chain {
-	redisOpt, err := asynq.ParseRedisURI(testkit.RedisURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := &chain{client: asynq.NewClient(redisOpt), queues: queue.Names(e.API.Deps.Namespace + "-bare"), done: make(chan time.Duration, 1)}
+	c := &chain{client: asynq.NewClientFromRedisClient(e.API.Deps.Redis), queues: queue.Names(e.API.Deps.Namespace + "-bare"), done: make(chan time.Duration, 1)}
 	b.Cleanup(func() { _ = c.client.Close() })
-	srv := asynq.NewServer(redisOpt, asynq.Config{Concurrency: benchConcurrency, Queues: c.queues.Weights(),
+	srv := asynq.NewServerFromRedisClient(e.API.Deps.Redis, asynq.Config{Concurrency: benchConcurrency, Queues: c.queues.Weights(),
 		TaskCheckInterval: worker.TaskCheckInterval, DelayedTaskCheckInterval: worker.DelayedTaskCheckInterval,
 		Logger: quietLogger{}, LogLevel: asynq.ErrorLevel})
 	mux := asynq.NewServeMux()

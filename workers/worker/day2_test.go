@@ -97,11 +97,7 @@ func (e *engine) vmsByName() map[string]map[string]any {
 // run stays in progress for as long as the test needs; the returned function resumes it.
 func (e *engine) pauseControl() func() {
 	e.t.Helper()
-	opt, err := asynq.ParseRedisURI(testkit.RedisURL())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	in := asynq.NewInspector(opt)
+	in := asynq.NewInspectorFromRedisClient(e.API.Deps.Redis)
 	q := e.API.Deps.Queues.Control
 	if err := in.PauseQueue(q); err != nil {
 		e.t.Fatal(err)

@@ -27,6 +27,8 @@ type engine struct {
 	worker *worker.Worker
 	// workRoot holds the workers' Terraform work dirs.
 	workRoot string
+	// probe writes through the API during a failover test.
+	probe *writeProbe
 }
 
 type engineOpts struct {
@@ -41,11 +43,13 @@ type engineOpts struct {
 	concurrency  int
 	// vmSSHPort moves the sandbox VMs' SSH servers and tells the workers (HORIZON_VM_SSH_PORT).
 	vmSSHPort int
+	// api tunes the API (e.g. the failover tests' Postgres pair or Redis Sentinels).
+	api *apitest.Options
 }
 
 func newEngine(t testing.TB, o engineOpts) *engine {
 	t.Helper()
-	e := &engine{t: t, Lab: labtest.New(t, labtest.Options{Sandbox: o.sandbox, VMSSHPort: o.vmSSHPort, Override: o.override})}
+	e := &engine{t: t, Lab: labtest.New(t, labtest.Options{API: o.api, Sandbox: o.sandbox, VMSSHPort: o.vmSSHPort, Override: o.override})}
 	if !o.noWorker {
 		e.startWorker(o)
 	}

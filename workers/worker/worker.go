@@ -1,5 +1,6 @@
 // Package worker assembles Horizon's workers: the Asynq server with every task handler, and the
-// scheduler of the periodic passes (reconcile, Nagios discovery). workers/main.go runs it; tests
+// scheduler of the periodic passes (reconcile, Nagios discovery, drift; workers/periodic runs
+// each once per period across all replicas). workers/main.go runs it; tests
 // run the very same thing in process.
 package worker
 
@@ -26,7 +27,9 @@ import (
 	"horizon/shared/terraform"
 	"horizon/shared/tfstate"
 	"horizon/workers/attempt"
+	"horizon/workers/drift"
 	"horizon/workers/isos"
+	"horizon/workers/periodic"
 	"horizon/workers/reconcile"
 	"horizon/workers/runs"
 	"horizon/workers/steps"
@@ -35,9 +38,9 @@ import (
 
 // Config is what the workers need.
 type Config struct {
-	DB          *pgxpool.Pool
+	DB *pgxpool.Pool
+	// Redis is the process's one client (a failover client with Sentinel); Asynq uses it too.
 	Redis       redis.UniversalClient
-	RedisOpt    asynq.RedisConnOpt
 	Box         *secrets.Box
 	Log         *slog.Logger
 	Namespace   string
@@ -45,6 +48,9 @@ type Config struct {
 	// ReconcileInterval is the period of the reconcile pass; 0 disables the scheduler (tests
 	// call the pass themselves).
 	ReconcileInterval time.Duration
+	// DriftInterval is the period of the drift pass (default queue.DriftInterval); it is
+	// scheduled with reconcile, so 0 ReconcileInterval disables it too.
+	DriftInterval time.Duration
 	// Terraform configures the runner; when its States is nil, New serves the state from DB
 	// (tfstate) on loopback for as long as the workers run.
 	Terraform terraform.Config
@@ -83,14 +89,18 @@ const (
 // Worker is a running Asynq server and scheduler.
 type Worker struct {
 	srv        *asynq.Server
-	sched      *asynq.Scheduler
+	sched      *periodic.Scheduler
+	stopSched  context.CancelFunc
+	schedDone  chan struct{}
 	mux        *asynq.ServeMux
 	cancelBase context.CancelFunc
 	states     *tfstate.Server // nil when Config.Terraform.States was given
 	Queues     queue.Queues
 	// Reconcile is the reconcile pass, for tests and for the scheduler.
 	Reconcile reconcile.Handler
-	log       *slog.Logger
+	// Drift checks one Proxmox server for drift, for tests and the benchmark.
+	Drift *drift.Checker
+	log   *slog.Logger
 
 	// health is the outcome of the Asynq server's last check of its Redis connection.
 	health atomic.Pointer[healthCheck]
@@ -132,9 +142,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 90 * time.Second
 	}
+	if cfg.DriftInterval <= 0 {
+		cfg.DriftInterval = queue.DriftInterval
+	}
 	queues := queue.Names(cfg.Namespace)
-	client := asynq.NewClient(cfg.RedisOpt)
-	inspector := asynq.NewInspector(cfg.RedisOpt)
+	client := asynq.NewClientFromRedisClient(cfg.Redis)
+	inspector := asynq.NewInspectorFromRedisClient(cfg.Redis)
 	g, err := gate.New(cfg.Redis, gate.Config{Prefix: cfg.Namespace, Wake: gate.AsynqWaker(inspector, queues.Build)})
 	if err != nil {
 		return nil, err
@@ -157,6 +170,7 @@ func New(cfg Config) (*Worker, error) {
 	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen})
 	recorder := metrics.NewRecorder(cfg.Redis, cfg.Namespace)
 	w := &Worker{Queues: queues, log: cfg.Log, states: states}
+	w.Drift = &drift.Checker{DB: cfg.DB, Box: cfg.Box, Events: pub, Log: cfg.Log}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	// Every kind of step runs its attempts through the one lifecycle.
 	lifecycle := attempt.Lifecycle{DB: cfg.DB, Redis: cfg.Redis, Gate: g, Logs: cfg.LogClient, Events: pub, Enqueue: enqueue,
@@ -164,17 +178,19 @@ func New(cfg Config) (*Worker, error) {
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
 	handlers := map[string]asynq.Handler{
-		queue.TypeReconcile:     w.Reconcile,
+		queue.TypeReconcile:     periodic.Guard(cfg.DB, cfg.Log, w.Reconcile),
 		queue.TypeStackTags:     tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
 		queue.TypeRunAdvance:    runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
 		queue.TypeStepRun:       stepHandler,
 		queue.TypeActionRun:     &steps.Actions{Steps: stepHandler},
 		queue.TypeNagiosPublish: &steps.Nagios{Steps: stepHandler},
 		// A server that cannot be read has its failure recorded; only our own Postgres fails it.
-		queue.TypeNagiosDiscover: asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
+		queue.TypeNagiosDiscover: periodic.Guard(cfg.DB, cfg.Log, asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
 			_, err := nagios.RediscoverAll(ctx, cfg.DB, cfg.Box)
 			return err
-		}),
+		})),
+		queue.TypeDriftCheck:    w.Drift,
+		queue.TypeDriftSchedule: periodic.Guard(cfg.DB, cfg.Log, drift.Scheduler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Period: cfg.DriftInterval}),
 		queue.TypeISOStage: &isos.Handler{Lifecycle: lifecycle, Box: cfg.Box, DownloadAttempts: cfg.ISODownloadAttempts,
 			RetryBackoff: cfg.ISORetryBackoff, TaskPoll: cfg.ProxmoxTaskPoll},
 	}
@@ -187,7 +203,7 @@ func New(cfg Config) (*Worker, error) {
 	// own Shutdown does not cancel handler contexts).
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	w.cancelBase = cancelBase
-	w.srv = asynq.NewServer(cfg.RedisOpt, asynq.Config{
+	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
 		Concurrency:         cfg.Concurrency,
 		Queues:              queues.Weights(),
 		HealthCheckInterval: healthInterval,
@@ -213,13 +229,12 @@ func New(cfg Config) (*Worker, error) {
 		}),
 	})
 	if cfg.ReconcileInterval > 0 {
-		w.sched = asynq.NewScheduler(cfg.RedisOpt, &asynq.SchedulerOpts{Location: time.UTC, Logger: asynqLogger{cfg.Log}})
-		if _, err := w.sched.Register(fmt.Sprintf("@every %s", cfg.ReconcileInterval), queue.NewReconcile(queues, cfg.ReconcileInterval)); err != nil {
-			return nil, fmt.Errorf("schedule reconcile: %w", err)
-		}
-		if _, err := w.sched.Register(fmt.Sprintf("@every %s", queue.NagiosDiscoverInterval), queue.NewNagiosDiscover(queues)); err != nil {
-			return nil, fmt.Errorf("schedule nagios discovery: %w", err)
-		}
+		// A periodic pass joins by a line here and its handler, wrapped in periodic.Guard, above.
+		w.sched = &periodic.Scheduler{Enqueue: enqueue, Queues: queues, Log: cfg.Log, Jobs: []periodic.Job{
+			{Type: queue.TypeReconcile, Period: cfg.ReconcileInterval},
+			{Type: queue.TypeNagiosDiscover, Period: queue.NagiosDiscoverInterval},
+			{Type: queue.TypeDriftSchedule, Period: cfg.DriftInterval},
+		}}
 	}
 	return w, nil
 }
@@ -243,10 +258,12 @@ func (w *Worker) Start() error {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
 	if w.sched != nil {
-		if err := w.sched.Start(); err != nil {
-			w.srv.Shutdown()
-			return fmt.Errorf("start scheduler: %w", err)
-		}
+		ctx, stop := context.WithCancel(context.Background())
+		w.stopSched, w.schedDone = stop, make(chan struct{})
+		go func() {
+			defer close(w.schedDone)
+			w.sched.Run(ctx)
+		}()
 	}
 	return nil
 }
@@ -254,8 +271,9 @@ func (w *Worker) Start() error {
 // Shutdown stops taking tasks, interrupts the running ones (Terraform saves its state) and waits
 // for them up to the shutdown timeout.
 func (w *Worker) Shutdown() {
-	if w.sched != nil {
-		w.sched.Shutdown()
+	if w.stopSched != nil {
+		w.stopSched()
+		<-w.schedDone
 	}
 	w.cancelBase()
 	w.srv.Shutdown()

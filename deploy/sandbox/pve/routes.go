@@ -17,6 +17,7 @@ func (c *Cluster) apiRoutes() []route {
 		c.qemuRoutes(),
 		c.statusRoutes(),
 		c.cloneRoutes(),
+		c.snapshotRoutes(),
 		c.taskRoutes(),
 		c.accessRoutes(),
 	} {

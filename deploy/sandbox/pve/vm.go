@@ -21,6 +21,9 @@ type vm struct {
 	Conf    map[string]string `json:"config"`
 	Running bool              `json:"running"`
 	Started time.Time         `json:"started"`
+	// Snapshots are the [name] sections of the config file: the config as it was, plus
+	// snaptime and the snapshot's description.
+	Snapshots map[string]map[string]string `json:"snapshots,omitempty"`
 
 	ssh     *vmSSH
 	hostKey ssh.Signer // random host key used when cloud-init gives none; kept across reboots
@@ -36,11 +39,19 @@ func (v *vm) status() string {
 func (v *vm) isTemplate() bool { return v.Conf["template"] == "1" }
 
 // digest is the SHA1 of the config file, which PVE returns as "digest" and checks when a
-// client sends it back.
+// client sends it back. As in PVE (qemu-server hashes the raw file) it covers everything the
+// file holds: the description (notes), the parent snapshot and every [snapshot] section, so a
+// snapshot or a notes edit changes it without changing any setting.
 func (v *vm) digest() string {
 	var b strings.Builder
 	for _, k := range sortedKeys(v.Conf) {
 		fmt.Fprintf(&b, "%s: %s\n", k, v.Conf[k])
+	}
+	for _, name := range sortedKeys(v.Snapshots) {
+		fmt.Fprintf(&b, "\n[%s]\n", name)
+		for _, k := range sortedKeys(v.Snapshots[name]) {
+			fmt.Fprintf(&b, "%s: %s\n", k, v.Snapshots[name][k])
+		}
 	}
 	return sha1Hex(b.String())
 }

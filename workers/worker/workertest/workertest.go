@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -56,15 +55,11 @@ func Start(t testing.TB, d Deps, o Options) *worker.Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisOpt, err := asynq.ParseRedisURI(testkit.RedisURL())
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := o.WorkRoot
 	if root == "" {
 		root = t.TempDir()
 	}
-	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, RedisOpt: redisOpt, Box: d.Box, Namespace: d.Namespace,
+	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace,
 		Concurrency: or(o.Concurrency, 8), Heartbeat: or(o.Heartbeat, time.Second),
 		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t),
 		ScriptSSHTimeout: 30 * time.Second, ShutdownTimeout: 10 * time.Second, VMSSHPort: o.VMSSHPort,

@@ -741,6 +741,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/stacks/{id}/drift-check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check the stack's machines for drift now (what changed on Proxmox behind Horizon's back).
+         * @description Queues a check of every Proxmox server the stack's machines are on; the result appears
+         *     in the stack's `drift` (its `checked_at` moves on). Checks are read-only on Proxmox. A
+         *     stack whose last run failed is checked too (the periodic checks skip it). 409 for a
+         *     draft, removing or removed stack, for one with a run in progress, and for one with no
+         *     machine recorded by an apply.
+         */
+        post: operations["checkStackDrift"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stacks/{id}/drift/findings/{finding}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                finding: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept a drift finding as it stands (who, when, why).
+         * @description While Proxmox shows the accepted value the finding does not count as drift; another
+         *     value raises it again, and a re-apply of the machine clears it. If-Match names the
+         *     finding's `version` (412 when it changed since).
+         */
+        post: operations["acceptStackDrift"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/stacks/{id}/retry": {
         parameters: {
             query?: never;
@@ -2480,8 +2533,11 @@ export interface components {
         };
         /** @description One state change (the data of an `event` on GET /v1/events). */
         Event: {
-            /** @enum {string} */
-            type: "stack" | "run" | "step" | "iso";
+            /**
+             * @description `drift`: the stack's machines drifted from what Horizon set (state `found`, announced as `stack.drift.found`) or no longer do (`cleared`, `stack.drift.cleared`); id is the stack's.
+             * @enum {string}
+             */
+            type: "stack" | "run" | "step" | "iso" | "drift";
             /** Format: uuid */
             id: string;
             /** Format: uuid */
@@ -2591,6 +2647,7 @@ export interface components {
             not_copied?: components["schemas"]["FieldError"][];
             allowed_actions: string[];
             current_run: components["schemas"]["Run"] | null;
+            drift: components["schemas"]["Drift"];
             version: number;
             /** Format: date-time */
             deployed_at: string | null;
@@ -2599,7 +2656,72 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        /**
+         * @description What the drift checks found on the stack's machines: every property that differs from
+         *     what Horizon set after its last apply (CloudFormation-style), accepted ones included.
+         */
+        Drift: {
+            /** @description At least one finding is not accepted. */
+            drifted: boolean;
+            /**
+             * Format: date-time
+             * @description The stack's last check.
+             */
+            checked_at: string | null;
+            findings: components["schemas"]["DriftFinding"][];
+            /** @description Why the last check of one of the stack's Proxmox servers failed, when it failed after the last successful one; nothing was concluded from it. */
+            check_error: string | null;
+            /** Format: date-time */
+            failed_at: string | null;
+        };
+        DriftFinding: {
+            /** Format: uuid */
+            id: string;
+            job: string;
+            execution: number;
+            /** @description The property: "node", "status", "name", "tags", "pool", "lock", a config key ("memory") or one part of it ("net0.bridge", "scsi0.size"); "" is the machine as a whole (missing, replaced). */
+            path: string;
+            /** @enum {string} */
+            kind: "missing" | "moved" | "stopped" | "changed" | "added" | "removed" | "replaced";
+            /** @description What Horizon set: a value as PVE stores it, the tags as a list, the VM's identity (uuid, ctime) or place (vmid, node); null when Horizon set nothing there. */
+            expected: string | unknown[] | Record<string, never> | null;
+            /** @description What Proxmox shows (null when absent). */
+            actual: string | unknown[] | Record<string, never> | null;
+            /**
+             * Format: date-time
+             * @description When a check first saw this value.
+             */
+            since: string;
+            /** @description Who made the change, from the node's task log (the user of the task's UPID); null when the log does not say (PVE logs no task for a synchronous config edit). */
+            changed_by: string | null;
+            /** Format: date-time */
+            changed_at: string | null;
+            /** Format: date-time */
+            last_seen_at: string;
+            accepted: null | {
+                /** Format: uuid */
+                by: string | null;
+                /** Format: date-time */
+                at: string;
+                reason: string;
+            };
+            /** @description The finding's version (its ETag for If-Match). */
+            version: number;
+        };
+        DriftCheckAccepted: {
+            /** Format: uuid */
+            stack_id: string;
+            /** @description The Proxmox servers whose check was queued. */
+            servers: number;
+            /**
+             * Format: date-time
+             * @description The stack's last check before this one.
+             */
+            checked_at: string | null;
+        };
         StackSummary: {
+            /** @description A drift check found a change on one of its machines that nobody accepted. */
+            drifted: boolean;
             /** Format: uuid */
             id: string;
             /** Format: uuid */
@@ -4982,6 +5104,8 @@ export interface operations {
                 team_id?: string;
                 template_id?: string;
                 environment_id?: string;
+                /** @description true: only stacks with a drift finding nobody accepted; false: only those without. */
+                drifted?: boolean;
                 /** @description Text found, case-insensitively, in the name or the description, or a label. */
                 q?: string;
             };
@@ -5412,6 +5536,76 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    checkStackDrift: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The check is queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriftCheckAccepted"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    acceptStackDrift: {
+        parameters: {
+            query?: never;
+            header?: {
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description The object's id (a UUID). */
+                id: components["parameters"]["ID"];
+                finding: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The finding, accepted. */
+            200: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriftFinding"];
+                };
+            };
+            400: components["responses"]["Malformed"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            412: components["responses"]["Stale"];
+            422: components["responses"]["Invalid"];
             default: components["responses"]["Problem"];
         };
     };
