@@ -83,6 +83,10 @@ func New(d api.Deps, o Options) *fiber.App {
 	app.Post("/v1/setup", deadline, setup.Claim(d))
 	// Nor has the exchange of a sign-in code: the code is the proof (package signin).
 	app.Post("/v1/sign-in", deadline, signin.Exchange(d))
+	// Minting a code skips idempotency, which would keep the answer — the code, in clear — for
+	// 24 h to replay it: a retried mint makes another code, which is harmless. A code stands for
+	// the very token that minted it, scope included, so a read token may mint one.
+	app.Post("/v1/sign-in-codes", deadline, middleware.Auth(d), limit, middleware.Scope(read), signin.Mint(d))
 	// The group authenticates every /v1 path (an unknown one too, so that it reveals nothing);
 	// each route then checks the scope its row declares before the idempotency key is taken, so
 	// that a refused request leaves no recorded answer behind.

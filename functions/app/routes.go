@@ -16,7 +16,6 @@ import (
 	"horizon/functions/networks"
 	"horizon/functions/prometheus"
 	"horizon/functions/proxmoxservers"
-	"horizon/functions/signin"
 	"horizon/functions/sshkeys"
 	"horizon/functions/stacks"
 	"horizon/functions/startup"
@@ -71,8 +70,6 @@ func routes(d api.Deps) []route {
 	return []route{
 		{fiber.MethodGet, "/me", me.Get(d), read},
 		{fiber.MethodGet, "/prometheus/targets", prometheus.Targets(d), prom},
-		// A code stands for the very token that minted it, scope included: it opens nothing more.
-		{fiber.MethodPost, "/sign-in-codes", signin.Mint(d), read},
 
 		{fiber.MethodPost, "/teams", teams.Create(d), full},
 		{fiber.MethodGet, "/teams", teams.List(d), read},

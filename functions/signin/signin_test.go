@@ -196,3 +196,20 @@ func TestSignInCodeIsNeverLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestSignInCodeIsNotKeptForReplay: an Idempotency-Key does not make the API keep the answer,
+// which holds the code in clear; a retry mints another code.
+func TestSignInCodeIsNotKeptForReplay(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	key := map[string]string{"Idempotency-Key": "retry-1"}
+	a := s.Do("POST", "/v1/sign-in-codes", apitest.Req{Headers: key}).Map()["code"]
+	b := s.Do("POST", "/v1/sign-in-codes", apitest.Req{Headers: key}).Map()["code"]
+	if a == b {
+		t.Fatalf("a retry replayed the code %v", a)
+	}
+	var kept int
+	if err := s.DB.QueryRow(context.Background(), `SELECT count(*) FROM idempotency_keys`).Scan(&kept); err != nil || kept != 0 {
+		t.Fatalf("idempotency_keys holds %d rows (%v), want 0", kept, err)
+	}
+}

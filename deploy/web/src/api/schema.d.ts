@@ -109,7 +109,8 @@ export interface paths {
          * @description A link that signs a browser in carries this code (the console reads `#code=…`), never
          *     an API token, because links land in the browser's history. The code (`hzc_…`) is good
          *     once, for ten minutes, and stands for the exact token that minted it (revoking that
-         *     token voids it). Only its hash is stored. `go tool task up` prints such a link.
+         *     token voids it). Only its hash is stored. An Idempotency-Key is ignored here: a
+         *     retried request mints another code. `go tool task up` prints such a link.
          */
         post: operations["createSignInCode"];
         delete?: never;
@@ -4216,10 +4217,7 @@ export interface operations {
     createSignInCode: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Makes the POST or DELETE safe to retry; 1 to 255 printable ASCII characters. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };

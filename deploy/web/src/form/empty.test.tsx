@@ -3,6 +3,7 @@
 import { cleanup, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TemplateForm } from "../api/client";
+import { EmptyIsos } from "../pages/Isos";
 import { FormRenderer } from "./FormRenderer";
 import { fieldErrors, initialValues, type Options } from "./model";
 
@@ -41,13 +42,12 @@ describe("empty lists", () => {
 });
 
 describe("an empty ISO list", () => {
-  it("says how to register an ISO template when there is none", async () => {
-    const { EmptyIsos } = await import("../pages/Isos");
+  it("says how to register an ISO template when there is none", () => {
     const { container } = render(<EmptyIsos filtered={false} templates={0} />);
     expect(container.textContent).toContain("POST /v1/iso-templates");
     cleanup();
     expect(render(<EmptyIsos filtered={true} templates={0} />).container.textContent).toBe("No ISO matches.");
     cleanup();
-    expect(render(<EmptyIsos filtered={false} templates={2} />).container.textContent).toContain("Build an ISO");
+    expect(render(<EmptyIsos filtered={false} templates={2} />).container.textContent).toBe("No ISO matches.");
   });
 });

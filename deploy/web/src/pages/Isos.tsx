@@ -35,8 +35,8 @@ function useISOTemplates() {
  * which only the API registers (an admin's POST /v1/iso-templates), so the list says how.
  */
 export function EmptyIsos({ filtered, templates }: { filtered: boolean; templates?: number }) {
-  if (filtered) return <p className="empty">No ISO matches.</p>;
-  if (templates === 0)
+  // With templates, an empty list may only hide removed ISOs (the default filter): say no more.
+  if (!filtered && templates === 0)
     return (
       <p className="empty" data-empty="iso-templates">
         No ISO yet, and no ISO template to build one from. An admin registers an ISO template with the API —{" "}
@@ -44,7 +44,7 @@ export function EmptyIsos({ filtered, templates }: { filtered: boolean; template
         checksum (deploy/README.md, "ISO builds") — then builds it here with <em>Build an ISO</em>.
       </p>
     );
-  return <p className="empty">No ISO yet. An admin builds one from an ISO template with <em>Build an ISO</em>.</p>;
+  return <p className="empty">No ISO matches.</p>;
 }
 
 export function IsosList() {
