@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -104,4 +105,43 @@ func New(cfg Config) (*Runner, error) {
 		pruneKept(cfg.WorkRoot, time.Now())
 	}
 	return &Runner{cfg: cfg, baseEnv: base, program: versionShim(cfg.WorkRoot, cfg.Binary)}, nil
+}
+
+// TrackedInstances counts the resource instances a state records (0 for no state).
+func TrackedInstances(state []byte) (int, error) {
+	var st struct {
+		Resources []struct {
+			Instances []json.RawMessage `json:"instances"`
+		} `json:"resources"`
+	}
+	if len(state) == 0 {
+		return 0, nil
+	}
+	if err := json.Unmarshal(state, &st); err != nil {
+		return 0, fmt.Errorf("the state does not parse: %w", err)
+	}
+	n := 0
+	for _, r := range st.Resources {
+		n += len(r.Instances)
+	}
+	return n, nil
+}
+
+// Forget deletes workspace's state when it tracks no resource — an execution never built, or
+// whose first apply failed before creating anything — and says whether it did. Removing such an
+// execution needs no Terraform run, and must not have one: Terraform would still evaluate the
+// module and want a value for every variable, and the inputs that come from a job that was never
+// built have none.
+func (r *Runner) Forget(ctx context.Context, workspace string) (bool, error) {
+	state, err := r.cfg.States.Read(ctx, workspace)
+	if err != nil {
+		return false, fmt.Errorf("read workspace %s: %w", workspace, err)
+	}
+	if n, err := TrackedInstances(state); err != nil || n > 0 {
+		return false, err
+	}
+	if err := r.cfg.States.Delete(ctx, workspace); err != nil {
+		return false, fmt.Errorf("delete workspace %s: %w", workspace, err)
+	}
+	return true, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"horizon/shared/horizon"
 	"horizon/shared/secrets"
+	"horizon/shared/terraform"
 )
 
 // maxState bounds a state Terraform saves: far above any machine's, low enough that a runaway
@@ -365,7 +366,7 @@ func (s *Server) Delete(ctx context.Context, workspace string) error {
 	if err != nil {
 		return err
 	}
-	n, err := trackedInstances(state)
+	n, err := terraform.TrackedInstances(state)
 	if err != nil {
 		return fmt.Errorf("workspace %s: %w", workspace, err)
 	}
@@ -374,26 +375,6 @@ func (s *Server) Delete(ctx context.Context, workspace string) error {
 	}
 	_, err = s.db.Exec(ctx, `DELETE FROM terraform_states WHERE workspace = $1`, workspace)
 	return err
-}
-
-// trackedInstances counts the resource instances a state records.
-func trackedInstances(state []byte) (int, error) {
-	var st struct {
-		Resources []struct {
-			Instances []json.RawMessage `json:"instances"`
-		} `json:"resources"`
-	}
-	if len(state) == 0 {
-		return 0, nil
-	}
-	if err := json.Unmarshal(state, &st); err != nil {
-		return 0, fmt.Errorf("the state does not parse: %w", err)
-	}
-	n := 0
-	for _, r := range st.Resources {
-		n += len(r.Instances)
-	}
-	return n, nil
 }
 
 func purpose(workspace string) string { return horizon.PurposeTerraformState + ":" + workspace }

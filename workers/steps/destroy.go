@@ -13,7 +13,8 @@ import (
 )
 
 // destroy removes the execution: cleanup scripts on the machine first (while it still runs),
-// then terraform destroy, then its Terraform workspace. The step's outcome frees the address
+// then terraform destroy, then its Terraform workspace (only the workspace when it tracks no
+// resource: runner.Forget says why). The step's outcome frees the address
 // and the VM id. Cleanup runs once: a destroy tried again after the scripts succeeded (the
 // VM may be stopped by then) goes straight to Terraform.
 func (h *Handler) destroy(ctx context.Context, w *stepWork, out *attempt.Log) (outcome, error) {
@@ -32,6 +33,17 @@ func (h *Handler) destroy(ctx context.Context, w *stepWork, out *attempt.Log) (o
 		if err := store.ExecutionCleanedUp(ctx, h.DB, w.exec.ID); err != nil {
 			return outcome{}, err
 		}
+	}
+	if forgotten, err := h.Terraform.Forget(ctx, workspace(w)); err != nil {
+		return outcome{}, err
+	} else if forgotten {
+		out.Say("workspace %s tracks no resource (never built): nothing for Terraform to destroy; workspace deleted", workspace(w))
+		if w.machine() {
+			if err := h.removeCloudInit(ctx, w, out); err != nil {
+				return outcome{}, err
+			}
+		}
+		return outcome{destroyed: true}, nil
 	}
 	wd, cleanup, err := h.workdir(ctx, w, out)
 	if err != nil {

@@ -499,6 +499,28 @@ func TestEditFinishesAFailedStack(t *testing.T) {
 	}
 }
 
+// TestRemoveAStackWhoseFirstBuildFailed: the first deploy fails in its first phase (the db's VM
+// cannot be created), so its app was never built; removing the stack ends removed, with no VM
+// left. The app's removal must not run Terraform: its module wants the db's outputs as inputs,
+// and a db that was never built has none ("module variables without a value: db_host").
+func TestRemoveAStackWhoseFirstBuildFailed(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, engineOpts{})
+	e.Sandbox.FailNext("POST /nodes/{node}/qemu", 1, 500, "unable to create VM: out of disk space")
+	stack := e.Draft("stillborn", 1)
+	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: e.Member}); r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "failed", 3*time.Minute)
+	if r := e.API.Do("DELETE", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}); r.Status != 202 {
+		t.Fatalf("remove: %d %s", r.Status, r.Body)
+	}
+	e.waitState(stack, "removed", 3*time.Minute)
+	if vms := e.vmsByName(); len(vms) != 0 {
+		t.Fatalf("VMs left after the removal: %v", vms)
+	}
+}
+
 // TestUpgradeTemplateDestroysRemovedJobsWithTheirOwnCode: version 2 of the template drops the
 // app job and its code. The plan previews the upgrade; members may not upgrade; a version of
 // another template is refused; the upgrade destroys the apps first with version 1's code (their
