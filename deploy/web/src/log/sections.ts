@@ -50,13 +50,18 @@ export function sectionKey(l: SectionLine): string {
 export function sections(length: number, at: (i: number) => SectionLine): Section[] {
   const out: Section[] = [];
   let cur: Section | null = null;
+  let prev: SectionLine | null = null;
   for (let i = 0; i < length; i++) {
     const l = at(i);
-    const key = sectionKey(l);
-    if (cur && cur.key === key) {
-      cur.count++;
+    // Compared field by field, a key built only where a section starts: this runs over every
+    // held line (up to the buffer's cap) when lines arrive.
+    const same = prev !== null && prev.run === l.run && prev.step === l.step && (l.step || (prev.job === l.job && prev.execution === l.execution));
+    prev = l;
+    if (same) {
+      if (cur) cur.count++;
       continue;
     }
+    const key = sectionKey(l);
     cur = key ? { key, start: i, count: 1, step: l.step, job: l.job, execution: l.execution } : null;
     if (cur) out.push(cur);
   }
