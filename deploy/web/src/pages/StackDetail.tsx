@@ -1,6 +1,6 @@
 // A stack: header, the buttons its allowed_actions permit, the pipeline of its latest run (or a
 // chosen one), the live log, the outputs (secret ones behind Copy and Reveal), its actions
-// (their forms, instances and runs: ../actions) and its history.
+// (their forms, instances and runs: ../actions), its drift (../drift) and its history.
 // Remove confirms with what happens, in order (a built stack wants its name typed); force-remove
 // (admins, failed stacks) lists every VM, address and workspace left behind, offers the abandon
 // manifest for download, and wants the name typed too.
@@ -18,6 +18,7 @@ import { duration } from "../pipeline/layout";
 import { busyReason, manifestSummary, removeSteps, typedNameMatches, type Manifest } from "../plan/plan";
 import { nameOf, useEnvironments, useTemplates } from "./lookups";
 import { ActionsSection } from "../actions/ActionsView";
+import { DriftSection } from "../drift/DriftView";
 import { machineLabel } from "../numbering";
 
 export function StackDetail({ id }: { id: string }) {
@@ -280,6 +281,7 @@ export function StackDetail({ id }: { id: string }) {
           {pipeline.isLoading ? <p>Loading…</p> : <LogView key={runParam || "latest"} source={stackLog(id)} runId={pipeline.data?.run.id} follow={!runParam} jobs={jobs} lineLink={query.get("line") ?? undefined} stepNames={stepNames(pipeline.data)} />}
           <h2>Outputs</h2>
           <OutputsView id={id} />
+          {s.state !== "removed" && <DriftSection stack={s} role={me.data?.role} />}
         </>
       )}
       <ActionsSection stack={s} role={me.data?.role} />

@@ -1,11 +1,13 @@
 // The stacks list: updated live by GET /v1/events (the events stream invalidates ["stacks"]);
-// filters live in the URL and are applied by the server (state, team, environment, label, text),
+// filters live in the URL and are applied by the server (state, team, environment, label, text,
+// drift: a drifted stack carries a "drift" badge),
 // so that every page is filtered, not only the one loaded. Failed and running stacks come first.
 import { useQuery } from "@tanstack/react-query";
 import { api, call, type StackSummary } from "../api/client";
 import { href, navigate, useRoute } from "../router";
 import { nameOf, useEnvironments, useTeams, useTemplates } from "./lookups";
 import { ProblemBox, StateBadge, when } from "./common";
+import { DriftBadge } from "../drift/DriftView";
 
 const STATES = ["draft", "deploying", "deployed", "updating", "failed", "removing", "removed"];
 const rank: Record<string, number> = { failed: 0, deploying: 1, updating: 1, removing: 1 };
@@ -22,11 +24,12 @@ export function StacksList() {
     env: query.get("env") ?? "",
     label: query.get("label") ?? "",
     q: query.get("q") ?? "",
+    drift: query.get("drift") ?? "",
     cursor: query.get("cursor") ?? "",
   };
   const set = (k: keyof typeof f, v: string) => navigate("/stacks", { ...f, cursor: undefined, [k]: v }, true);
   const stacks = useQuery({
-    queryKey: ["stacks", f.state, f.team, f.env, f.label, f.q, f.cursor],
+    queryKey: ["stacks", f.state, f.team, f.env, f.label, f.q, f.drift, f.cursor],
     queryFn: () =>
       call(
         api.GET("/v1/stacks", {
@@ -38,6 +41,7 @@ export function StacksList() {
               environment_id: f.env || undefined,
               label: f.label || undefined,
               q: f.q.trim() || undefined,
+              drifted: f.drift === "" ? undefined : f.drift === "drifted",
               cursor: f.cursor || undefined,
             },
           },
@@ -81,6 +85,14 @@ export function StacksList() {
           </select>
         </label>
         <label>
+          Drift
+          <select value={f.drift} onChange={(e) => set("drift", e.target.value)}>
+            <option value="">any</option>
+            <option value="drifted">drifted</option>
+            <option value="none">not drifted</option>
+          </select>
+        </label>
+        <label>
           Label <input value={f.label} onChange={(e) => set("label", e.target.value)} />
         </label>
       </form>
@@ -106,7 +118,7 @@ export function StacksList() {
             {rows.map((s) => (
               <tr key={s.id} data-stack={s.name}>
                 <td><a href={href(`/stacks/${s.id}`)}>{s.name}</a></td>
-                <td><StateBadge state={s.state} /></td>
+                <td><StateBadge state={s.state} /> <DriftBadge drifted={s.drifted} /></td>
                 <td>{nameOf(templates.data, s.template_id)} v{s.template_version}</td>
                 <td>{nameOf(envs.data, s.environment_id)}</td>
                 <td>{nameOf(teams.data, s.team_id)}</td>
