@@ -99,9 +99,13 @@ func TestScriptActionOnTheChosenMachine(t *testing.T) {
 	if got["run"].(map[string]any)["state"] != "succeeded" {
 		t.Fatalf("the action's run: %v\nlog:\n%s", got, e.logText(stack))
 	}
-	cards := e.pipeline(stack)
+	cards := e.runPipeline(stack, runID)
 	if len(cards) != 1 || cards["app[1]"]["kind"] != "action_script" || cards["app[1]"]["state"] != "succeeded" {
 		t.Fatalf("the action's pipeline: %v", cards)
+	}
+	// The stack's own pipeline stays its jobs', with their Run again buttons.
+	if c := e.pipeline(stack)["app[1]"]; c["kind"] != "apply" {
+		t.Fatalf("the stack's pipeline shows the action's run: %v", e.pipeline(stack))
 	}
 	runs := e.API.Do("GET", "/v1/stacks/"+stack+"/runs", apitest.Req{Token: e.Member}).Map()["items"].([]any)
 	if runs[0].(map[string]any)["id"] != runID {

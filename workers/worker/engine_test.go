@@ -117,9 +117,18 @@ func (e *engine) logText(stack string) string {
 }
 
 // pipeline returns the stack's latest pipeline as card states by "job[n]".
-func (e *engine) pipeline(stack string) map[string]map[string]any {
+func (e *engine) pipeline(stack string) map[string]map[string]any { return e.runPipeline(stack, "") }
+
+// runPipeline is the pipeline of one run of the stack by its cards' "job[execution]"; run ""
+// is the one the stack's pipeline shows: its latest run that changes the stack, never an
+// action's.
+func (e *engine) runPipeline(stack, run string) map[string]map[string]any {
 	cards := map[string]map[string]any{}
-	p := e.API.Do("GET", "/v1/stacks/"+stack+"/pipeline", apitest.Req{Token: e.Member}).Map()
+	path := "/v1/stacks/" + stack + "/pipeline"
+	if run != "" {
+		path += "?run=" + run
+	}
+	p := e.API.Do("GET", path, apitest.Req{Token: e.Member}).Map()
 	for _, col := range p["columns"].([]any) {
 		for _, c := range col.(map[string]any)["cards"].([]any) {
 			card := c.(map[string]any)

@@ -158,8 +158,8 @@ func TestTerraformActionInstancesOnTheSandbox(t *testing.T) {
 	if strings.Contains(log, want) || strings.Contains(log, e.Sandbox.Cluster("demo").TokenSecret()) || !strings.Contains(log, "calling PVE with") {
 		t.Fatalf("the secret output or the Proxmox token is in the log (or the script did not run):\n%s", log)
 	}
-	if card := e.pipeline(stack)["create-pool[2]"]; card["kind"] != "action_apply" || card["state"] != "succeeded" {
-		t.Fatalf("the action's pipeline card: %v", e.pipeline(stack))
+	if card := e.runPipeline(stack, second)["create-pool[2]"]; card["kind"] != "action_apply" || card["state"] != "succeeded" {
+		t.Fatalf("the action's pipeline card: %v", e.runPipeline(stack, second))
 	}
 	var reveals int
 	if err := e.API.DB.QueryRow(t.Context(), `SELECT count(*) FROM activity WHERE action = 'stack.output.reveal' AND details->>'run_id' = $1`, first).Scan(&reveals); err != nil || reveals != 1 {
