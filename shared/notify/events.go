@@ -15,6 +15,10 @@ const (
 	ISOBuilt          EventType = "iso.built"
 	ISOFailed         EventType = "iso.failed"
 	ActionFinished    EventType = "action.finished"
+	// DriftFound and DriftCleared: a stack gained its first unaccepted drift finding, or lost
+	// its last (fixed, gone, or accepted).
+	DriftFound   EventType = "stack.drift.found"
+	DriftCleared EventType = "stack.drift.cleared"
 	// Test is what POST /v1/webhooks/{id}/test and enabling a subscription send; it is never
 	// subscribed to.
 	Test EventType = "webhook.test"
@@ -22,7 +26,7 @@ const (
 
 // EventTypes returns the event types a subscription may ask for.
 func EventTypes() []EventType {
-	return []EventType{RunFinished, StackStateChanged, ISOBuilt, ISOFailed, ActionFinished}
+	return []EventType{RunFinished, StackStateChanged, ISOBuilt, ISOFailed, ActionFinished, DriftFound, DriftCleared}
 }
 
 // Valid reports whether t may be subscribed to.

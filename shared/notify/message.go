@@ -84,6 +84,10 @@ func Text(kind Kind, t EventType, data map[string]any) string {
 		msg = fmt.Sprintf("Stack %s (team %s) is now %s (was %s)", s("stack_name"), s("team_name"), s("to_state"), s("from_state"))
 	case ISOBuilt, ISOFailed:
 		msg = fmt.Sprintf("ISO %s: %s", s("iso_name"), s("state"))
+	case DriftFound:
+		msg = fmt.Sprintf("Stack %s (team %s) changed on Proxmox outside Horizon: %v finding(s)", s("stack_name"), s("team_name"), data["findings"])
+	case DriftCleared:
+		msg = fmt.Sprintf("Stack %s (team %s) no longer drifts from what Horizon set", s("stack_name"), s("team_name"))
 	case Test:
 		msg = "Test message from Horizon: this destination receives its notifications."
 	default:

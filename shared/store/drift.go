@@ -243,8 +243,8 @@ type DriftOutcome struct {
 // is no longer what Proxmox shows is lifted); a new one starts now; one not seen again within
 // its scope is gone. It reports whether the stack was last announced drifted, and whether it
 // is drifted now (has an unaccepted finding), and records the latter as announced: the caller
-// publishes the event when they differ. The stack row is locked first, so two writers of one
-// stack take turns.
+// publishes the event when they differ; the webhooks' outbox gets it in this transaction. The
+// stack row is locked first, so two writers of one stack take turns.
 func DriftRecord(ctx context.Context, q Querier, stack uuid.UUID, outcomes []DriftOutcome) (before, after bool, err error) {
 	if err := q.QueryRow(ctx, `SELECT drift_announced FROM stacks WHERE id = $1 FOR UPDATE`, stack).Scan(&before); err != nil {
 		return false, false, translate(err)
@@ -304,7 +304,7 @@ func DriftRecord(ctx context.Context, q Querier, stack uuid.UUID, outcomes []Dri
 		WHERE id = $1 RETURNING drift_announced`, stack).Scan(&after); err != nil {
 		return false, false, translate(err)
 	}
-	return before, after, nil
+	return before, after, notifyDrift(ctx, q, stack, before, after)
 }
 
 // DriftAnnounce records whether the stack is drifted now as announced, and reports whether it
@@ -314,7 +314,10 @@ func DriftAnnounce(ctx context.Context, q Querier, stack uuid.UUID) (before, aft
 	err = q.QueryRow(ctx, `UPDATE stacks s SET drift_announced = EXISTS (SELECT 1 FROM drift_findings WHERE stack_id = $1 AND accepted_at IS NULL)
 		FROM (SELECT drift_announced AS before FROM stacks WHERE id = $1 FOR UPDATE) old
 		WHERE s.id = $1 RETURNING old.before, s.drift_announced`, stack).Scan(&before, &after)
-	return before, after, translate(err)
+	if err != nil {
+		return false, false, translate(err)
+	}
+	return before, after, notifyDrift(ctx, q, stack, before, after)
 }
 
 // jsonValue is v as a JSON document for a jsonb column (nil stays SQL NULL).

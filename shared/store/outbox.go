@@ -87,6 +87,26 @@ func notifyISOState(ctx context.Context, q Querier, c horizon.ISOStateChange) er
 		FROM isos i LEFT JOIN users u ON u.id = $5::uuid WHERE i.id = $3`, c.ISOID, c.RunID, c.ActorID, c.Error)
 }
 
+// notifyDrift emits stack.drift.found or stack.drift.cleared when a stack's announced drift
+// changed from before to after (nothing when it did not).
+func notifyDrift(ctx context.Context, q Querier, stack uuid.UUID, before, after bool) error {
+	if before == after {
+		return nil
+	}
+	typ := notify.DriftCleared
+	if after {
+		typ = notify.DriftFound
+	}
+	var team uuid.UUID
+	if err := q.QueryRow(ctx, `SELECT team_id FROM stacks WHERE id = $1`, stack).Scan(&team); err != nil {
+		return translate(err)
+	}
+	return outboxInsert(ctx, q, typ, &team, `SELECT jsonb_build_object('stack_id', s.id, 'stack_name', s.name,
+		'team_id', t.id, 'team_name', t.name, 'state', s.state, 'checked_at', s.drift_checked_at, 'at', now(),
+		'findings', (SELECT count(*) FROM drift_findings f WHERE f.stack_id = s.id AND f.accepted_at IS NULL)) AS data
+		FROM stacks s JOIN teams t ON t.id = s.team_id WHERE s.id = $3`, stack)
+}
+
 // DeliveryWork is what one attempt of a delivery needs.
 type DeliveryWork struct {
 	Delivery horizon.Delivery

@@ -15,6 +15,7 @@ import (
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
 	"horizon/shared/auth"
+	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
@@ -181,6 +182,43 @@ func (e *engine) driftEvents(stack string) []string {
 	return out
 }
 
+// subscribeToDrift subscribes a bot of the stack's team to the drift events, so that they reach
+// the webhooks' outbox (nothing is written there for events no subscription wants). Its
+// destination is never reached: the test reads the outbox, not a receiver.
+func (e *engine) subscribeToDrift() {
+	e.t.Helper()
+	team := mustUUID(e.t, e.Team)
+	_, err := store.WebhookCreate(context.Background(), e.API.DB, horizon.Webhook{TeamID: &team, Name: "drift bot", Kind: "standard",
+		URLSealed: []byte("never opened"), URLShown: "https://bot.invalid/…", Enabled: true, SecretSealed: []byte("never opened"),
+		Events: []string{"stack.drift.found", "stack.drift.cleared"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// driftOutbox are the drift events of the stack in the webhooks' outbox, in order, as
+// driftEvents names them.
+func (e *engine) driftOutbox(stack string) []string {
+	e.t.Helper()
+	rows, err := e.API.DB.Query(context.Background(), `SELECT type FROM webhook_events WHERE data->>'stack_id' = $1
+		AND type LIKE 'stack.drift.%' ORDER BY created_at, id`, stack)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		var typ string
+		if err := rows.Scan(&typ); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, strings.TrimPrefix(typ, "stack.drift."))
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
 // TestDriftOnTheSandbox: a deployed stack is checked many times without a finding, through a
 // snapshot and a notes edit; then every kind of change made behind Horizon's back through the
 // PVE API is found with its kind, property and who made it, announced, and cleared by a
@@ -192,6 +230,7 @@ func TestDriftOnTheSandbox(t *testing.T) {
 	e := newEngine(t, engineOpts{override: convergingVM(t), sandbox: func(c *pve.Config) {
 		c.Clusters[0].Tokens = append(c.Clusters[0].Tokens, pve.TokenConfig{ID: operatorToken, Secret: "alice-secret"})
 	}})
+	e.subscribeToDrift()
 	stack := e.deployed("drifty", 3)
 	vms := e.machines(stack)
 	if len(vms) != 4 {
@@ -250,6 +289,9 @@ func TestDriftOnTheSandbox(t *testing.T) {
 	if ev := e.driftEvents(stack); strings.Join(ev, ",") != "found" {
 		t.Fatalf("drift events %v, want found", ev)
 	}
+	if ev := e.driftOutbox(stack); strings.Join(ev, ",") != "found" {
+		t.Fatalf("drift events in the webhooks' outbox %v, want found", ev)
+	}
 
 	// A re-apply fixes what Terraform can: all but the disk PVE cannot shrink.
 	if r := e.API.Do("POST", "/v1/stacks/"+stack+"/retry", apitest.Req{Token: e.Member, Body: map[string]any{"mode": "all"}}); r.Status != 202 {
@@ -290,6 +332,9 @@ func TestDriftOnTheSandbox(t *testing.T) {
 	}
 	if ev := e.driftEvents(stack); strings.Join(ev, ",") != "found,cleared" {
 		t.Fatalf("drift events %v, want found, cleared", ev)
+	}
+	if ev := e.driftOutbox(stack); strings.Join(ev, ",") != "found,cleared" {
+		t.Fatalf("drift events in the webhooks' outbox %v, want found, cleared", ev)
 	}
 
 	// Deleted and recreated under the same VM id, with the same name: replaced.

@@ -2208,7 +2208,7 @@ export interface components {
          */
         TokenScope: "full" | "deploy" | "read" | "prometheus";
         /** @enum {string} */
-        WebhookEvent: "run.finished" | "stack.state_changed" | "iso.built" | "iso.failed" | "action.finished";
+        WebhookEvent: "run.finished" | "stack.state_changed" | "iso.built" | "iso.failed" | "action.finished" | "stack.drift.found" | "stack.drift.cleared";
         /** @enum {string} */
         WebhookKind: "standard" | "slack" | "mattermost";
         Webhook: {
