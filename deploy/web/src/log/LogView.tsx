@@ -6,15 +6,12 @@
 // (?run=<run>&line=<run>/<id>: its run's log, scrolled to it). The filter is one choice of a
 // job or one of its machines ("app", "app #1"); each line says when it was written; the first
 // line of each run is marked (a separator, with the run's id); colours are rendered from ANSI
-// escapes as styled text (./ansi), never as markup. Each step's lines are a section that its
-// header row folds and unfolds (./sections): folding filters the rows the virtual list draws,
-// and a line jumped to (a link, a search match) unfolds its section first.
+// escapes as styled text (./ansi), never as markup.
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
 import { ansiSegments, lineTime } from "./ansi";
-import { headerSection, headerText, isHeader, rowOf, rows as listRows, sections } from "./sections";
 import { machineLabel } from "../numbering";
 
 /** LineText is a line's text with its ANSI colours: text nodes in styled spans, never markup. */
@@ -68,7 +65,7 @@ export function isoLog(id: string): LogSource {
     executionLabel: "Clone", ndjson: { format: "ndjson" }, tail: false, eventId: (l) => l.id, page: `/isos/${id}`, file: `iso-${id}.log` };
 }
 
-export function LogView({ source, runId, follow = true, jobs, lineLink, stepNames }: {
+export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   source: LogSource;
   /** The run shown first (the latest when the view opened); the stream follows into the next. */
   runId?: string;
@@ -77,8 +74,6 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
   /** The jobs (an ISO's stages) and their executions' indexes (clones), for the filter. */
   jobs: { job: string; executions: number[] }[];
   lineLink?: string;
-  /** What each step is called in its section's header (its kind), by step id. */
-  stepNames?: Record<string, string>;
 }) {
   const [firstRun] = useState(runId);
   const [job, setJob] = useState("");
@@ -93,9 +88,6 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
   const [earlier, setEarlier] = useState(false);
   const buf = useMemo(() => new LogBuffer(), []);
   const scroller = useRef<HTMLDivElement>(null);
-  // The folded sections' keys (run/step), and a line to scroll to once its section is unfolded.
-  const [folded, setFolded] = useState<ReadonlySet<string>>(new Set());
-  const pendingJump = useRef(-1);
 
   useEffect(() => {
     buf.clear();
@@ -197,16 +189,6 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
     };
   }, [source.path, firstRun, follow, job, execution, buf]); // eslint-disable-line react-hooks/exhaustive-deps -- lineLink only picks the first read
 
-  // The rows drawn: the sections' headers and the lines of the unfolded ones.
-  const secs = useMemo(() => sections(buf.length, (i) => buf.at(i)), [buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
-  const rowList = useMemo(() => listRows(buf.length, secs, folded), [buf.length, secs, folded]);
-  const toggle = (key: string) =>
-    setFolded((f) => {
-      const n = new Set(f);
-      if (!n.delete(key)) n.add(key);
-      return n;
-    });
-
   // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
   const [scrollTop, setScrollTop] = useState(0);
   const scrollTo = (top: number) => {
@@ -220,14 +202,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
   useLayoutEffect(() => {
     if (paused || !buf.length || followed.current === buf.version) return;
     followed.current = buf.version;
-    scrollTo(rowList.length * ROW);
-  });
-  // A line jumped to in a folded section: scrolled to once the unfolded rows are drawn.
-  useLayoutEffect(() => {
-    if (pendingJump.current < 0) return;
-    const r = rowOf(rowList, pendingJump.current);
-    pendingJump.current = -1;
-    if (r >= 0) scrollTo(r * ROW - HEIGHT / 2);
+    scrollTo(buf.length * ROW);
   });
 
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
@@ -243,20 +218,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
   const newLines = paused ? buf.version - pausedAt : 0;
   const jump = (i: number) => {
     if (!paused) pause(true);
-    const key = buf.at(i) ? sectionKeyOf(i) : "";
-    if (key && folded.has(key)) {
-      // Unfold its section first; the layout effect scrolls once the rows include it.
-      pendingJump.current = i;
-      setFolded((f) => {
-        const n = new Set(f);
-        n.delete(key);
-        return n;
-      });
-      return;
-    }
-    scrollTo(rowOf(rowList, i) * ROW - HEIGHT / 2);
+    scrollTo(i * ROW - HEIGHT / 2);
   };
-  const sectionKeyOf = (i: number) => secs.find((s) => i >= s.start && i < s.start + s.count)?.key ?? "";
   // A linked line: scroll to it once it is loaded (it may come in a later chunk), once.
   const jumpedTo = useRef("");
   useEffect(() => {
@@ -291,7 +254,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
   };
 
   const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
-  const last = Math.min(rowList.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
+  const last = Math.min(buf.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
   return (
     <div className="log">
       <div className="log-tools" role="toolbar" aria-label="Log">
@@ -339,34 +302,18 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
       </div>
       {err && <p role="alert" className="problem">{err}</p>}
       <div className="log-lines" ref={scroller} tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
-        <div style={{ height: rowList.length * ROW, position: "relative" }}>
+        <div style={{ height: buf.length * ROW, position: "relative" }}>
           {Array.from({ length: Math.max(0, last - first) }, (_, k) => {
-            const row = first + k;
-            const r = rowList[row];
-            if (r === undefined) return null;
-            if (isHeader(r)) {
-              const sec = secs[headerSection(r)];
-              const open = !folded.has(sec.key);
-              // The run's separator sits on its first row: this header when a section starts it.
-              const runStart = sec.start > 0 && buf.at(sec.start - 1)?.run !== buf.at(sec.start)?.run;
-              return (
-                <div key={`h${sec.start}`} className={`log-step${runStart ? " run-start" : ""}`} title={runStart ? `run ${buf.at(sec.start)?.run}` : undefined} style={{ transform: `translateY(${row * ROW}px)`, height: ROW }} data-section={sec.key}>
-                  <button type="button" aria-expanded={open} onClick={() => toggle(sec.key)}>
-                    <span aria-hidden="true">{open ? "▾" : "▸"}</span> {headerText(sec, stepNames)}
-                  </button>
-                </div>
-              );
-            }
-            const index = r;
+            const index = first + k;
             const l = buf.at(index);
             if (!l) return null;
-            const runStart = index > 0 && buf.at(index - 1)?.run !== l.run && rowList[row - 1] !== undefined && !isHeader(rowList[row - 1]);
+            const runStart = index > 0 && buf.at(index - 1)?.run !== l.run;
             return (
               <div
-                key={`l${index}`}
+                key={index}
                 className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}${runStart ? " run-start" : ""}`}
                 title={runStart ? `run ${l.run}` : undefined}
-                style={{ transform: `translateY(${row * ROW}px)`, height: ROW }}
+                style={{ transform: `translateY(${index * ROW}px)`, height: ROW }}
                 data-job={l.job}
               >
                 <a className="ln" href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
