@@ -106,6 +106,16 @@ func get(c *fiber.Ctx, d api.Deps) (horizon.Webhook, error) {
 	return store.WebhookGet(c.UserContext(), d.DB, api.Principal(c).Scope(), id)
 }
 
+// getManaged is get for a change: the subscription of the path, which the caller must be
+// allowed to manage (canManage).
+func getManaged(c *fiber.Ctx, d api.Deps) (horizon.Webhook, error) {
+	w, err := get(c, d)
+	if err != nil {
+		return w, err
+	}
+	return w, canManage(api.Principal(c), w.TeamID)
+}
+
 // check validates a subscription's fields, naming the first bad one of each.
 func check(ctx context.Context, d api.Deps, p *horizon.Problems, name, kind, url string, events []string) {
 	horizon.CheckName(p, "name", name, horizon.MaxNameLength)

@@ -34,14 +34,11 @@ func Update(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		w, err := get(c, d)
+		w, err := getManaged(c, d)
 		if err != nil {
 			return err
 		}
 		who := api.Principal(c)
-		if err := canManage(who, w.TeamID); err != nil {
-			return err
-		}
 		ctx := c.UserContext()
 		url, secrets, err := notify.Unseal(d.Box, w, d.Now())
 		if err != nil {
@@ -83,14 +80,11 @@ func Update(d api.Deps) fiber.Handler {
 // Delete removes a subscription and its delivery log; its pending deliveries are dropped.
 func Delete(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		w, err := get(c, d)
+		w, err := getManaged(c, d)
 		if err != nil {
 			return err
 		}
 		who := api.Principal(c)
-		if err := canManage(who, w.TeamID); err != nil {
-			return err
-		}
 		if err := store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
 			if err := store.WebhookDelete(ctx, tx, w.ID); err != nil {
 				return err
@@ -112,14 +106,11 @@ const SecretGrace = 24 * time.Hour
 // SecretGrace.
 func RotateSecret(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		w, err := get(c, d)
+		w, err := getManaged(c, d)
 		if err != nil {
 			return err
 		}
 		who := api.Principal(c)
-		if err := canManage(who, w.TeamID); err != nil {
-			return err
-		}
 		secret := notify.NewSecret()
 		out, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Webhook, error) {
 			out, err := store.WebhookRotateSecret(ctx, tx, w.ID, d.Box.SealString(notify.PurposeSecret, secret), d.Now().Add(SecretGrace))
@@ -140,11 +131,8 @@ func RotateSecret(d api.Deps) fiber.Handler {
 // Test queues a test message to the subscription (enabled or not); its delivery is in the log.
 func Test(d api.Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		w, err := get(c, d)
+		w, err := getManaged(c, d)
 		if err != nil {
-			return err
-		}
-		if err := canManage(api.Principal(c), w.TeamID); err != nil {
 			return err
 		}
 		del, err := store.DeliveryCreateTest(c.UserContext(), d.DB, w.ID)
@@ -162,11 +150,8 @@ func Redeliver(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		w, err := get(c, d)
+		w, err := getManaged(c, d)
 		if err != nil {
-			return err
-		}
-		if err := canManage(api.Principal(c), w.TeamID); err != nil {
 			return err
 		}
 		del, err := store.DeliveryRedeliver(c.UserContext(), d.DB, w.ID, id)
