@@ -7,7 +7,7 @@ export const Online = {
   set(v: boolean) {
     if (v === online) return;
     online = v;
-    subs.forEach((f) => f());
+    for (const f of subs) f();
   },
   subscribe(f: () => void) {
     subs.add(f);

@@ -39,7 +39,7 @@ export function href(path: string, query?: Record<string, string | undefined>): 
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(query ?? {})) if (v) q.set(k, v);
   const s = q.toString();
-  return `#${path}${s ? "?" + s : ""}`;
+  return `#${path}${s ? `?${s}` : ""}`;
 }
 
 export function navigate(path: string, query?: Record<string, string | undefined>, replace = false) {

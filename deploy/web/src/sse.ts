@@ -26,6 +26,12 @@ export function openStream(o: StreamOptions): () => void {
   let delay = 500;
   let connecting = false;
 
+  // backOff reconnects after a delay that doubles up to 10 s; a successful open resets it.
+  const backOff = () => {
+    delay = Math.min(delay * 2, 10000);
+    retry = setTimeout(connect, delay);
+  };
+
   const connect = async () => {
     if (stopped) return;
     let token: string;
@@ -38,7 +44,7 @@ export function openStream(o: StreamOptions): () => void {
     } catch {
       connecting = false;
       o.onOnline?.(false);
-      retry = setTimeout(connect, (delay = Math.min(delay * 2, 10000)));
+      backOff();
       return;
     }
     connecting = false;
@@ -69,7 +75,7 @@ export function openStream(o: StreamOptions): () => void {
       if (es && es.readyState === EventSource.CLOSED) {
         es = null;
         o.onOnline?.(false);
-        retry = setTimeout(connect, (delay = Math.min(delay * 2, 10000)));
+        backOff();
       } else o.onOnline?.(false);
     };
   };

@@ -72,7 +72,7 @@ export function configure(url: string) {
 export async function call<T>(
   p: Promise<{ data?: T; error?: unknown; response: Response }>,
 ): Promise<T> {
-  let r;
+  let r: Awaited<typeof p>;
   try {
     r = await p;
   } catch (e) {

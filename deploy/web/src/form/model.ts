@@ -491,7 +491,7 @@ export function htmlPattern(src: string | undefined): string | undefined {
     }
     const next = src[i + 1];
     const atEdge = first || next === "]";
-    if (c === "-" ? atEdge : "()[]{}/|".includes(c) || (/[&!#$%*+,.:;<=>?@^`~]/.test(c) && next === c)) out += "\\" + c;
+    if (c === "-" ? atEdge : "()[]{}/|".includes(c) || (/[&!#$%*+,.:;<=>?@^`~]/.test(c) && next === c)) out += `\\${c}`;
     else out += c;
     first = false;
   }

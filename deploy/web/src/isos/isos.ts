@@ -13,7 +13,10 @@ export function isoPipeline(run: ISORun): Pipeline {
   const columns: Pipeline["columns"] = [];
   for (const s of run.stages) {
     let col = columns.find((c) => c.name === s.stage);
-    if (!col) columns.push((col = { phase: columns.length, name: s.stage, cards: [] }));
+    if (!col) {
+      col = { phase: columns.length, name: s.stage, cards: [] };
+      columns.push(col);
+    }
     const card: Card = {
       step_id: s.id, job: s.stage, execution: s.clone, kind: "apply", state: s.state, attempt: s.attempt, node: null,
       started_at: s.started_at, finished_at: s.finished_at, gate_wait_ms: 0, work_ms: 0, error: s.error, reason: s.reason,

@@ -89,6 +89,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   const buf = useMemo(() => new LogBuffer(), []);
   const scroller = useRef<HTMLDivElement>(null);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the log is read again only when what it shows changes; a new line link only picks the first read
   useEffect(() => {
     buf.clear();
     setPausedAt(0);
@@ -187,7 +188,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
       stop();
       cancelAnimationFrame(frame);
     };
-  }, [source.path, firstRun, follow, job, execution, buf]); // eslint-disable-line react-hooks/exhaustive-deps -- lineLink only picks the first read
+  }, [source.path, firstRun, follow, job, execution, buf]);
 
   // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
   const [scrollTop, setScrollTop] = useState(0);
@@ -205,7 +206,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
     scrollTo(buf.length * ROW);
   });
 
-  const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the buffer is mutable: its version says when its lines changed
+  const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]);
   const matchSet = useMemo(() => new Set(matches), [matches]);
   const [matchAt, setMatchAt] = useState(0);
   const pausedRef = useRef(paused);
@@ -222,6 +224,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   };
   // A linked line: scroll to it once it is loaded (it may come in a later chunk), once.
   const jumpedTo = useRef("");
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the buffer is mutable: its version says when the linked line may have arrived
   useEffect(() => {
     if (!lineLink || jumpedTo.current === lineLink) return;
     const [run, id] = lineLink.split("/");
@@ -230,7 +233,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
       jumpedTo.current = lineLink;
       jump(i);
     }
-  }, [lineLink, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [lineLink, buf.version]);
 
   // The download goes through a plain link, straight to disk: a logs stream token of this
   // stack (iso_logs of this ISO) opens its GET …/logs (a link cannot send Authorization). It is
@@ -301,7 +304,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
         <span className="small muted" aria-live="polite">{buf.length} lines{earlier ? " (reading earlier lines…)" : ""}{buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}</span>
       </div>
       {err && <p role="alert" className="problem">{err}</p>}
-      <div className="log-lines" ref={scroller} tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take the keyboard focus to scroll by keys */}
+      <div className="log-lines" ref={scroller} role="region" tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
         <div style={{ height: buf.length * ROW, position: "relative" }}>
           {Array.from({ length: Math.max(0, last - first) }, (_, k) => {
             const index = first + k;

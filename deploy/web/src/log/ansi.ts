@@ -10,6 +10,7 @@ export interface Segment {
 }
 
 // CSI sequences (ESC [ params final) and the rarer two-character escapes.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching ESC is the point
 const ESCAPE = /\x1b\[([0-9;?]*)([@-~])|\x1b[@-Z\\-_]/g;
 
 export function ansiSegments(line: string): Segment[] {

@@ -17,7 +17,7 @@ describe("LogBuffer", () => {
 
   it("searches and finds lines by id", () => {
     const b = new LogBuffer();
-    ["apply Start", "error: boom", "ERROR again"].forEach((t, i) => b.push(line(i, t)));
+    for (const [i, t] of ["apply Start", "error: boom", "ERROR again"].entries()) b.push(line(i, t));
     expect(b.search("error")).toEqual([1, 2]);
     expect(b.search("")).toEqual([]);
     expect(b.indexOf("r", "1-2")).toBe(2);

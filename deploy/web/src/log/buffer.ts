@@ -21,13 +21,13 @@ export class LogBuffer {
   }
 
   push(l: LogLine): boolean {
-    const key = l.run + "/" + l.id;
+    const key = `${l.run}/${l.id}`;
     if (this.ids.has(key)) return false; // a resumed stream may repeat the last line
     this.ids.add(key);
     this.lines.push(l);
     if (this.length > this.cap) {
       const old = this.lines[this.start];
-      this.ids.delete(old.run + "/" + old.id);
+      this.ids.delete(`${old.run}/${old.id}`);
       this.start++;
       this.dropped++;
       // Compact now and then so the array does not keep the dropped lines alive.
@@ -46,11 +46,11 @@ export class LogBuffer {
    * many went in, so a reader scrolled in the log can keep its place.
    */
   prepend(older: LogLine[]): number {
-    const fresh = older.filter((l) => !this.ids.has(l.run + "/" + l.id));
+    const fresh = older.filter((l) => !this.ids.has(`${l.run}/${l.id}`));
     const room = Math.max(0, this.cap - this.length);
     const keep = fresh.length <= room ? fresh : fresh.slice(fresh.length - room);
     this.dropped += fresh.length - keep.length;
-    for (const l of keep) this.ids.add(l.run + "/" + l.id);
+    for (const l of keep) this.ids.add(`${l.run}/${l.id}`);
     this.lines = keep.concat(this.start ? this.lines.slice(this.start) : this.lines);
     this.start = 0;
     this.version++;

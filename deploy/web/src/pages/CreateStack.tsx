@@ -85,6 +85,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const myTeams = teams.data?.items.filter((t) => me.data?.role === "admin" || me.data?.teams.includes(t.id)) ?? [];
 
   // Preselect what has a single option; an existing draft sets everything.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: server data seeds the form once per stack; the form is the user's after that
   useEffect(() => {
     if (stack) {
       setTemplateId(stack.template_id);
@@ -94,7 +95,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       return;
     }
     if (!templateId && active.length === 1) setTemplateId(active[0].id);
-  }, [stack, active.length]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [stack, active.length]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a single team or environment is preselected when the lists arrive, not on every render
   useEffect(() => {
     if (stack) return;
     setHeader((h) => ({
@@ -142,6 +144,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   });
   const busy_ = live ? busyReason(liveStack.data ?? stack) : "";
   const wasBusy = useRef(busy_);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs only when the stack stops being busy
   useEffect(() => {
     // The run ended: the form starts again from the stack as it is now.
     if (wasBusy.current && !busy_) {
@@ -149,7 +152,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       void existing.refetch();
     }
     wasBusy.current = busy_;
-  }, [busy_]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [busy_]);
   const [typed, setTyped] = useState("");
   const planBody = live && form.data && values && !busy_
     ? JSON.stringify(
@@ -172,6 +175,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const kind = saveKind(plan.data as Plan | undefined, plainChanged);
   const runs = upgrading ? !!plan.data?.run_needed : kind === "reapply";
   const mustType = needsTypedName(plan.data as Plan | undefined);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: setProblems is a plain wrapper of a state setter
   useEffect(() => {
     // The plan's problems are where the save would fail: shown on their fields as they appear.
     if (!live) return;
@@ -184,6 +188,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   };
 
   // (Re)build the values when the form or the options arrive.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: values are built once when the form or its options arrive, then belong to the user
   useEffect(() => {
     if (!form.data || (header.environment_id && !opts.data)) return;
     setValues((v) => {
@@ -191,8 +196,9 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       if (!v) return initialValues(form.data as TemplateForm, options);
       return v;
     });
-  }, [form.data, opts.data, stack]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [form.data, opts.data, stack]);
   // A new template or version starts a new form.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new template or version starts a new form
   useEffect(() => {
     if (!stack) setValues(null);
   }, [templateId, version, stack]);

@@ -171,7 +171,7 @@ export function changed(v: Values, initial: Values, ...keys: string[]): Record<s
 /** Adder is the "Add …" button that opens a ResourceForm in place. */
 export function Adder({ label, children }: { label: string; children: (close: () => void) => React.ReactNode }) {
   const [open, setOpen] = useState(false);
-  return open ? <>{children(() => setOpen(false))}</> : <p><button type="button" className="primary" onClick={() => setOpen(true)}>{label}</button></p>;
+  return open ? children(() => setOpen(false)) : <p><button type="button" className="primary" onClick={() => setOpen(true)}>{label}</button></p>;
 }
 
 /** Delete asks once, then deletes (or revokes); the API's refusal (in use, not free) is shown beside it. */

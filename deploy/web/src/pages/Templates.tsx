@@ -276,7 +276,7 @@ function FormPreview({ id, v }: { id: string; v: number }) {
   if (form.error) return <ProblemBox error={form.error} />;
   if (!form.data || !values) return <p>Loading…</p>;
   return (
-    <div className="preview" aria-label="Form preview">
+    <div className="preview" role="region" aria-label="Form preview">
       <p className="muted small">A preview: attachments list no options here, and nothing is saved.</p>
       <FormRenderer form={form.data} values={values} onChange={setValues} options={emptyOptions} errors={fieldErrors([])} />
     </div>

@@ -67,7 +67,7 @@ export function runKindLabel(kind: string): string {
 }
 
 /** plural is a count and its noun: "1 thing", "3 things" (never "thing(s)"). */
-export function plural(n: number, noun: string, nouns = noun + "s"): string {
+export function plural(n: number, noun: string, nouns = `${noun}s`): string {
   return `${n} ${n === 1 ? noun : nouns}`;
 }
 
@@ -123,7 +123,7 @@ export function Secret({ name, reveal }: { name: string; reveal: () => Promise<{
   useEffect(() => () => clearTimeout(timer.current), []);
   return (
     <span className="secret">
-      <code aria-label={shown === null ? "hidden secret" : undefined}>{shown ?? "••••••••"}</code>{" "}
+      <code>{shown ?? <><span className="visually-hidden">hidden secret</span><span aria-hidden="true">••••••••</span></>}</code>{" "}
       <button
         type="button"
         onClick={async () => {
@@ -175,6 +175,7 @@ export function Secret({ name, reveal }: { name: string; reveal: () => Promise<{
 export function Menu({ label, closeOn, children }: { label: string; closeOn?: unknown; children: (close: () => void) => React.ReactNode }) {
   const [open, setOpen] = useState(false);
   const ref = useRef<HTMLDetailsElement>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: closing when closeOn changes is the point
   useEffect(() => setOpen(false), [closeOn]);
   useEffect(() => {
     if (!open) return;

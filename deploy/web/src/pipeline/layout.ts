@@ -45,7 +45,9 @@ export interface TemplatePhase {
  */
 export function layout(p: Pipeline, phases?: TemplatePhase[]): Column[] {
   const phaseOf = new Map<string, number>();
-  phases?.forEach((ph, i) => ph.jobs.forEach((j) => phaseOf.set(j.name, i + 1)));
+  phases?.forEach((ph, i) => {
+    for (const j of ph.jobs) phaseOf.set(j.name, i + 1);
+  });
   return [...p.columns]
     .sort((a, b) => a.phase - b.phase)
     .map((col) => {

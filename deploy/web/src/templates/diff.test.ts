@@ -13,7 +13,7 @@ function def(): Definition {
       {
         name: "application",
         jobs: [
-          { name: "app", source: { ...src, path: "jobs/app" }, inputs: { db_host: "${jobs.db.outputs.ip}" }, outputs: [{ name: "url" }] },
+          { name: "app", source: { ...src, path: "jobs/app" }, inputs: { db_host: "$" + "{jobs.db.outputs.ip}" }, outputs: [{ name: "url" }] },
           { name: "worker", source: { ...src, path: "jobs/worker" } },
         ],
       },
