@@ -142,7 +142,10 @@ function Row({ w, team, manage, fields, onSecret, refresh }: {
   };
   const enabledErrs = errorsFor(fieldErrors(err instanceof ApiError && err.status === 422 ? err.problem.errors : []), "enabled");
   const l = last.data?.items[0];
-  const initial = editValues(w);
+  // The edit is compared with the subscription as it was when the form opened: after a 412 the
+  // row shows the latest version, and a second save sends only what was typed here, not a
+  // revert of the other change.
+  const [initial, setInitial] = useState(() => editValues(w));
   return (
     <Fragment>
       <tr data-webhook={w.name}>
@@ -172,7 +175,7 @@ function Row({ w, team, manage, fields, onSecret, refresh }: {
             {manage && (
               <>
                 <button type="button" className="link" onClick={() => void act(async () => { await call(api.POST("/v1/webhooks/{id}/test", { params: { path: { id: w.id }, header: key() } })); setOpen("log"); })}>Send test</button>
-                <button type="button" className="link" onClick={() => setOpen(open === "edit" ? "" : "edit")} aria-label={`Edit ${w.name}`}>Edit</button>
+                <button type="button" className="link" onClick={() => { setInitial(editValues(w)); setOpen(open === "edit" ? "" : "edit"); }} aria-label={`Edit ${w.name}`}>Edit</button>
                 {w.kind === "standard" && (
                   <button type="button" className="link" onClick={() => void act(async () => {
                     const r = await call(api.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id: w.id }, header: key() } }));
