@@ -97,8 +97,13 @@ func e2e(t *testing.T, web string) {
 	if err := os.WriteFile(key, []byte(l.Sandbox.NodeKeyPEM), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The notifications journey's webhook destination, on loopback, which the lab allows.
+	rcv := newReceiver(t)
 	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 8*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out, "NODE_KEY_FILE="+key,
-		"PVE_TOKEN_SECRET="+l.Sandbox.Cluster("demo").TokenSecret())
+		"PVE_TOKEN_SECRET="+l.Sandbox.Cluster("demo").TokenSecret(), "WEBHOOK_RECEIVER="+rcv.URL)
+	if rcv.received("/hook") == 0 || rcv.received("/refuse") == 0 {
+		t.Fatalf("the receiver got %d messages at /hook and %d at /refuse; the journey sends to both", rcv.received("/hook"), rcv.received("/refuse"))
+	}
 }
 
 // lab is Horizon running for the console's tests (labtest's catalogue, with a viewer of the
@@ -114,10 +119,10 @@ func newLab(t testing.TB, web, script string) *lab {
 	l := &lab{web: web}
 	c := newConsole(t, web)
 	l.consoleURL = c.url
-	l.Lab = labtest.New(t, labtest.Options{API: &apitest.Options{CORSOrigins: []string{l.consoleURL}},
+	l.Lab = labtest.New(t, labtest.Options{API: &apitest.Options{CORSOrigins: []string{l.consoleURL}, Webhooks: loopbackWebhooks},
 		Override: map[string]string{labtest.AppScript: labtest.AppScriptWith(t, script)}})
 	d := l.API.Deps
-	workertest.Start(t, workertest.Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace}, workertest.Options{})
+	workertest.Start(t, workertest.Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace}, workertest.Options{Webhooks: loopbackWebhooks, OutboxSweep: true})
 	c.serve(t, l.API.URL)
 	return l
 }

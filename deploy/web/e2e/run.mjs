@@ -4,7 +4,8 @@
 // OUT_DIR; axe-core checks each screen for serious or critical violations.
 //
 // Env: CONSOLE_URL, API_URL, ADMIN_TOKEN, MEMBER_TOKEN, VIEWER_TOKEN, HANG_FILE, OUT_DIR, CHROMIUM,
-// NODE_KEY_FILE and PVE_TOKEN_SECRET (to register the sandbox's cluster again, by hand).
+// NODE_KEY_FILE and PVE_TOKEN_SECRET (to register the sandbox's cluster again, by hand), and
+// WEBHOOK_RECEIVER (the notifications journey's destination, see notify.mjs).
 import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
@@ -14,6 +15,7 @@ import { join } from "node:path";
 import { isoDay2 } from "./day2.mjs";
 import { actionsJourney } from "./actions.mjs";
 import { signInLink } from "./signin.mjs";
+import { notificationsJourney } from "./notify.mjs";
 
 const env = (k) => {
   const v = process.env[k];
@@ -21,7 +23,7 @@ const env = (k) => {
   return v;
 };
 const CONSOLE = env("CONSOLE_URL"), API = env("API_URL"), MEMBER = env("MEMBER_TOKEN"), VIEWER = env("VIEWER_TOKEN"), ADMIN = env("ADMIN_TOKEN");
-const HANG = env("HANG_FILE"), OUT = env("OUT_DIR");
+const HANG = env("HANG_FILE"), OUT = env("OUT_DIR"), RECEIVER = env("WEBHOOK_RECEIVER");
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const t0 = Date.now();
 const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
@@ -747,6 +749,7 @@ try {
   check((await meWith(minted)) === 401, "the revoked token is refused");
   await screen(page, "people-tokens");
   log("minted a token, copied it once, revoked it");
+  await notificationsJourney({ browser, page, CONSOLE, API, MEMBER, VIEWER, RECEIVER, apiAs, screen, check, log });
 
   // ISOs: an admin builds an installer image (served from here) from the build form and
   // watches its stages turn green, its log and summary, then finds it built in the list.

@@ -9,6 +9,7 @@ import { StackDetail } from "./pages/StackDetail";
 import { Startup } from "./pages/Startup";
 import { Catalogue } from "./pages/Catalogue";
 import { People } from "./pages/People";
+import { Notifications } from "./pages/Notifications";
 import { TemplateDetail, TemplatesList } from "./pages/Templates";
 import { BuildIso, IsoDetail, IsosList } from "./pages/Isos";
 import { openStream } from "./sse";
@@ -78,6 +79,7 @@ function Shell() {
   if (section === "startup") page = <Startup />;
   else if (section === "catalogue") page = <Catalogue tab={id ?? "servers"} id={sub} />;
   else if (section === "people") page = <People tab={id ?? "users"} />;
+  else if (section === "notifications") page = <Notifications />;
   else if (section === "templates") page = id ? <TemplateDetail id={id} /> : <TemplatesList />;
   else if (section === "isos") page = !id ? <IsosList /> : id === "new" ? <BuildIso /> : <IsoDetail id={id} />;
   else if (section !== "stacks") page = <p>Not found. <a href="#/stacks">Go to stacks</a></p>;
@@ -101,6 +103,7 @@ function Shell() {
           <a href={href("/isos")}>ISOs</a>
           <a href={href("/catalogue/servers")}>Catalogue</a>
           <a href={href("/people/users")}>People</a>
+          <a href={href("/notifications")}>Notifications</a>
         </nav>
         <span className="spacer" />
         {me.data && (

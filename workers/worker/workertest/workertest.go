@@ -17,6 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"horizon/shared/logstream"
+	"horizon/shared/notify"
+	"horizon/shared/queue"
 	"horizon/shared/secrets"
 	"horizon/shared/terraform"
 	"horizon/shared/testkit"
@@ -42,6 +44,13 @@ type Options struct {
 	VMSSHPort int
 	// WorkRoot holds the Terraform work dirs and the plugin cache (a temporary directory).
 	WorkRoot string
+	// Webhooks are the ranges webhook deliveries may reach although refused by default
+	// (HORIZON_WEBHOOK_ALLOW_CIDRS), e.g. a test's receiver on loopback, and their resolver.
+	Webhooks notify.Guard
+	// OutboxSweep runs the webhook outbox's sweep (webhook:dispatch) every
+	// queue.WebhookDispatchInterval, as production's scheduler does; tests that do not deliver
+	// webhooks, or drive DispatchDue themselves, leave it off.
+	OutboxSweep bool
 }
 
 // Start starts the workers; they stop when the test ends.
@@ -65,6 +74,7 @@ func Start(t testing.TB, d Deps, o Options) *worker.Worker {
 		ScriptSSHTimeout: 30 * time.Second, ShutdownTimeout: 10 * time.Second, VMSSHPort: o.VMSSHPort,
 		LogClient:       logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
 		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
+		Webhooks: notify.Config{Guard: o.Webhooks, Timeout: 2 * time.Second},
 		Terraform: terraform.Config{Binary: bin, WorkRoot: root, GracePeriod: 5 * time.Second,
 			PluginCacheDir: filepath.Join(root, "plugins")}})
 	if err != nil {
@@ -74,7 +84,33 @@ func Start(t testing.TB, d Deps, o Options) *worker.Worker {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Shutdown)
+	if o.OutboxSweep {
+		sweep(t, w)
+	}
 	return w
+}
+
+// sweep enqueues the due webhook deliveries every queue.WebhookDispatchInterval until the test
+// ends (its cleanup runs before the workers' shutdown: cleanups run last-in first-out).
+func sweep(t testing.TB, w *worker.Worker) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(queue.WebhookDispatchInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if _, err := w.Notify.DispatchDue(ctx); err != nil && ctx.Err() == nil {
+					t.Logf("webhook outbox sweep: %v", err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 func or[T comparable](v, def T) T {

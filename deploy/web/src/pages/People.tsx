@@ -1,6 +1,7 @@
 // People: users and their roles and teams, teams and their members, and API tokens. Admins
 // create and change users and teams and see everyone's tokens; everyone mints and revokes
-// their own. A minted token is shown once, with a copy button, and never again.
+// their own, with a scope that narrows what it may do (full, deploy, read, prometheus). A minted
+// token is shown once, with a copy button, and never again.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, call, idempotencyKey } from "../api/client";
@@ -10,6 +11,7 @@ import { ProblemBox, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { usageLines } from "../quota/usage";
 import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
+import { SCOPES, scopeLabel, type TokenScope } from "../notify/notify";
 
 const TABS = [
   ["users", "Users"],
@@ -177,17 +179,20 @@ function Tokens({ admin }: { admin: boolean }) {
   const me = useMe();
   const users = useUsers();
   const tokens = useQuery({ queryKey: ["tokens"], queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })) });
-  const [minted, setMinted] = useState<{ name: string; token: string } | null>(null);
+  const [minted, setMinted] = useState<{ name: string; token: string; scope: string } | null>(null);
   const [note, setNote] = useState("");
   const refresh = () => void qc.invalidateQueries({ queryKey: ["tokens"] });
-  const fields: FieldSpec[] = [{ name: "name", label: "Name", required: true, hint: "What it is for, e.g. ci-pipeline" }];
+  const fields: FieldSpec[] = [
+    { name: "name", label: "Name", required: true, hint: "What it is for, e.g. ci-pipeline" },
+    { name: "scope", label: "Scope", kind: "select", required: true, options: SCOPES, hint: "What the token may do; never more than its user's role allows. Fixed once minted." },
+  ];
   if (admin) fields.push({ name: "user_id", label: "For", kind: "select", options: (users.data?.items ?? []).map((u) => ({ value: u.id, label: `${u.name} (${u.email})` })) });
   return (
     <section aria-label="API tokens">
       {minted ? (
         <div className="minted" role="status">
           <p>
-            <strong>Token {minted.name}</strong> — copy it now: it is shown only this once.
+            <strong>Token {minted.name}</strong> (scope {minted.scope}) — copy it now: it is shown only this once.
           </p>
           <p>
             <code className="wrap" data-token="minted">{minted.token}</code>{" "}
@@ -211,15 +216,16 @@ function Tokens({ admin }: { admin: boolean }) {
               title="Mint an API token"
               submitLabel="Mint"
               fields={fields}
+              initial={{ scope: "full" }}
               onCancel={close}
               onDone={(r) => {
-                const t = r as { name: string; token: string };
+                const t = r as { name: string; token: string; scope: string };
                 close();
-                setMinted({ name: t.name, token: t.token });
+                setMinted({ name: t.name, token: t.token, scope: t.scope });
                 refresh();
               }}
               submit={(v) =>
-                call(api.POST("/v1/tokens", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name"), ...(str(v, "user_id") ? { user_id: str(v, "user_id") } : {}) } }))
+                call(api.POST("/v1/tokens", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name"), scope: (str(v, "scope") || "full") as TokenScope, ...(str(v, "user_id") ? { user_id: str(v, "user_id") } : {}) } }))
               }
             />
           )}
@@ -227,12 +233,13 @@ function Tokens({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={tokens.error} />
       <table>
-        <thead><tr><th scope="col">Name</th><th scope="col">For</th><th scope="col">Minted</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col"><span className="muted">Actions</span></th></tr></thead>
+        <thead><tr><th scope="col">Name</th><th scope="col">For</th><th scope="col">Scope</th><th scope="col">Minted</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col"><span className="muted">Actions</span></th></tr></thead>
         <tbody>
           {tokens.data?.items.map((t) => (
             <tr key={t.id} data-token-name={t.name}>
               <td>{t.name}{t.id === me.data?.token_id && <span className="muted small"> (signed in with it)</span>}</td>
               <td>{users.data?.items.find((u) => u.id === t.user_id)?.name ?? t.user_id.slice(0, 8)}</td>
+              <td><span className="label" title={scopeLabel(t.scope)}>{t.scope}</span></td>
               <td>{when(t.created_at)}</td>
               <td>{when(t.last_used_at) || "never"}</td>
               <td>{t.revoked_at ? `revoked ${when(t.revoked_at)}` : "active"}</td>

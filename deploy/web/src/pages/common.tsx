@@ -1,6 +1,7 @@
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useId, useRef, useState } from "react";
 import { ApiError } from "../api/client";
 import { href } from "../router";
+import { typedNameMatches } from "../plan/plan";
 
 /** ProblemBox shows an API problem in plain words: its title and detail, and links to the
  * stacks it is about (its stacks member, e.g. those using an ISO that cannot be deleted). */
@@ -199,5 +200,44 @@ export function Menu({ label, closeOn, children }: { label: string; closeOn?: un
       <summary>{label}</summary>
       <div role="menu">{children(() => setOpen(false))}</div>
     </details>
+  );
+}
+
+/**
+ * ConfirmByName asks for an object's name to be typed before a destructive action (the stack's
+ * removal asks the same way): the button waits for the name, Enter confirms once it may, and the
+ * safe answer is one click away. The API's refusal is shown in the dialog.
+ */
+export function ConfirmByName({ what, name, verb, consequence, run, onDone, onCancel }: {
+  what: string; name: string; verb: string; consequence: string;
+  run: () => Promise<unknown>; onDone: () => void; onCancel: () => void;
+}) {
+  const [typed, setTyped] = useState("");
+  const [err, setErr] = useState<unknown>(null);
+  const id = useId();
+  const ok = typedNameMatches(typed, name);
+  const go = async () => {
+    setErr(null);
+    try {
+      await run();
+      onDone();
+    } catch (e) {
+      setErr(e);
+    }
+  };
+  return (
+    <div className="confirm block" role="alertdialog" aria-labelledby={`${id}-title`}>
+      <strong id={`${id}-title`}>{verb} {name}?</strong> <span>{consequence}</span>
+      <p>
+        <label htmlFor={`${id}-typed`}>Type the {what}'s name, <strong>{name}</strong>, to confirm:</label>{" "}
+        <input id={`${id}-typed`} value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)}
+          onKeyDown={(e) => { if (e.key === "Enter") { e.preventDefault(); if (ok) void go(); } }} />
+      </p>
+      <div className="actions">
+        <button type="button" className="danger" disabled={!ok} onClick={() => void go()}>Yes, {verb.toLowerCase()}</button>
+        <button type="button" onClick={onCancel}>No</button>
+      </div>
+      <ProblemBox error={err} />
+    </div>
   );
 }

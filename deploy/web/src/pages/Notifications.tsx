@@ -1,0 +1,286 @@
+// Notifications: the webhook subscriptions the user sees (their teams'; admins also the global
+// ones), each with its last delivery and, on demand, its delivery log. Members and admins add,
+// change, enable, test, rotate and delete them; viewers (and tokens narrower than full) read
+// only, as the API decides. A signing secret is shown once, in the dialog that follows a create
+// or a rotation, and is dropped with it: it is never put in the query cache.
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { Fragment, useEffect, useState } from "react";
+import { api, ApiError, call, idempotencyKey, type Schemas } from "../api/client";
+import { useMe } from "../App";
+import { FieldErrorList } from "../form/FormRenderer";
+import { errorsFor, fieldErrors } from "../form/model";
+import {
+  createBody, deliveryStatus, editValues, eventLabel, EVENTS, firstBytes, GLOBAL, KINDS, mayManage, updateBody,
+  type TokenScope, type Webhook, type WebhookDelivery,
+} from "../notify/notify";
+import { ConfirmByName, ProblemBox, StateBadge, when } from "./common";
+import { nameOf, useTeams } from "./lookups";
+import { Adder, ResourceForm, type FieldSpec } from "./ResourceForm";
+
+const key = () => ({ "Idempotency-Key": idempotencyKey() });
+const ifMatch = (w: Webhook) => ({ "If-Match": `"${w.version}"` });
+
+/** useScope is the scope of the token the console is signed in with (from the token list). */
+function useScope(tokenId: string | undefined): TokenScope | undefined {
+  const tokens = useQuery({ queryKey: ["tokens"], enabled: !!tokenId, queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })) });
+  return tokens.data?.items.find((t) => t.id === tokenId)?.scope;
+}
+
+type Shown = { name: string; secret: string; why: "created" | "rotated" };
+
+export function Notifications() {
+  const qc = useQueryClient();
+  const me = useMe();
+  const teams = useTeams();
+  const scope = useScope(me.data?.token_id);
+  const manage = mayManage(me.data?.role, scope);
+  const admin = me.data?.role === "admin";
+  const hooks = useQuery({ queryKey: ["webhooks"], queryFn: () => call(api.GET("/v1/webhooks", { params: { query: { limit: "200" } } })) });
+  const [secret, setSecret] = useState<Shown | null>(null);
+  const refresh = () => void qc.invalidateQueries({ queryKey: ["webhooks"] });
+  const myTeams = (teams.data?.items ?? []).filter((t) => admin || me.data?.teams.includes(t.id));
+  const fields: FieldSpec[] = [
+    { name: "name", label: "Name", required: true, hint: "What it is for, e.g. chat-ops bot" },
+    { name: "team_id", label: "Team", kind: "select", required: true,
+      options: [...myTeams.map((t) => ({ value: t.id, label: t.name })), ...(admin ? [{ value: GLOBAL, label: "Global: every team's events and the ISOs'" }] : [])] },
+    { name: "url", label: "URL", required: true, placeholder: "https://bots.example.org/horizon" },
+    { name: "kind", label: "Kind", kind: "select", required: true, options: KINDS },
+    { name: "events", label: "Events", kind: "multi", required: true, options: EVENTS.map((e) => ({ value: e, label: eventLabel(e) })) },
+    { name: "enabled", label: "Enabled", kind: "checkbox", hint: "Enabling sends a test message first; it must be answered with a 2xx." },
+  ];
+  return (
+    <>
+      <div className="page-head">
+        <h1>Notifications</h1>
+      </div>
+      <p className="muted">
+        Webhooks that tell bots and chat channels when a run ends, a stack changes state, drift appears or an ISO is built.
+        {!manage && me.data && " You can read them; members of the team change them."}
+      </p>
+      {secret && <SecretOnce shown={secret} onDone={() => setSecret(null)} />}
+      {manage && !secret && (
+        <Adder label="Add a subscription">
+          {(close) => (
+            <ResourceForm
+              title="Add a subscription"
+              fields={fields}
+              initial={{ kind: "standard", team_id: myTeams.length === 1 ? myTeams[0].id : "", events: ["run.finished"], enabled: false }}
+              onCancel={close}
+              onDone={(r) => {
+                const w = r as Schemas["WebhookCreated"];
+                close();
+                setSecret({ name: w.name, secret: w.secret, why: "created" });
+                refresh();
+              }}
+              submit={(v) => call(api.POST("/v1/webhooks", { params: { header: key() }, body: createBody(v) }))}
+            />
+          )}
+        </Adder>
+      )}
+      <ProblemBox error={hooks.error} />
+      {hooks.data && hooks.data.items.length === 0 && <p className="muted">No subscription yet.</p>}
+      {hooks.data && hooks.data.items.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th><th scope="col">Team</th><th scope="col">Kind</th><th scope="col">Events</th>
+              <th scope="col">Enabled</th><th scope="col">Last delivery</th><th scope="col"><span className="muted">Actions</span></th>
+            </tr>
+          </thead>
+          <tbody>
+            {hooks.data.items.map((w) => (
+              <Row key={w.id} w={w} team={w.team_id ? nameOf(teams.data, w.team_id) : "global"} manage={manage && (admin || w.team_id !== null)}
+                onSecret={setSecret} refresh={refresh} fields={fields.filter((f) => f.name !== "team_id")} />
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
+/** SecretOnce shows a signing secret the one time the API gives it, with a copy button. */
+function SecretOnce({ shown, onDone }: { shown: Shown; onDone: () => void }) {
+  const [note, setNote] = useState("");
+  return (
+    <div className="minted" role="status" data-testid="webhook-secret">
+      <p>
+        <strong>Signing secret of {shown.name}</strong> ({shown.why}) — copy it into the receiver now: you will not see it again.
+      </p>
+      <p>
+        <code className="wrap" data-secret="webhook">{shown.secret}</code>{" "}
+        <button type="button" onClick={async () => { await navigator.clipboard.writeText(shown.secret); setNote("Copied"); }}>Copy</button>{" "}
+        <span className="small">{note}</span>
+      </p>
+      <button type="button" onClick={onDone}>Done, hide it</button>
+    </div>
+  );
+}
+
+function Row({ w, team, manage, fields, onSecret, refresh }: {
+  w: Webhook; team: string; manage: boolean; fields: FieldSpec[]; onSecret: (s: Shown) => void; refresh: () => void;
+}) {
+  const qc = useQueryClient();
+  const [open, setOpen] = useState<"" | "edit" | "log" | "delete">("");
+  const [err, setErr] = useState<unknown>(null);
+  const last = useQuery({
+    queryKey: ["webhook", w.id, "deliveries", "last"],
+    queryFn: () => call(api.GET("/v1/webhooks/{id}/deliveries", { params: { path: { id: w.id }, query: { limit: "1" } } })),
+    refetchInterval: (q) => (q.state.data?.items[0]?.state === "pending" ? 2000 : false),
+  });
+  const act = async (fn: () => Promise<unknown>) => {
+    setErr(null);
+    try {
+      await fn();
+      refresh();
+      void qc.invalidateQueries({ queryKey: ["webhook", w.id] });
+    } catch (e) {
+      // A stale version re-reads the subscription; ProblemBox says it was reloaded.
+      if (e instanceof ApiError && e.status === 412) refresh();
+      setErr(e);
+    }
+  };
+  const enabledErrs = errorsFor(fieldErrors(err instanceof ApiError && err.status === 422 ? err.problem.errors : []), "enabled");
+  const l = last.data?.items[0];
+  // The edit is compared with the subscription as it was when the form opened: after a 412 the
+  // row shows the latest version, and a second save sends only what was typed here, not a
+  // revert of the other change.
+  const [initial, setInitial] = useState(() => editValues(w));
+  return (
+    <Fragment>
+      <tr data-webhook={w.name}>
+        <td>{w.name}<div className="small muted">{w.url}</div></td>
+        <td>{team}</td>
+        <td>{w.kind}</td>
+        <td><ul className="plain">{w.events.map((e) => <li key={e}>{eventLabel(e)}</li>)}</ul></td>
+        <td data-enabled={w.enabled}>
+          {w.enabled ? "yes" : "no"}
+          {w.disabled_reason && <div className="small muted">{w.disabled_reason}</div>}
+          {manage && (
+            <div>
+              <button type="button" className="link" aria-label={`${w.enabled ? "Disable" : "Enable"} ${w.name}`}
+                onClick={() => void act(() => call(api.PATCH("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: ifMatch(w) }, body: { enabled: !w.enabled } })))}>
+                {w.enabled ? "Disable" : "Enable"}
+              </button>
+            </div>
+          )}
+          <FieldErrorList msgs={enabledErrs} />
+        </td>
+        <td data-testid="last-delivery">
+          {l ? <><StateBadge state={l.state} /> {l.last_status ? `HTTP ${l.last_status}` : ""}<div className="small muted">{when(l.last_attempt_at ?? l.created_at)}</div></> : <span className="muted">none yet</span>}
+        </td>
+        <td>
+          <div className="actions" role="group" aria-label={`${w.name} actions`}>
+            <button type="button" className="link" aria-expanded={open === "log"} onClick={() => setOpen(open === "log" ? "" : "log")}>Delivery log</button>
+            {manage && (
+              <>
+                <button type="button" className="link" onClick={() => void act(async () => { await call(api.POST("/v1/webhooks/{id}/test", { params: { path: { id: w.id }, header: key() } })); setOpen("log"); })}>Send test</button>
+                <button type="button" className="link" onClick={() => { setInitial(editValues(w)); setOpen(open === "edit" ? "" : "edit"); }} aria-label={`Edit ${w.name}`}>Edit</button>
+                {w.kind === "standard" && (
+                  <button type="button" className="link" onClick={() => void act(async () => {
+                    const r = await call(api.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id: w.id }, header: key() } }));
+                    onSecret({ name: r.name, secret: r.secret, why: "rotated" });
+                  })}>Rotate secret</button>
+                )}
+                <button type="button" className="link" onClick={() => setOpen("delete")} aria-label={`Delete ${w.name}`}>Delete</button>
+              </>
+            )}
+          </div>
+          {!(err instanceof ApiError && err.status === 422 && enabledErrs.length > 0) && <ProblemBox error={err} />}
+        </td>
+      </tr>
+      {open !== "" && (
+        <tr className="expanded">
+          <td colSpan={7}>
+            {open === "edit" && (
+              <ResourceForm
+                title={`Change ${w.name}`}
+                fields={fields.map((f) => (f.name === "url" ? { ...f, required: false, placeholder: w.url, hint: "Leave empty to keep the current URL (only its host is shown)." } : f))}
+                initial={initial}
+                onCancel={() => setOpen("")}
+                onDone={() => { setOpen(""); refresh(); }}
+                submit={async (v) => {
+                  try {
+                    return await call(api.PATCH("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: ifMatch(w) }, body: updateBody(v, initial) }));
+                  } catch (e) {
+                    // The latest version is read again; what was typed stays for another save.
+                    if (e instanceof ApiError && e.status === 412) refresh();
+                    throw e;
+                  }
+                }}
+              />
+            )}
+            {open === "delete" && (
+              <ConfirmByName what="subscription" name={w.name} verb="Delete" consequence="Its delivery log goes with it; nothing more is sent."
+                run={() => call(api.DELETE("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: key() } }))}
+                onDone={() => { setOpen(""); refresh(); }} onCancel={() => setOpen("")} />
+            )}
+            {open === "log" && <Deliveries w={w} manage={manage} />}
+          </td>
+        </tr>
+      )}
+    </Fragment>
+  );
+}
+
+/** Deliveries is a subscription's delivery log, newest first. While a delivery is pending, the
+ * log is read again every two seconds (deliveries have no live event); then it stops. */
+function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
+  const qc = useQueryClient();
+  const [err, setErr] = useState<unknown>(null);
+  const log = useQuery({
+    queryKey: ["webhook", w.id, "deliveries"],
+    queryFn: () => call(api.GET("/v1/webhooks/{id}/deliveries", { params: { path: { id: w.id }, query: { limit: "50" } } })),
+    refetchInterval: (q) => (q.state.data?.items.some((d: WebhookDelivery) => d.state === "pending") ? 2000 : false),
+  });
+  const items = log.data?.items ?? [];
+  // The row's last delivery follows the log when the newest delivery changes.
+  const newest = items[0] ? `${items[0].id}/${items[0].state}` : "";
+  useEffect(() => {
+    if (newest) void qc.invalidateQueries({ queryKey: ["webhook", w.id, "deliveries", "last"], exact: true });
+  }, [newest, qc, w.id]);
+  return (
+    <section aria-label={`Deliveries of ${w.name}`}>
+      <ProblemBox error={log.error ?? err} />
+      {log.data && items.length === 0 && <p className="muted">Nothing delivered yet.</p>}
+      {items.length > 0 && (
+        <table>
+          <caption>Deliveries of {w.name}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Event</th><th scope="col">Attempts</th><th scope="col">Status</th><th scope="col">Latency</th>
+              <th scope="col">When</th><th scope="col">Answer (first bytes)</th><th scope="col">Error</th>
+              {manage && <th scope="col"><span className="muted">Actions</span></th>}
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((d) => (
+              <tr key={d.id} data-delivery={d.event_type} data-state={d.state}>
+                <td>{eventLabel(d.event_type)}</td>
+                <td>{d.attempts}</td>
+                <td><span className={`state state-${d.state === "delivered" ? "succeeded" : d.state}`}>{deliveryStatus(d)}</span></td>
+                <td>{d.last_latency_ms !== null ? `${d.last_latency_ms} ms` : ""}</td>
+                <td>{when(d.last_attempt_at ?? d.created_at)}{d.state === "pending" && d.next_attempt_at && <div className="small muted">next try {when(d.next_attempt_at)}</div>}</td>
+                <td><code className="wrap small" title={d.last_response ?? undefined}>{firstBytes(d.last_response)}</code></td>
+                <td>{d.last_error ?? ""}</td>
+                {manage && (
+                  <td>
+                    <button type="button" className="link" disabled={d.state === "pending"} onClick={async () => {
+                      setErr(null);
+                      try {
+                        await call(api.POST("/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", { params: { path: { id: w.id, delivery_id: d.id }, header: key() } }));
+                        void qc.invalidateQueries({ queryKey: ["webhook", w.id] });
+                      } catch (e) {
+                        setErr(e);
+                      }
+                    }}>Redeliver</button>
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
