@@ -80,8 +80,13 @@ func findRef(out []byte, ref string) string {
 	return ""
 }
 
-// has reports whether the bare clone holds commit. It reads only local files.
+// has reports whether the bare clone holds commit. It reads only local files. A commit whose
+// tree is materialised was in the clone (Tree checks it out from there) and needs nothing
+// more: that answer costs a stat, not a git process, which is most of a warm Resolve's cost.
 func (c *Cache) has(ctx context.Context, key, commit string) bool {
+	if _, err := os.Stat(filepath.Join(c.treesDir(key), commit)); err == nil {
+		return true
+	}
 	if _, err := os.Stat(c.bareDir(key)); err != nil {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 
 	"horizon/shared/gitsource"
 	"horizon/shared/horizon"
@@ -80,10 +81,15 @@ func Inspect(ctx context.Context, d *Definition, git *gitsource.Cache, creds map
 			p.Add(s.path+".path", "not a directory of the repository: %q", s.src.Path)
 			continue
 		}
-		mod, err := LoadModule(src)
-		if err != nil {
-			p.Add(s.path+".path", "%s at commit %s: %v", describePath(s.src.Path), r.commit, err)
-			continue
+		key := modKey{repo: k.repo, commit: r.commit, path: path.Clean(dir)}
+		mod, cached := moduleCache.get(key)
+		if !cached {
+			var err error
+			if mod, err = LoadModule(src); err != nil {
+				p.Add(s.path+".path", "%s at commit %s: %v", describePath(s.src.Path), r.commit, err)
+				continue
+			}
+			moduleCache.put(key, mod)
 		}
 		mod.Commit = r.commit
 		if s.job != "" {

@@ -228,3 +228,35 @@ output "ip" { value = "10.0.0.1" }
 `
 	files["jobs/"+job+"/boot.sh"] = "#!/bin/sh\necho boot\n"
 }
+
+// TestInspectAgainReadsEachCommitOnce: a second Inspect of the same commits gives the same
+// modules (what a caller changes in the first answer does not reach the second), and a branch
+// that moved is read at its new commit.
+func TestInspectAgainReadsEachCommitOnce(t *testing.T) {
+	t.Parallel()
+	d, k8s, _ := exampleOnDisk(t)
+	c := newGitCache(t)
+	first, err := template.Inspect(context.Background(), d, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint(*first.Jobs["worker"])
+	first.Jobs["worker"].Variables[0].Name = "changed by the caller"
+	first.Jobs["worker"].Outputs = nil
+	again, err := template.Inspect(context.Background(), d, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(*again.Jobs["worker"]); got != want {
+		t.Fatalf("the second Inspect gave\n%s\nwant\n%s", got, want)
+	}
+	k8s.Commit(map[string]string{"jobs/worker/main.tf": workerTF + "output \"added\" { value = 1 }\n"})
+	moved, err := template.Inspect(context.Background(), d, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := moved.Jobs["worker"]
+	if w.Commit != k8s.Git("rev-parse", "main") || !strings.Contains(fmt.Sprint(w.Outputs), "added") {
+		t.Fatalf("after the branch moved: commit %s, outputs %v", w.Commit, w.Outputs)
+	}
+}

@@ -36,6 +36,8 @@
 //   - Plugin cache: TF_PLUGIN_CACHE_DIR is shared by every work dir on the host, and concurrent
 //     inits corrupt it (terraform#31964), so Init holds an exclusive flock on
 //     <cache>/.horizon-init.lock. OpenTofu ≥ 1.10 locks the cache itself; the flock is harmless.
+//     Seed runs that init once per module and commit on a host, before the caller takes a
+//     node's build gate; Prepare then copies the seed and Init runs nothing (seed.go).
 //   - Locking: runs pass -lock-timeout=Config.LockTimeout, so a second run of one state waits
 //     for the first (the backend answers 423, which Terraform retries). Locks are Postgres
 //     session advisory locks held by the backend: a killed Terraform or worker leaves none.

@@ -27,25 +27,20 @@ type Output struct {
 // Terraform's plugin cache is not safe for concurrent init (terraform#31964). There is no
 // workspace to select or create: the state backend's address is the work dir's own.
 //
-// In a warm work dir (initialised for the same commit, module, backend and binary: warm.go)
-// it runs nothing. After an init that succeeded, a kept work dir records what it is warm for.
+// In a warm work dir (initialised for the same commit, module, backend and binary: warm.go),
+// or one copied from this host's seed of the module (seed.go), it runs nothing. After an init that succeeded, a kept work dir records what it is warm for.
 func (w *Workdir) Init(ctx context.Context) error {
 	if w.warm {
 		w.note("terraform init skipped: this work dir was initialised for the same commit and module")
 		return nil
 	}
-	err := func() error {
-		if w.r.cfg.PluginCacheDir == "" {
-			return w.tf.Init(ctx)
-		}
-		unlock, err := lockFile(ctx, filepath.Join(w.r.cfg.PluginCacheDir, ".horizon-init.lock"))
-		if err != nil {
-			return err
-		}
-		defer unlock()
-		return w.tf.Init(ctx)
-	}()
-	w.flush()
+	var err error
+	if w.seeded {
+		w.note("terraform init skipped: this work dir is a copy of this host's initialised module of the same commit")
+	} else {
+		err = w.r.initLocked(ctx, w.tf.Init)
+		w.flush()
+	}
 	if err == nil && w.keep {
 		if err := os.WriteFile(filepath.Join(w.root, initKeyFile), []byte(w.key), 0o600); err != nil {
 			return fmt.Errorf("record the work dir's init: %w", err)
@@ -115,6 +110,20 @@ func (w *Workdir) ShowPlan(ctx context.Context) (*tfjson.Plan, error) {
 		return nil, fmt.Errorf("terraform show plan: %w", err)
 	}
 	return plan, nil
+}
+
+// initLocked runs init, holding the plugin cache's flock when there is a cache: Terraform's
+// plugin cache is not safe for concurrent init (terraform#31964).
+func (r *Runner) initLocked(ctx context.Context, init func(context.Context, ...tfexec.InitOption) error) error {
+	if r.cfg.PluginCacheDir == "" {
+		return init(ctx)
+	}
+	unlock, err := lockFile(ctx, filepath.Join(r.cfg.PluginCacheDir, ".horizon-init.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return init(ctx)
 }
 
 // Outputs returns the root module's outputs from the workspace's saved state, read from the

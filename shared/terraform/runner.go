@@ -103,6 +103,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.PluginCacheDir != "" {
 		pruneKept(cfg.WorkRoot, time.Now())
+		pruneSeeds(cfg.WorkRoot, time.Now())
 	}
 	return &Runner{cfg: cfg, baseEnv: base, program: versionShim(cfg.WorkRoot, cfg.Binary)}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -69,8 +68,10 @@ type Workdir struct {
 	// keep: root is the workspace's kept dir (warm.go), locked until Close (unlock); warm: it
 	// was initialised for key already.
 	keep, warm bool
-	key        string
-	unlock     func()
+	// seeded: the dir is a copy of this host's initialised module (seed.go); Init runs nothing.
+	seeded bool
+	key    string
+	unlock func()
 
 	// tf streams to the sink, except inside quietly.
 	tf             *tfexec.Terraform
@@ -100,12 +101,9 @@ func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err
 	if err != nil {
 		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
 	}
-	module := filepath.Clean(opts.Module)
-	if filepath.IsAbs(module) || module == ".." || strings.HasPrefix(module, "../") {
-		return nil, fmt.Errorf("prepare %s: module path %q is outside the source", opts.Workspace, opts.Module)
-	}
-	if fi, err := os.Stat(filepath.Join(opts.Source, module)); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("prepare %s: module %q not found in %s", opts.Workspace, opts.Module, opts.Source)
+	module, err := cleanModule(opts.Source, opts.Module)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
 	}
 
 	var root, key string
@@ -135,8 +133,18 @@ func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err
 	}()
 	src := filepath.Join(root, "src")
 	dir := filepath.Join(src, module)
+	seed := ""
 	if !warm {
-		if err := copyTree(ctx, opts.Source, src); err != nil {
+		seed = r.seedFor(key)
+	}
+	switch {
+	case warm:
+	case seed != "": // initialised already, BackendFile included (seed.go): no init to run
+		if err := copyTree(ctx, filepath.Join(seed, "src"), src, true); err != nil {
+			return nil, fmt.Errorf("prepare %s: copy the initialised module: %w", opts.Workspace, err)
+		}
+	default:
+		if err := copyTree(ctx, opts.Source, src, false); err != nil {
 			return nil, fmt.Errorf("prepare %s: copy source: %w", opts.Workspace, err)
 		}
 		for _, name := range []string{BackendFile, VarsFile} {
@@ -161,7 +169,7 @@ func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err
 	}
 
 	w := &Workdir{r: r, root: root, dir: dir, workspace: opts.Workspace, sink: opts.Sink, revoke: revoke,
-		keep: keep, warm: warm, key: key, unlock: unlock}
+		keep: keep, warm: warm, seeded: seed != "", key: key, unlock: unlock}
 	if w.sink == nil {
 		w.sink = func(Stream, string) {}
 	}
@@ -246,9 +254,10 @@ func (w *Workdir) Close() error {
 }
 
 // copyTree copies the regular files, directories and symbolic links of src into dst (which
-// must not exist), skipping .git and any .terraform directory a checkout might contain.
-// Copies are writable by the owner whatever the source's mode: the checkout is read-only.
-func copyTree(ctx context.Context, src, dst string) error {
+// must not exist), skipping .git, and any .terraform directory a checkout might contain unless
+// withInit (a seed's, which init made). Copies are writable by the owner whatever the source's
+// mode: the checkout is read-only.
+func copyTree(ctx context.Context, src, dst string, withInit bool) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -260,7 +269,7 @@ func copyTree(ctx context.Context, src, dst string) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".terraform") && rel != "." {
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".terraform" && !withInit) && rel != "." {
 			return filepath.SkipDir
 		}
 		target := filepath.Join(dst, rel)

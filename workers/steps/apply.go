@@ -194,6 +194,28 @@ func (h *Handler) prepare(ctx context.Context, w *stepWork, out *attempt.Log) (f
 	return cleanup, nil
 }
 
+// seed makes sure this host has the apply's module initialised at its commit
+// (terraform.Runner.Seed), before the step claims its node: the work dir is then a copy and
+// runs no init, so a build never waits for another's init (the plugin cache's host-wide lock)
+// or checkout (the repository's lock) while holding a node's build gate. It is an optimisation
+// only: when it fails, Prepare runs init itself and the step's log says why it failed.
+func (h *Handler) seed(ctx context.Context, w *stepWork) {
+	if w.Step.Kind != horizon.StepApply || w.inputsErr != nil || w.isoErr != nil || w.exec.Commit == "" {
+		return
+	}
+	repo := w.job.Source.Repo
+	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
+	if err == nil {
+		var tree string
+		if tree, err = h.Git.Tree(ctx, repo, w.exec.Commit, creds[repo]); err == nil {
+			err = h.Terraform.Seed(ctx, terraform.SeedOpts{Source: tree, Module: w.job.Source.Path, Commit: w.exec.Commit})
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		h.Log.DebugContext(ctx, "module not seeded: the step's Prepare runs terraform init", "step_id", w.Step.ID, "error", err)
+	}
+}
+
 // workdir prepares the execution's Terraform work dir from the pinned commit.
 func (h *Handler) workdir(ctx context.Context, w *stepWork, out *attempt.Log) (*terraform.Workdir, func(), error) {
 	vars, err := h.variables(ctx, w)

@@ -97,6 +97,7 @@ func (h *Handler) Load(ctx context.Context, a attempt.Loaded) (*stepWork, error)
 	if err := h.loadAnswers(ctx, w); err != nil {
 		return nil, err
 	}
+	h.seed(ctx, w)
 	return w, nil
 }
 
