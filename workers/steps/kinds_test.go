@@ -1,0 +1,93 @@
+package steps_test
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+
+	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
+	"horizon/shared/horizon"
+	"horizon/shared/store"
+	"horizon/workers/worker/workertest"
+)
+
+// lab is the seed of these tests: the lab (API, sandbox, the sandbox-vm template) and the
+// workers' handlers, not started: each test runs the deliveries it is about itself.
+type lab struct {
+	*labtest.Lab
+	k *workertest.Kinds
+}
+
+func newLab(t *testing.T, override map[string]string) *lab {
+	t.Helper()
+	l, k := workertest.KindsLab(t, labtest.Options{Override: override}, workertest.Options{})
+	return &lab{Lab: l, k: k}
+}
+
+// start posts path (a deploy, a removal, an action) as the member and returns the run it made.
+func (l *lab) start(method, path string, body any) uuid.UUID {
+	l.T.Helper()
+	r := l.API.Do(method, path, apitest.Req{Token: l.Member, Body: body})
+	if r.Status != 202 {
+		l.T.Fatalf("%s %s: %d %s", method, path, r.Status, r.Body)
+	}
+	m := r.Map()
+	if run, ok := m["run"].(map[string]any); ok {
+		m = run
+	}
+	id, err := uuid.Parse(m["id"].(string))
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	return id
+}
+
+func (l *lab) steps(run uuid.UUID) []horizon.Step {
+	l.T.Helper()
+	s, err := store.StepsOfRun(l.T.Context(), l.API.DB, run)
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	return s
+}
+
+// queued returns the run's steps run:advance queued, after advancing it.
+func (l *lab) queued(run uuid.UUID) []horizon.Step {
+	l.T.Helper()
+	l.k.Advance(run)
+	var out []horizon.Step
+	for _, s := range l.steps(run) {
+		if s.State == horizon.StepQueued {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// finish runs the run to its end, one delivery of each queued step after each advance, and
+// returns its final state.
+func (l *lab) finish(run uuid.UUID) horizon.RunState {
+	l.T.Helper()
+	for q := l.queued(run); len(q) > 0; q = l.queued(run) {
+		for _, s := range q {
+			if err := l.k.Step(s); err != nil {
+				l.T.Fatalf("%s of %s: %v", s.Kind, s.Job, err)
+			}
+		}
+	}
+	r, err := store.RunGet(l.T.Context(), l.API.DB, run)
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	return r.State
+}
+
+func (l *lab) step(id uuid.UUID) horizon.Step {
+	l.T.Helper()
+	s, err := store.StepGet(l.T.Context(), l.API.DB, id)
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	return s
+}

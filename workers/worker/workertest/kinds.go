@@ -1,0 +1,88 @@
+package workertest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"horizon/functions/apitest/labtest"
+	"horizon/shared/horizon"
+	"horizon/shared/queue"
+	"horizon/workers/worker"
+)
+
+// Kinds is the workers as Start builds them — the same handlers on the same Postgres, Redis
+// namespace, Terraform and secret box — but not started: nothing takes tasks from the queues.
+// A test of one task kind hands a task built by shared/queue's constructor to Work, which runs
+// that one delivery with the handler the server would use (River's rivertest.Worker does the
+// same for a River worker), and then looks at what it left: rows, the sandbox, and the tasks
+// it enqueued (Enqueued), which stay queued until the test runs them in turn.
+type Kinds struct {
+	*worker.Worker
+	t         testing.TB
+	inspector *asynq.Inspector
+}
+
+// NewKinds builds the workers for tests of single task kinds; o as for Start.
+func NewKinds(t testing.TB, d Deps, o Options) *Kinds {
+	t.Helper()
+	return &Kinds{Worker: build(t, d, o), t: t, inspector: asynq.NewInspectorFromRedisClient(d.Redis)}
+}
+
+// Work runs one delivery of task and returns what the handler returned: nil when Asynq would
+// mark the task done, an error when it would retry it.
+func (k *Kinds) Work(task *asynq.Task) error {
+	k.t.Helper()
+	return k.Worker.Work(k.t.Context(), task)
+}
+
+// Advance runs one delivery of run:advance for run and fails the test on an error.
+func (k *Kinds) Advance(run uuid.UUID) {
+	k.t.Helper()
+	if err := k.Work(queue.NewRunAdvance(k.Queues, run)); err != nil {
+		k.t.Fatalf("advance run %s: %v", run, err)
+	}
+}
+
+// Step runs one delivery of s's current attempt with the task run:advance would have queued
+// for it (step:run, iso:stage, action:run or nagios:publish, by its kind).
+func (k *Kinds) Step(s horizon.Step) error {
+	k.t.Helper()
+	return k.Work(queue.NewStep(k.Queues, s.Kind, s.ID, s.Attempt))
+}
+
+// Enqueued returns the tasks of type typ waiting in the workers' queues (pending, or scheduled
+// for later as a gate wait is), in no particular order.
+func (k *Kinds) Enqueued(typ string) []*asynq.TaskInfo {
+	k.t.Helper()
+	var out []*asynq.TaskInfo
+	for _, q := range []string{k.Queues.Control, k.Queues.Build, k.Queues.Notify} {
+		for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){k.inspector.ListPendingTasks, k.inspector.ListScheduledTasks} {
+			tasks, err := list(q, asynq.PageSize(1000))
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				continue
+			}
+			if err != nil {
+				k.t.Fatalf("list the tasks of queue %s: %v", q, err)
+			}
+			for _, task := range tasks {
+				if task.Type == typ {
+					out = append(out, task)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// KindsLab is a lab (labtest: the API, the Proxmox sandbox, a team, the sandbox-vm template)
+// with Kinds on its database, Redis namespace and secret box: the seed a test of one task kind
+// starts from. The API writes runs as users start them; the test then runs their tasks itself.
+func KindsLab(t testing.TB, lo labtest.Options, o Options) (*labtest.Lab, *Kinds) {
+	t.Helper()
+	lab := labtest.New(t, lo)
+	d := lab.API.Deps
+	return lab, NewKinds(t, Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace}, o)
+}
