@@ -1,9 +1,11 @@
 package steps_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"horizon/functions/apitest"
 	"horizon/shared/horizon"
 	"horizon/shared/queue"
 	"horizon/shared/store"
@@ -68,4 +70,65 @@ func TestApplyBuildsTheMachineOnce(t *testing.T) {
 	if s := l.step(q[0].ID); s.State != horizon.StepSucceeded || s.Attempt != q[0].Attempt+1 {
 		t.Fatalf("a stale delivery moved the step to %s attempt %d", s.State, s.Attempt)
 	}
+}
+
+// TestApplyThatFailsRecordsItsError: Proxmox refuses the VM (not a transient refusal: no retry); the step fails with the first
+// line of the error (the attempt's work failed: nothing for Asynq to retry), builds nothing,
+// and the run it hands back to ends failed with the step's error.
+func TestApplyThatFailsRecordsItsError(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, nil)
+	stack := l.Draft("shop", 1)
+	run := l.start("POST", "/v1/stacks/"+stack+"/deploy", nil)
+	q := l.queued(run)
+	l.Sandbox.FailNext("POST /nodes/{node}/qemu", 1, 500, "storage 'local-lvm' has not enough free space")
+	if err := l.k.Step(q[0]); err != nil {
+		t.Fatalf("a failed apply was handed back to Asynq: %v", err)
+	}
+	s := l.step(q[0].ID)
+	if s.State != horizon.StepFailed || s.Error == nil || !strings.Contains(*s.Error, "local-lvm") {
+		t.Fatalf("step %s error %v, want failed naming the full storage", s.State, deref(s.Error))
+	}
+	if vms := l.Sandbox.Cluster("demo").VMs(); len(vms) != 0 {
+		t.Fatalf("the failed apply left VMs %+v", vms)
+	}
+	if q := l.queued(run); len(q) != 0 {
+		t.Fatalf("after the failure the run queued %+v", q)
+	}
+	r, err := store.RunGet(t.Context(), l.API.DB, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != horizon.RunFailed || r.Error == nil || !strings.Contains(*r.Error, "local-lvm") {
+		t.Fatalf("run %s error %v, want failed with the step's error", r.State, deref(r.Error))
+	}
+}
+
+// TestApplyWithADeletedKeyFailsWithoutBuilding: the member deleted the SSH key the machine was
+// to get between the deploy and its step; the step fails at once, saying so, and builds nothing.
+func TestApplyWithADeletedKeyFailsWithoutBuilding(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, nil)
+	stack := l.Draft("shop", 1)
+	run := l.start("POST", "/v1/stacks/"+stack+"/deploy", nil)
+	q := l.queued(run)
+	if r := l.API.Do("DELETE", "/v1/ssh-keys/"+l.Key, apitest.Req{Token: l.Member}); r.Status != 204 {
+		t.Fatalf("delete the key: %d %s", r.Status, r.Body)
+	}
+	if err := l.k.Step(q[0]); err != nil {
+		t.Fatal(err)
+	}
+	if s := l.step(q[0].ID); s.State != horizon.StepFailed || s.Error == nil || !strings.Contains(*s.Error, "SSH key") {
+		t.Fatalf("step %s error %v, want failed naming the SSH key", s.State, deref(s.Error))
+	}
+	if vms := l.Sandbox.Cluster("demo").VMs(); len(vms) != 0 {
+		t.Fatalf("VMs %+v built without their key", vms)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

@@ -1,13 +1,17 @@
 package steps_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
 	"horizon/shared/horizon"
+	"horizon/shared/proxmox"
+	"horizon/shared/secrets"
 	"horizon/shared/store"
 	"horizon/workers/worker/workertest"
 )
@@ -90,4 +94,39 @@ func (l *lab) step(id uuid.UUID) horizon.Step {
 		l.T.Fatal(err)
 	}
 	return s
+}
+
+// deployed drafts a stack of a db and apps app machines and runs its deploy to the end.
+func (l *lab) deployed(name string, apps int) string {
+	l.T.Helper()
+	stack := l.Draft(name, apps)
+	if s := l.finish(l.start("POST", "/v1/stacks/"+stack+"/deploy", nil)); s != horizon.RunSucceeded {
+		l.T.Fatalf("deploy %s: %s", name, s)
+	}
+	return stack
+}
+
+// deleteVM stops and deletes a VM on the sandbox, as an operator would by hand.
+func (l *lab) deleteVM(node string, vmid int) {
+	l.T.Helper()
+	c := l.Sandbox.Cluster("demo")
+	pc, err := proxmox.New(proxmox.Config{URL: c.URL(), TokenID: c.TokenID(), TokenSecret: secrets.Value(c.TokenSecret()), Fingerprint: c.CertFingerprint()})
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	ctx := l.T.Context()
+	path := fmt.Sprintf("/nodes/%s/qemu/%d", node, vmid)
+	var upid string
+	if err := pc.Post(ctx, path+"/status/stop", map[string]any{}, &upid); err != nil {
+		l.T.Fatalf("stop VM %d: %v", vmid, err)
+	}
+	if err := pc.WaitTask(ctx, upid, 10*time.Millisecond); err != nil {
+		l.T.Fatal(err)
+	}
+	if err := pc.Delete(ctx, path, &upid); err != nil {
+		l.T.Fatalf("delete VM %d: %v", vmid, err)
+	}
+	if err := pc.WaitTask(ctx, upid, 10*time.Millisecond); err != nil {
+		l.T.Fatal(err)
+	}
 }
