@@ -126,9 +126,10 @@ func TestApplyWithADeletedKeyFailsWithoutBuilding(t *testing.T) {
 	}
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return "<nil>"
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
 	}
-	return *s
+	return *p
 }

@@ -109,11 +109,7 @@ func (l *lab) deployed(name string, apps int) string {
 // deleteVM stops and deletes a VM on the sandbox, as an operator would by hand.
 func (l *lab) deleteVM(node string, vmid int) {
 	l.T.Helper()
-	c := l.Sandbox.Cluster("demo")
-	pc, err := proxmox.New(proxmox.Config{URL: c.URL(), TokenID: c.TokenID(), TokenSecret: secrets.Value(c.TokenSecret()), Fingerprint: c.CertFingerprint()})
-	if err != nil {
-		l.T.Fatal(err)
-	}
+	pc := l.proxmox()
 	ctx := l.T.Context()
 	path := fmt.Sprintf("/nodes/%s/qemu/%d", node, vmid)
 	var upid string
@@ -129,4 +125,43 @@ func (l *lab) deleteVM(node string, vmid int) {
 	if err := pc.WaitTask(ctx, upid, 10*time.Millisecond); err != nil {
 		l.T.Fatal(err)
 	}
+}
+
+// proxmox is a client of the sandbox cluster "demo", for acting on it as an operator would.
+func (l *lab) proxmox() *proxmox.Client {
+	l.T.Helper()
+	c := l.Sandbox.Cluster("demo")
+	pc, err := proxmox.New(proxmox.Config{URL: c.URL(), TokenID: c.TokenID(), TokenSecret: secrets.Value(c.TokenSecret()), Fingerprint: c.CertFingerprint()})
+	if err != nil {
+		l.T.Fatal(err)
+	}
+	return pc
+}
+
+// pools returns the sandbox's resource pools: id → comment.
+func (l *lab) pools() map[string]string {
+	l.T.Helper()
+	var list []struct {
+		ID      string `json:"poolid"`
+		Comment string `json:"comment"`
+	}
+	if err := l.proxmox().Get(l.T.Context(), "/pools", &list); err != nil {
+		l.T.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list {
+		out[p.ID] = p.Comment
+	}
+	return out
+}
+
+// appVMDir is the sandbox's directory of the app[index] machine of stack.
+func (l *lab) appVMDir(stack string, index int) string {
+	l.T.Helper()
+	var vmid int
+	if err := l.API.DB.QueryRow(l.T.Context(), `SELECT vmid FROM executions WHERE stack_id = $1 AND job = 'app' AND index = $2`,
+		stack, index).Scan(&vmid); err != nil {
+		l.T.Fatal(err)
+	}
+	return l.Sandbox.Cluster("demo").VMDir(vmid)
 }
