@@ -12,7 +12,6 @@ import (
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
 	"horizon/shared/secrets"
-	"horizon/shared/store"
 	"horizon/workers/worker/workertest"
 )
 
@@ -47,54 +46,10 @@ func (l *lab) start(method, path string, body any) uuid.UUID {
 	return id
 }
 
-func (l *lab) steps(run uuid.UUID) []horizon.Step {
-	l.T.Helper()
-	s, err := store.StepsOfRun(l.T.Context(), l.API.DB, run)
-	if err != nil {
-		l.T.Fatal(err)
-	}
-	return s
-}
-
-// queued returns the run's steps run:advance queued, after advancing it.
-func (l *lab) queued(run uuid.UUID) []horizon.Step {
-	l.T.Helper()
-	l.k.Advance(run)
-	var out []horizon.Step
-	for _, s := range l.steps(run) {
-		if s.State == horizon.StepQueued {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// finish runs the run to its end, one delivery of each queued step after each advance, and
-// returns its final state.
-func (l *lab) finish(run uuid.UUID) horizon.RunState {
-	l.T.Helper()
-	for q := l.queued(run); len(q) > 0; q = l.queued(run) {
-		for _, s := range q {
-			if err := l.k.Step(s); err != nil {
-				l.T.Fatalf("%s of %s: %v", s.Kind, s.Job, err)
-			}
-		}
-	}
-	r, err := store.RunGet(l.T.Context(), l.API.DB, run)
-	if err != nil {
-		l.T.Fatal(err)
-	}
-	return r.State
-}
-
-func (l *lab) step(id uuid.UUID) horizon.Step {
-	l.T.Helper()
-	s, err := store.StepGet(l.T.Context(), l.API.DB, id)
-	if err != nil {
-		l.T.Fatal(err)
-	}
-	return s
-}
+func (l *lab) steps(run uuid.UUID) []horizon.Step    { return l.k.Steps(run) }
+func (l *lab) queued(run uuid.UUID) []horizon.Step   { return l.k.Queued(run) }
+func (l *lab) finish(run uuid.UUID) horizon.RunState { return l.k.Finish(run) }
+func (l *lab) step(id uuid.UUID) horizon.Step        { return l.k.StepNow(id) }
 
 // deployed drafts a stack of a db and apps app machines and runs its deploy to the end.
 func (l *lab) deployed(name string, apps int) string {

@@ -6,10 +6,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"horizon/functions/apitest/labtest"
 	"horizon/shared/horizon"
 	"horizon/shared/queue"
+	"horizon/shared/store"
 	"horizon/workers/worker"
 )
 
@@ -22,13 +24,14 @@ import (
 type Kinds struct {
 	*worker.Worker
 	t         testing.TB
+	db        *pgxpool.Pool
 	inspector *asynq.Inspector
 }
 
 // NewKinds builds the workers for tests of single task kinds; o as for Start.
 func NewKinds(t testing.TB, d Deps, o Options) *Kinds {
 	t.Helper()
-	return &Kinds{Worker: build(t, d, o), t: t, inspector: asynq.NewInspectorFromRedisClient(d.Redis)}
+	return &Kinds{Worker: build(t, d, o), t: t, db: d.DB, inspector: asynq.NewInspectorFromRedisClient(d.Redis)}
 }
 
 // Work runs one delivery of task and returns what the handler returned: nil when Asynq would
@@ -51,6 +54,59 @@ func (k *Kinds) Advance(run uuid.UUID) {
 func (k *Kinds) Step(s horizon.Step) error {
 	k.t.Helper()
 	return k.Work(queue.NewStep(k.Queues, s.Kind, s.ID, s.Attempt))
+}
+
+// Queued advances run once and returns its steps that are then queued: the deliveries
+// run:advance handed on.
+func (k *Kinds) Queued(run uuid.UUID) []horizon.Step {
+	k.t.Helper()
+	k.Advance(run)
+	var out []horizon.Step
+	for _, s := range k.Steps(run) {
+		if s.State == horizon.StepQueued {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Finish runs run to its end — one delivery of each queued step after each advance, in the
+// order of the run's steps — and returns its final state. A delivery handed back (an error)
+// fails the test.
+func (k *Kinds) Finish(run uuid.UUID) horizon.RunState {
+	k.t.Helper()
+	for q := k.Queued(run); len(q) > 0; q = k.Queued(run) {
+		for _, s := range q {
+			if err := k.Step(s); err != nil {
+				k.t.Fatalf("%s of %s: %v", s.Kind, s.Job, err)
+			}
+		}
+	}
+	r, err := store.RunGet(k.t.Context(), k.db, run)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return r.State
+}
+
+// Steps returns run's steps as they are now.
+func (k *Kinds) Steps(run uuid.UUID) []horizon.Step {
+	k.t.Helper()
+	s, err := store.StepsOfRun(k.t.Context(), k.db, run)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return s
+}
+
+// StepNow returns the step with id as it is now.
+func (k *Kinds) StepNow(id uuid.UUID) horizon.Step {
+	k.t.Helper()
+	s, err := store.StepGet(k.t.Context(), k.db, id)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return s
 }
 
 // Enqueued returns the tasks of type typ waiting in the workers' queues (pending, or scheduled
