@@ -68,7 +68,9 @@ func TestNagiosPublishWritesTheStacksHosts(t *testing.T) {
 	if s := l.step(publish.ID); s.State != horizon.StepSucceeded {
 		t.Fatalf("publish %s: %s", s.State, deref(s.Error))
 	}
-	n.WaitHosts(t, func(hosts []string) bool { return slices.Contains(hosts, "mon-db-0") && slices.Contains(hosts, "mon-app-0") })
+	n.WaitHosts(t, func(hosts []string) bool {
+		return slices.Contains(hosts, "mon-db-0") && slices.Contains(hosts, "mon-app-0")
+	})
 	if s := l.finish(run); s != horizon.RunSucceeded {
 		t.Fatalf("the deploy ended %s", s)
 	}
