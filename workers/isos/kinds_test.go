@@ -35,7 +35,7 @@ type lab struct {
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	l, k := workertest.KindsLab(t, labtest.Options{}, workertest.Options{})
+	l, k := kindsLab(t, labtest.Options{})
 	e := &lab{Lab: l, k: k, image: make([]byte, 64<<10), prefix: testkit.LoopbackNet(t)}
 	copy(e.image, "QFI\xfb")
 	binary.BigEndian.PutUint64(e.image[24:32], 2<<30)

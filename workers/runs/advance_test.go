@@ -67,7 +67,7 @@ func stepTasks(t *testing.T, k *workertest.Kinds, step uuid.UUID) int {
 // the last advance ends the run and deploys the stack; one more after the end changes nothing.
 func TestAdvanceQueuesPhaseByPhase(t *testing.T) {
 	t.Parallel()
-	l, k := workertest.KindsLab(t, labtest.Options{}, workertest.Options{})
+	l, k := kindsLab(t, labtest.Options{})
 	stack, run := deploy(t, l)
 	q := k.Queued(run)
 	if len(q) != 1 || q[0].Job != "db" || states(k.Steps(run))["app"] != horizon.StepPending {
@@ -112,7 +112,7 @@ func TestAdvanceQueuesPhaseByPhase(t *testing.T) {
 // app, fails the run with the step's first error line, named, and the stack with it.
 func TestAdvanceAfterAFailureHoldsTheLaterPhases(t *testing.T) {
 	t.Parallel()
-	l, k := workertest.KindsLab(t, labtest.Options{}, workertest.Options{})
+	l, k := kindsLab(t, labtest.Options{})
 	stack, run := deploy(t, l)
 	q := k.Queued(run)
 	l.Sandbox.FailNext("POST /nodes/{node}/qemu", 1, 500, "storage 'local-lvm' has not enough free space")
@@ -139,7 +139,7 @@ func TestAdvanceAfterAFailureHoldsTheLaterPhases(t *testing.T) {
 // stack failed, and the step's late delivery does nothing.
 func TestAdvanceOfACancelingRunCancelsWhatHasNotStarted(t *testing.T) {
 	t.Parallel()
-	l, k := workertest.KindsLab(t, labtest.Options{}, workertest.Options{})
+	l, k := kindsLab(t, labtest.Options{})
 	stack, run := deploy(t, l)
 	q := k.Queued(run)
 	if r := l.API.Do("POST", "/v1/stacks/"+stack+"/cancel", apitest.Req{Token: l.Member}); r.Status != 202 {
@@ -168,7 +168,7 @@ func TestAdvanceOfACancelingRunCancelsWhatHasNotStarted(t *testing.T) {
 // dropped (Asynq's SkipRetry), not retried ten times.
 func TestAdvanceOfAnUnknownRunIsNotRetried(t *testing.T) {
 	t.Parallel()
-	_, k := workertest.KindsLab(t, labtest.Options{}, workertest.Options{})
+	_, k := kindsLab(t, labtest.Options{})
 	err := k.Work(queue.NewRunAdvance(k.Queues, uuid.New()))
 	if !errors.Is(err, horizon.ErrNotFound) || !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("advance of an unknown run: %v, want not found and SkipRetry", err)

@@ -24,7 +24,7 @@ type lab struct {
 
 func newLab(t *testing.T, override map[string]string) *lab {
 	t.Helper()
-	l, k := workertest.KindsLab(t, labtest.Options{Override: override}, workertest.Options{})
+	l, k := kindsLab(t, labtest.Options{Override: override})
 	return &lab{Lab: l, k: k}
 }
 

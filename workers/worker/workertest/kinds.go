@@ -8,7 +8,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"horizon/functions/apitest/labtest"
 	"horizon/shared/horizon"
 	"horizon/shared/queue"
 	"horizon/shared/store"
@@ -131,14 +130,4 @@ func (k *Kinds) Enqueued(typ string) []*asynq.TaskInfo {
 		}
 	}
 	return out
-}
-
-// KindsLab is a lab (labtest: the API, the Proxmox sandbox, a team, the sandbox-vm template)
-// with Kinds on its database, Redis namespace and secret box: the seed a test of one task kind
-// starts from. The API writes runs as users start them; the test then runs their tasks itself.
-func KindsLab(t testing.TB, lo labtest.Options, o Options) (*labtest.Lab, *Kinds) {
-	t.Helper()
-	lab := labtest.New(t, lo)
-	d := lab.API.Deps
-	return lab, NewKinds(t, Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace}, o)
 }
