@@ -52,7 +52,7 @@ func (e *env) publish(ev events.Event) rstream.ID {
 }
 
 // take reads n messages from s, failing after a deadline.
-func take(t *testing.T, s *events.Subscription, n int) []events.Message {
+func take(t *testing.T, s *rstream.Subscription[events.Message], n int) []events.Message {
 	t.Helper()
 	var out []events.Message
 	deadline := time.After(10 * time.Second)

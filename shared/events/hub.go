@@ -13,7 +13,7 @@ import (
 const (
 	// pageSize is how many entries a backfill reads per round trip.
 	pageSize = 500
-	// subscriptionBuffer is the capacity of Subscription.C.
+	// subscriptionBuffer is the capacity of a subscription's channel.
 	subscriptionBuffer = 64
 )
 
@@ -162,44 +162,10 @@ func (h *Hub) backfill(ctx context.Context, after rstream.ID, keep func(Event) b
 	}
 }
 
-// Subscription is Follow as a channel, for an SSE writer that also selects on a heartbeat.
-type Subscription struct {
-	// C carries the messages; it is closed after a lagging message, or when the subscription
-	// fails or is closed.
-	C <-chan Message
-
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
+// Subscribe starts following (see Follow) in a goroutine of its own, until ctx ends or the
+// subscription is closed; its channel is closed after a lagging message.
+func (h *Hub) Subscribe(ctx context.Context, after rstream.ID, keep func(Event) bool) *rstream.Subscription[Message] {
+	return rstream.Subscribe(ctx, subscriptionBuffer, func(ctx context.Context, fn func(Message) error) error {
+		return h.Follow(ctx, after, keep, fn)
+	})
 }
-
-// Subscribe starts following (see Follow) in a goroutine of its own, until ctx ends or Close
-// is called.
-func (h *Hub) Subscribe(ctx context.Context, after rstream.ID, keep func(Event) bool) *Subscription {
-	ctx, cancel := context.WithCancel(ctx)
-	ch := make(chan Message, subscriptionBuffer)
-	s := &Subscription{C: ch, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer close(ch)
-		s.err = h.Follow(ctx, after, keep, func(m Message) error {
-			select {
-			case ch <- m:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
-	return s
-}
-
-// Close ends the subscription and waits for its goroutine. It may be called more than once.
-func (s *Subscription) Close() {
-	s.cancel()
-	<-s.done
-}
-
-// Err returns why C was closed: nil after a lagging message, otherwise the error
-// (context.Canceled after Close). Call it only once C is closed.
-func (s *Subscription) Err() error { return s.err }

@@ -159,7 +159,7 @@ func TestFollowFilters(t *testing.T) {
 		return out
 	}
 	write("old")
-	subs := make([]*logstream.Subscription, len(tests))
+	subs := make([]*rstream.Subscription[logstream.Message], len(tests))
 	for i, tc := range tests {
 		subs[i] = h.Subscribe(context.Background(), run, rstream.ID{}, tc.f)
 	}
@@ -290,7 +290,7 @@ func TestLastFollowerLeavingStopsTheReader(t *testing.T) {
 	h := e.hub(rstream.Config{})
 	baseline := runtime.NumGoroutine()
 	run := uuid.New()
-	var subs []*logstream.Subscription
+	var subs []*rstream.Subscription[logstream.Message]
 	for range 5 {
 		subs = append(subs, h.Subscribe(context.Background(), run, rstream.ID{}, logstream.Filter{}))
 	}

@@ -93,7 +93,7 @@ func (e *env) backfill(run uuid.UUID, after rstream.ID, f logstream.Filter) []lo
 }
 
 // drain reads a subscription until C closes and returns its messages and Err.
-func drain(t testing.TB, s *logstream.Subscription) ([]logstream.Message, error) {
+func drain(t testing.TB, s *rstream.Subscription[logstream.Message]) ([]logstream.Message, error) {
 	t.Helper()
 	out, err := drainOrTimeout(s)
 	if errors.Is(err, errStillOpen) {
@@ -105,7 +105,7 @@ func drain(t testing.TB, s *logstream.Subscription) ([]logstream.Message, error)
 var errStillOpen = errors.New("subscription still open after 30 s")
 
 // drainOrTimeout is drain for goroutines other than the test's, which must not call Fatal.
-func drainOrTimeout(s *logstream.Subscription) ([]logstream.Message, error) {
+func drainOrTimeout(s *rstream.Subscription[logstream.Message]) ([]logstream.Message, error) {
 	deadline := time.After(30 * time.Second)
 	var out []logstream.Message
 	for {

@@ -10,7 +10,7 @@ import (
 	"horizon/shared/rstream"
 )
 
-// subscriptionBuffer is the capacity of Subscription.C: enough to carry what arrives between
+// subscriptionBuffer is the capacity of a subscription's channel: enough to carry what arrives between
 // two flushes of an SSE writer, small next to rstream.Config.Buffer, which is where a slow
 // reader is measured. Every open subscription pays for it (a Message is about 170 bytes).
 const subscriptionBuffer = 16
@@ -82,46 +82,12 @@ func (h *Hub) Follow(ctx context.Context, run uuid.UUID, after rstream.ID, f Fil
 	}
 }
 
-// Subscription is Follow as a channel, for an SSE writer that also selects on a heartbeat.
-type Subscription struct {
-	// C carries the messages; it is closed after the end or lagging message, or when the
-	// subscription fails or is closed.
-	C <-chan Message
-
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-}
-
 // Subscribe starts following run's log (see Follow) in a goroutine of its own, until ctx ends
-// or Close is called. A reader that stops receiving from C is, in time, dropped with a
-// lagging message; until then the subscription holds at most rstream.Config.Buffer of entries
-// plus C's small buffer.
-func (h *Hub) Subscribe(ctx context.Context, run uuid.UUID, after rstream.ID, f Filter) *Subscription {
-	ctx, cancel := context.WithCancel(ctx)
-	ch := make(chan Message, subscriptionBuffer)
-	s := &Subscription{C: ch, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer close(ch)
-		s.err = h.Follow(ctx, run, after, f, func(m Message) error {
-			select {
-			case ch <- m:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
-	return s
+// or the subscription is closed; its channel is closed after the end or lagging message. A
+// reader that stops receiving is, in time, dropped with a lagging message; until then the
+// subscription holds at most rstream.Config.Buffer of entries plus its channel's small buffer.
+func (h *Hub) Subscribe(ctx context.Context, run uuid.UUID, after rstream.ID, f Filter) *rstream.Subscription[Message] {
+	return rstream.Subscribe(ctx, subscriptionBuffer, func(ctx context.Context, fn func(Message) error) error {
+		return h.Follow(ctx, run, after, f, fn)
+	})
 }
-
-// Close ends the subscription and waits for its goroutine. It may be called more than once.
-func (s *Subscription) Close() {
-	s.cancel()
-	<-s.done
-}
-
-// Err returns why C was closed: nil after an end or lagging message, otherwise the error
-// (context.Canceled after Close). Call it only once C is closed.
-func (s *Subscription) Err() error { return s.err }

@@ -6,6 +6,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -42,7 +43,12 @@ func (a Advancer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
 		return fmt.Errorf("decode %s: %v: %w", t.Type(), err, asynq.SkipRetry)
 	}
-	return a.Advance(ctx, p.RunID)
+	err := a.Advance(ctx, p.RunID)
+	if errors.Is(err, horizon.ErrNotFound) {
+		// Runs are never deleted: a run that is not there will not appear by retrying.
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	return err
 }
 
 // Advance moves run forward (see horizon.Advance) and enqueues the steps it queued.

@@ -280,6 +280,13 @@ func (w *Worker) Handles(typ string) bool {
 	return pattern == typ
 }
 
+// Work runs one delivery of task with the handler the server would give it, without a server:
+// tests of one task kind (workertest.Kinds) call it with a task built by shared/queue's
+// constructor, as River's rivertest.Worker calls a worker's Work.
+func (w *Worker) Work(ctx context.Context, t *asynq.Task) error {
+	return w.mux.ProcessTask(ctx, t)
+}
+
 // Start runs the server and the scheduler.
 func (w *Worker) Start() error {
 	if err := w.srv.Start(w.mux); err != nil {

@@ -56,6 +56,17 @@ type Options struct {
 // Start starts the workers; they stop when the test ends.
 func Start(t testing.TB, d Deps, o Options) *worker.Worker {
 	t.Helper()
+	w := build(t, d, o)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// build makes the workers Start starts and Kinds does not; they are shut down when the test
+// ends (a no-op for a server never started, but for the Terraform state backend).
+func build(t testing.TB, d Deps, o Options) *worker.Worker {
+	t.Helper()
 	tfBin := o.TerraformBin
 	if tfBin == "" {
 		tfBin = os.Getenv("HORIZON_TERRAFORM_BIN")
@@ -78,9 +89,6 @@ func Start(t testing.TB, d Deps, o Options) *worker.Worker {
 		Terraform: terraform.Config{Binary: bin, WorkRoot: root, GracePeriod: 5 * time.Second,
 			PluginCacheDir: filepath.Join(root, "plugins")}})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Shutdown)

@@ -1,0 +1,183 @@
+package runs_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"horizon/functions/apitest"
+	"horizon/functions/apitest/labtest"
+	"horizon/shared/auth"
+	"horizon/shared/horizon"
+	"horizon/shared/queue"
+	"horizon/shared/store"
+	"horizon/workers/worker/workertest"
+)
+
+// deploy starts the deploy of a lab draft of a db and one app and returns its run.
+func deploy(t *testing.T, l *labtest.Lab) (string, uuid.UUID) {
+	t.Helper()
+	stack := l.Draft("shop", 1)
+	r := l.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: l.Member})
+	if r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	return stack, uuid.MustParse(r.Map()["id"].(string))
+}
+
+func states(steps []horizon.Step) map[string]horizon.StepState {
+	out := map[string]horizon.StepState{}
+	for _, s := range steps {
+		out[s.Job] = s.State
+	}
+	return out
+}
+
+func stackState(t *testing.T, l *labtest.Lab, stack string) horizon.StackState {
+	t.Helper()
+	s, err := store.StackGet(t.Context(), l.API.DB, auth.Scope{All: true}, uuid.MustParse(stack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.State
+}
+
+// stepTasks counts the step:run tasks waiting for step.
+func stepTasks(t *testing.T, k *workertest.Kinds, step uuid.UUID) int {
+	t.Helper()
+	n := 0
+	for _, task := range k.Enqueued(queue.TypeStepRun) {
+		var p queue.StepRun
+		if err := json.Unmarshal(task.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.StepID == step {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAdvanceQueuesPhaseByPhase: run:advance queues the first phase's step (and its task)
+// only, a duplicate delivery queues nothing twice, each step's end lets the next phase go, and
+// the last advance ends the run and deploys the stack; one more after the end changes nothing.
+func TestAdvanceQueuesPhaseByPhase(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	stack, run := deploy(t, l)
+	q := k.Queued(run)
+	if len(q) != 1 || q[0].Job != "db" || states(k.Steps(run))["app"] != horizon.StepPending {
+		t.Fatalf("first advance: queued %+v, states %v; want the db alone", q, states(k.Steps(run)))
+	}
+	if n := stepTasks(t, k, q[0].ID); n != 1 {
+		t.Fatalf("%d step:run tasks for the db, want 1", n)
+	}
+	if again := k.Queued(run); len(again) != 1 || again[0].Attempt != q[0].Attempt || stepTasks(t, k, q[0].ID) != 1 {
+		t.Fatalf("a duplicate advance: queued %+v, %d tasks; want the same attempt, one task", again, stepTasks(t, k, q[0].ID))
+	}
+	if st := stackState(t, l, stack); st != horizon.StackDeploying {
+		t.Fatalf("stack %s while its run runs", st)
+	}
+	if err := k.Step(q[0]); err != nil {
+		t.Fatal(err)
+	}
+	q = k.Queued(run)
+	if len(q) != 1 || q[0].Job != "app" {
+		t.Fatalf("after the db: queued %+v, want the app", q)
+	}
+	if err := k.Step(q[0]); err != nil {
+		t.Fatal(err)
+	}
+	if q := k.Queued(run); len(q) != 0 {
+		t.Fatalf("after the last phase: queued %+v", q)
+	}
+	r, err := store.RunGet(t.Context(), l.API.DB, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != horizon.RunSucceeded || stackState(t, l, stack) != horizon.StackDeployed {
+		t.Fatalf("run %s, stack %s; want succeeded and deployed", r.State, stackState(t, l, stack))
+	}
+	k.Advance(run)
+	if after, _ := store.RunGet(t.Context(), l.API.DB, run); after.State != horizon.RunSucceeded || after.FinishedAt == nil || !after.FinishedAt.Equal(*r.FinishedAt) {
+		t.Fatalf("an advance after the end changed the run: %+v", after)
+	}
+}
+
+// TestAdvanceAfterAFailureHoldsTheLaterPhases: the db's apply failed; the advance holds the
+// app, fails the run with the step's first error line, named, and the stack with it.
+func TestAdvanceAfterAFailureHoldsTheLaterPhases(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	stack, run := deploy(t, l)
+	q := k.Queued(run)
+	l.Sandbox.FailNext("POST /nodes/{node}/qemu", 1, 500, "storage 'local-lvm' has not enough free space")
+	if err := k.Step(q[0]); err != nil {
+		t.Fatal(err)
+	}
+	if q := k.Queued(run); len(q) != 0 {
+		t.Fatalf("after a failed phase the advance queued %+v", q)
+	}
+	if st := states(k.Steps(run)); st["db"] != horizon.StepFailed || st["app"] != horizon.StepHeld {
+		t.Fatalf("steps %v, want db failed, app held", st)
+	}
+	r, err := store.RunGet(t.Context(), l.API.DB, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != horizon.RunFailed || !strings.HasPrefix(deref(r.Error), "db[0]: ") || stackState(t, l, stack) != horizon.StackFailed {
+		t.Fatalf("run %s (%q), stack %s; want failed with db[0]'s error, stack failed", r.State, deref(r.Error), stackState(t, l, stack))
+	}
+}
+
+// TestAdvanceOfACancelingRunCancelsWhatHasNotStarted: the user cancels while the db's step
+// waits in the queue; the advance cancels it and the app's, ends the run canceled and the
+// stack failed, and the step's late delivery does nothing.
+func TestAdvanceOfACancelingRunCancelsWhatHasNotStarted(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	stack, run := deploy(t, l)
+	q := k.Queued(run)
+	if r := l.API.Do("POST", "/v1/stacks/"+stack+"/cancel", apitest.Req{Token: l.Member}); r.Status != 202 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	k.Advance(run)
+	if st := states(k.Steps(run)); st["db"] != horizon.StepCanceled || st["app"] != horizon.StepCanceled {
+		t.Fatalf("steps %v, want both canceled", st)
+	}
+	r, err := store.RunGet(t.Context(), l.API.DB, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != horizon.RunCanceled || stackState(t, l, stack) != horizon.StackFailed {
+		t.Fatalf("run %s, stack %s; want canceled and failed", r.State, stackState(t, l, stack))
+	}
+	if err := k.Step(q[0]); err != nil {
+		t.Fatal(err)
+	}
+	if s := k.StepNow(q[0].ID); s.State != horizon.StepCanceled || len(l.Sandbox.Cluster("demo").VMs()) != 0 {
+		t.Fatalf("the canceled step's delivery ran: %s, VMs %+v", s.State, l.Sandbox.Cluster("demo").VMs())
+	}
+}
+
+// TestAdvanceOfAnUnknownRunIsNotRetried: a run:advance for a run that does not exist is
+// dropped (Asynq's SkipRetry), not retried ten times.
+func TestAdvanceOfAnUnknownRunIsNotRetried(t *testing.T) {
+	t.Parallel()
+	_, k := kindsLab(t, labtest.Options{})
+	err := k.Work(queue.NewRunAdvance(k.Queues, uuid.New()))
+	if !errors.Is(err, horizon.ErrNotFound) || !errors.Is(err, asynq.SkipRetry) {
+		t.Fatalf("advance of an unknown run: %v, want not found and SkipRetry", err)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
