@@ -65,5 +65,8 @@ CREATE INDEX webhook_deliveries_webhook_idx ON webhook_deliveries (webhook_id, i
 DROP TABLE webhook_deliveries;
 DROP TABLE webhook_events;
 DROP TABLE webhooks;
+-- The schema before knows no scope between prometheus and full: keeping a read or deploy token
+-- would widen it to everything its user may do, so it is revoked (its bot needs a new token).
+DELETE FROM api_tokens WHERE scope IN ('read', 'deploy');
 ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_scope_check;
 ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_scope_check CHECK (scope IN ('full', 'prometheus'));

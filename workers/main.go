@@ -100,6 +100,8 @@ func run(cfg config.Config, log *slog.Logger) error {
 		ISODownloadAttempts: cfg.ISODownloadAttempts, ISORetryBackoff: cfg.ISORetryBackoff, ProxmoxTaskPoll: cfg.ProxmoxTaskPoll,
 		Webhooks:           notify.Config{Guard: notify.Guard{Allow: cfg.WebhookAllowCIDRs}, Timeout: cfg.WebhookTimeout, ConsoleURL: cfg.ConsoleURL},
 		WebhookConcurrency: cfg.WebhookConcurrency,
+		WebhookRetention:   cfg.WebhookRetention,
+		WebhookKeep:        cfg.WebhookKeep,
 		Terraform:          terraform.Config{Binary: bin, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
 	"horizon/shared/problem"
@@ -51,9 +52,18 @@ func Idempotency(d api.Deps) fiber.Handler {
 		hash := h.Sum(nil)
 
 		ctx := c.UserContext()
+		purpose := sealPurpose(p.TokenID, key)
 		existing, err := store.IdempotencyBegin(ctx, d.DB, p.TokenID, key, c.Method(), path, hash)
 		if err != nil {
 			return problem.Internal(err)
+		}
+		if existing != nil && existing.Done && string(existing.RequestHash) == string(hash) {
+			if existing.Body, err = d.Box.Open(purpose, existing.Body); err != nil {
+				d.Log.InfoContext(ctx, "stored idempotent response does not open; running the request again", "error", err)
+				if existing, err = reclaim(c, d, p.TokenID, key, path, hash); err != nil {
+					return problem.Internal(err)
+				}
+			}
 		}
 		if existing != nil {
 			return replay(c, existing, hash)
@@ -81,12 +91,36 @@ func Idempotency(d api.Deps) fiber.Handler {
 				headers[name] = string(v)
 			}
 		}
-		body := append([]byte(nil), res.Body()...)
+		body := d.Box.Seal(purpose, res.Body())
 		if ferr := store.IdempotencyFinish(ctx, d.DB, p.TokenID, key, status, string(res.Header.ContentType()), headers, body); ferr != nil {
 			d.Log.WarnContext(ctx, "store idempotent response", "error", ferr)
 		}
 		return nil
 	}
+}
+
+// sealPurpose binds a stored body to its token and key, so that a sealed body copied to another
+// row does not open there.
+func sealPurpose(token uuid.UUID, key string) string {
+	return "idempotent-response:" + token.String() + ":" + key
+}
+
+// reclaim forgets a done key whose stored body does not open and claims it again. It returns
+// the record found instead when another request claimed the key in between.
+func reclaim(c *fiber.Ctx, d api.Deps, token uuid.UUID, key, path string, hash []byte) (*store.IdempotencyRecord, error) {
+	ctx := c.UserContext()
+	if err := store.IdempotencyForget(ctx, d.DB, token, key); err != nil {
+		return nil, err
+	}
+	r, err := store.IdempotencyBegin(ctx, d.DB, token, key, c.Method(), path, hash)
+	if err != nil || r == nil || !r.Done {
+		return r, err
+	}
+	// Done again already: a concurrent retry ran and stored it (sealed, by this code).
+	if r.Body, err = d.Box.Open(sealPurpose(token, key), r.Body); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func replay(c *fiber.Ctx, r *store.IdempotencyRecord, hash []byte) error {

@@ -162,6 +162,11 @@ type Config struct {
 	// WebhookConcurrency (HORIZON_WEBHOOK_CONCURRENCY, default 20): deliveries one worker process
 	// sends at once, in a pool of their own so that slow destinations never hold deploys up.
 	WebhookConcurrency int
+	// WebhookRetention (HORIZON_WEBHOOK_RETENTION, default 720h = 30 days): finished webhook
+	// deliveries and their events older than this are deleted, except the newest
+	// WebhookKeep (HORIZON_WEBHOOK_KEEP, default 100) deliveries of each subscription.
+	WebhookRetention time.Duration
+	WebhookKeep      int
 }
 
 // Load reads the configuration through lookup (os.LookupEnv in production).
@@ -203,6 +208,8 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		ConsoleURL:          strings.TrimSuffix(l.str("HORIZON_CONSOLE_URL", ""), "/"),
 		WebhookTimeout:      l.duration("HORIZON_WEBHOOK_TIMEOUT", 15*time.Second),
 		WebhookConcurrency:  l.positiveInt("HORIZON_WEBHOOK_CONCURRENCY", 20),
+		WebhookRetention:    l.duration("HORIZON_WEBHOOK_RETENTION", 30*24*time.Hour),
+		WebhookKeep:         l.positiveInt("HORIZON_WEBHOOK_KEEP", 100),
 	}
 	if c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)

@@ -70,6 +70,8 @@ func consoleLink(console string, data map[string]any) string {
 	return base + "/"
 }
 
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
 // Text is the one-line chat message of an event.
 func Text(kind Kind, t EventType, data map[string]any) string {
 	s := func(k string) string {
@@ -98,6 +100,11 @@ func Text(kind Kind, t EventType, data map[string]any) string {
 	}
 	if who := s("actor_name"); who != "" {
 		msg += " — by " + who
+	}
+	if kind == KindSlack {
+		// Slack reads <…> as links and mentions (<!channel>): a name or an error line carrying
+		// them would ping a channel or show a foreign link. Its documented escapes are these three.
+		msg = slackEscaper.Replace(msg)
 	}
 	if link := s("console_url"); link != "" {
 		if kind == KindSlack {

@@ -34,6 +34,9 @@ func NewSender(cfg Config) *Sender {
 	return &Sender{cfg: cfg, client: cfg.Guard.Client(cfg.Timeout)}
 }
 
+// Timeout is the bound of one attempt.
+func (s *Sender) Timeout() time.Duration { return s.cfg.Timeout }
+
 // ResponseLimit is how much of an answer the delivery log keeps.
 const ResponseLimit = 1024
 

@@ -55,6 +55,9 @@ const (
 	// TypeWebhookDispatch enqueues the webhook deliveries that are due (the outbox's sweep);
 	// scheduled every WebhookDispatchInterval and run by the reconcile pass too.
 	TypeWebhookDispatch = "webhook:dispatch"
+	// TypeWebhookPrune deletes the outbox's old finished deliveries and events; scheduled
+	// every WebhookPruneInterval.
+	TypeWebhookPrune = "webhook:prune"
 )
 
 // Queues are the Asynq queue names of one installation. Control tasks (advancing runs,
@@ -144,6 +147,10 @@ func NewDriftCheck(q Queues, p DriftCheck, period time.Duration, now time.Time) 
 // WebhookDispatchInterval is how often the workers look for due webhook deliveries: what bounds
 // how long after its commit an event leaves.
 const WebhookDispatchInterval = 2 * time.Second
+
+// WebhookPruneInterval is how often the outbox is pruned: retention is counted in days, so an
+// hour late is nothing, and each pass is short.
+const WebhookPruneInterval = time.Hour
 
 // WebhookDeliver is the payload of webhook:deliver: the attempt number (1 for the first).
 type WebhookDeliver struct {

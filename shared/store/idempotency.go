@@ -10,7 +10,7 @@ import (
 )
 
 // IdempotencyRecord is a stored Idempotency-Key and, once its first request finished, the
-// response to replay.
+// response to replay. Body is stored as the caller gives it (the API seals it).
 type IdempotencyRecord struct {
 	RequestHash []byte
 	Done        bool
@@ -75,6 +75,13 @@ func IdempotencyFinish(ctx context.Context, q Querier, token uuid.UUID, key stri
 // replaying (a server error), so that the client's retry runs again.
 func IdempotencyRelease(ctx context.Context, q Querier, token uuid.UUID, key string) error {
 	_, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE token_id = $1 AND key = $2 AND state = 'pending'`, token, key)
+	return translate(err)
+}
+
+// IdempotencyForget deletes a done key, so that the next request with it runs afresh (its stored
+// response can no longer be replayed).
+func IdempotencyForget(ctx context.Context, q Querier, token uuid.UUID, key string) error {
+	_, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE token_id = $1 AND key = $2 AND state = 'done'`, token, key)
 	return translate(err)
 }
 

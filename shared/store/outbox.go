@@ -243,3 +243,47 @@ func DeliveryRedeliver(ctx context.Context, q Querier, webhook, id uuid.UUID) (h
 	}
 	return d, nil
 }
+
+// pruneBatch bounds the rows one statement of OutboxPrune deletes, so that a first pass over a
+// long history holds no lock for long; it loops until a batch comes back short.
+const pruneBatch = 5000
+
+// OutboxPrune deletes the finished (delivered or failed) deliveries created more than olderThan
+// ago, except the newest keep deliveries of each subscription, so that a quiet subscription's
+// delivery log still shows what it last got; then the events older than olderThan that no
+// delivery refers to any more. A pending delivery is never deleted, whatever its age, nor its
+// event. It returns how many deliveries and events it deleted.
+func OutboxPrune(ctx context.Context, q Querier, olderThan time.Duration, keep int) (deliveries, events int64, err error) {
+	for {
+		// "keep newer deliveries exist" is an index range scan on (webhook_id, id) that stops
+		// after keep rows, instead of ranking every delivery of the table.
+		tag, err := q.Exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (
+			SELECT d.id FROM webhook_deliveries d
+			WHERE d.state IN ('delivered', 'failed') AND d.created_at < now() - make_interval(secs => $1)
+			  AND EXISTS (SELECT 1 FROM webhook_deliveries n WHERE n.webhook_id = d.webhook_id AND n.id > d.id
+			              ORDER BY n.id OFFSET $2 - 1 LIMIT 1)
+			LIMIT $3)`, olderThan.Seconds(), max(keep, 1), pruneBatch)
+		if err != nil {
+			return deliveries, events, translate(err)
+		}
+		deliveries += tag.RowsAffected()
+		if tag.RowsAffected() < pruneBatch {
+			break
+		}
+	}
+	for {
+		tag, err := q.Exec(ctx, `DELETE FROM webhook_events WHERE id IN (
+			SELECT e.id FROM webhook_events e
+			WHERE e.created_at < now() - make_interval(secs => $1)
+			  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+			LIMIT $2)`, olderThan.Seconds(), pruneBatch)
+		if err != nil {
+			return deliveries, events, translate(err)
+		}
+		events += tag.RowsAffected()
+		if tag.RowsAffected() < pruneBatch {
+			break
+		}
+	}
+	return deliveries, events, nil
+}

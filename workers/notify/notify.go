@@ -10,7 +10,10 @@
 package notify
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +52,30 @@ type Handler struct {
 	Namespace string
 	// Lease is DefaultLease unless set (tests shorten it).
 	Lease time.Duration
+	// Retention and Keep are Prune's: finished deliveries older than Retention are deleted
+	// except the newest Keep of each subscription (defaults DefaultRetention, DefaultKeep).
+	Retention time.Duration
+	Keep      int
+}
+
+// The outbox's retention unless configured: a month of history, and at least a page of the
+// delivery log per subscription however old.
+const (
+	DefaultRetention = 30 * 24 * time.Hour
+	DefaultKeep      = 100
+)
+
+// Prune is the webhook:prune task: it deletes the finished deliveries and the events older than
+// the retention (store.OutboxPrune), so that the outbox does not grow with every event ever sent.
+func (h Handler) Prune(ctx context.Context, _ *asynq.Task) error {
+	d, e, err := store.OutboxPrune(ctx, h.DB, cmp.Or(h.Retention, DefaultRetention), cmp.Or(h.Keep, DefaultKeep))
+	if err != nil {
+		return err
+	}
+	if d+e > 0 {
+		h.Log.InfoContext(ctx, "pruned the webhook outbox", "deliveries", d, "events", e)
+	}
+	return nil
 }
 
 func (h Handler) lease() time.Duration {
@@ -108,8 +135,13 @@ func (h Handler) Attempt(ctx context.Context, p queue.WebhookDeliver) (store.Del
 		return o, err
 	}
 	kind := notify.Kind(w.Webhook.Kind)
+	url, sigs, err := notify.Unseal(h.Box, w.Webhook, time.Now())
+	if err != nil {
+		return store.DeliveryOutcome{}, fmt.Errorf("%w: %w", asynq.SkipRetry, err)
+	}
 	if kind == notify.KindSlack {
-		wait, err := h.slackSlot(ctx, w.Webhook.ID.String())
+		slot := h.slackKey(url)
+		wait, err := h.slackSlot(ctx, slot)
 		if err != nil {
 			return store.DeliveryOutcome{}, err
 		}
@@ -118,10 +150,7 @@ func (h Handler) Attempt(ctx context.Context, p queue.WebhookDeliver) (store.Del
 			// back to the queue, the claim still held, instead of occupying a slot.
 			return store.DeliveryOutcome{}, h.Enqueue.Enqueue(ctx, queue.NewWebhookDeliver(h.Queues, p.DeliveryID, p.Attempt), asynq.ProcessIn(wait))
 		}
-	}
-	url, sigs, err := notify.Unseal(h.Box, w.Webhook, time.Now())
-	if err != nil {
-		return store.DeliveryOutcome{}, fmt.Errorf("%w: %w", asynq.SkipRetry, err)
+		defer h.slackRearm(ctx, slot)
 	}
 	res := h.Sender.Send(ctx, kind, url, w.Event, sigs)
 	o := Outcome(res, p.Attempt, time.Now())
@@ -168,10 +197,23 @@ func Outcome(res notify.Result, attempt int, now time.Time) store.DeliveryOutcom
 	return o
 }
 
-// slackSlot takes the destination's one-message-per-second slot, or says how long to wait.
-func (h Handler) slackSlot(ctx context.Context, webhook string) (time.Duration, error) {
-	key := h.Namespace + ":webhook:slack:" + webhook
-	ok, err := h.Redis.SetNX(ctx, key, 1, time.Second).Result()
+// slackSpacing is the least time between two messages to one Slack destination, counted from
+// the end of one request to the start of the next, so that it holds at Slack's end too.
+const slackSpacing = time.Second
+
+// slackKey is the Redis key of a Slack destination's slot: per URL, not per subscription, since
+// Slack's limit is the destination's and two subscriptions may post to one channel. The URL is
+// the destination's credential: the key holds only a hash of it.
+func (h Handler) slackKey(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return h.Namespace + ":webhook:slack:" + hex.EncodeToString(sum[:16])
+}
+
+// slackSlot takes a Slack destination's slot, or says how long to wait. The slot is held for
+// the whole attempt (bounded by the sender's timeout, so that a worker dying mid-send frees it)
+// and slackRearm then keeps it slackSpacing longer.
+func (h Handler) slackSlot(ctx context.Context, key string) (time.Duration, error) {
+	ok, err := h.Redis.SetNX(ctx, key, 1, h.Sender.Timeout()+slackSpacing).Result()
 	if err != nil || ok {
 		return 0, err
 	}
@@ -179,7 +221,15 @@ func (h Handler) slackSlot(ctx context.Context, webhook string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	return max(ttl, 50*time.Millisecond), nil
+	return max(min(ttl, slackSpacing), 50*time.Millisecond), nil
+}
+
+// slackRearm keeps the slot taken until slackSpacing after the attempt ended.
+func (h Handler) slackRearm(ctx context.Context, key string) {
+	if err := h.Redis.Set(context.WithoutCancel(ctx), key, 1, slackSpacing).Err(); err != nil {
+		// The slot then expires on its own, a timeout later: only the spacing is shorter.
+		h.Log.WarnContext(ctx, "re-arm the Slack destination's slot", "error", err)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

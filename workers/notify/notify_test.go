@@ -34,6 +34,7 @@ import (
 type message struct {
 	header http.Header
 	body   []byte
+	at     time.Time // by the receiver's clock, when the request reached it
 }
 
 // receiver is a destination on loopback: it answers with the next of its statuses (the last one
@@ -50,6 +51,7 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 	t.Helper()
 	r := &receiver{statuses: statuses}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		at := time.Now()
 		body, _ := io.ReadAll(req.Body)
 		if d := time.Duration(r.delay.Load()); d > 0 {
 			select {
@@ -58,7 +60,7 @@ func newReceiver(t *testing.T, statuses ...int) *receiver {
 			}
 		}
 		r.mu.Lock()
-		r.got = append(r.got, message{req.Header.Clone(), body})
+		r.got = append(r.got, message{req.Header.Clone(), body, at})
 		status := r.statuses[0]
 		if len(r.statuses) > 1 {
 			r.statuses = r.statuses[1:]

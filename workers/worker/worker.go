@@ -83,6 +83,9 @@ type Config struct {
 	Webhooks           notify.Config
 	WebhookConcurrency int
 	WebhookLease       time.Duration
+	// WebhookRetention and WebhookKeep bound the outbox's history (workers/notify.Prune).
+	WebhookRetention time.Duration
+	WebhookKeep      int
 }
 
 // Asynq's polling intervals in the workers (asynq.Config's TaskCheckInterval and
@@ -190,10 +193,12 @@ func New(cfg Config) (*Worker, error) {
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
 	w.Notify = notifyw.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Sender: notify.NewSender(cfg.Webhooks), Queues: queues,
-		Enqueue: enqueue, Log: cfg.Log, Namespace: cfg.Namespace, Lease: cfg.WebhookLease}
+		Enqueue: enqueue, Log: cfg.Log, Namespace: cfg.Namespace, Lease: cfg.WebhookLease,
+		Retention: cfg.WebhookRetention, Keep: cfg.WebhookKeep}
 	handlers := map[string]asynq.Handler{
 		queue.TypeWebhookDeliver:  w.Notify,
 		queue.TypeWebhookDispatch: periodic.Guard(cfg.DB, cfg.Log, asynq.HandlerFunc(w.Notify.Dispatch)),
+		queue.TypeWebhookPrune:    periodic.Guard(cfg.DB, cfg.Log, asynq.HandlerFunc(w.Notify.Prune)),
 		queue.TypeReconcile:       periodic.Guard(cfg.DB, cfg.Log, w.Reconcile),
 		queue.TypeStackTags:       tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
 		queue.TypeRunAdvance:      runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
@@ -262,6 +267,7 @@ func New(cfg Config) (*Worker, error) {
 			{Type: queue.TypeNagiosDiscover, Period: queue.NagiosDiscoverInterval},
 			{Type: queue.TypeDriftSchedule, Period: cfg.DriftInterval},
 			{Type: queue.TypeWebhookDispatch, Period: queue.WebhookDispatchInterval},
+			{Type: queue.TypeWebhookPrune, Period: queue.WebhookPruneInterval},
 		}}
 	}
 	return w, nil
