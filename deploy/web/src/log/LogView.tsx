@@ -7,7 +7,7 @@
 // job or one of its machines ("app", "app #1"); each line says when it was written; the first
 // line of each run is marked (a separator, with the run's id); colours are rendered from ANSI
 // escapes as styled text (./ansi), never as markup.
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
@@ -86,12 +86,17 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   const [err, setErr] = useState("");
   // The lines before the first tail are still being read.
   const [earlier, setEarlier] = useState(false);
+  // The first read (the shown run's download) is over: a linked line not found by then is not
+  // in the log (or not in the filter), and the view stops waiting for it.
+  const [loaded, setLoaded] = useState(false);
+  const [, rerender] = useReducer((n: number) => n + 1, 0);
   const buf = useMemo(() => new LogBuffer(), []);
   const scroller = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     buf.clear();
     setPausedAt(0);
+    setLoaded(false);
     // The lines are read again (a new filter, a new mount): a linked line is jumped to again
     // once it is back, or the view would stay where the emptied buffer left it (the top).
     jumpedTo.current = "";
@@ -103,6 +108,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
         setTick(buf.version);
       });
     };
+    // The emptied buffer is drawn too (a filter with no lines would go on showing the old ones).
+    redraw();
     const filters: Record<string, string> = {};
     if (job) filters[source.jobParam] = job;
     if (job && execution !== "") filters[source.executionParam] = execution;
@@ -150,6 +157,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
           // Otherwise the stream backfills on its own, from where the download stopped.
         }
       if (ctrl.signal.aborted) return;
+      setLoaded(true);
       if (firstRun && source.tail && !lineLink && count === TAIL) {
         setEarlier(true);
         const older: LogLine[] = [];
@@ -193,17 +201,16 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   const [scrollTop, setScrollTop] = useState(0);
   const scrollTo = (top: number) => {
     const el = scroller.current;
-    if (el) el.scrollTop = top;
+    if (!el) return;
+    el.scrollTop = top;
+    // The rows are drawn for the new place at once, not at the scroll event a frame later.
+    setScrollTop(el.scrollTop);
   };
-  // Follow the end unless paused, when lines arrive (or on resuming): not at every render, or a
-  // reader's own scroll (keys, scrollbar) would be undone at once and a row would move under
-  // the pointer between where a click aims and where it lands.
-  const followed = useRef(-1);
-  useLayoutEffect(() => {
-    if (paused || !buf.length || followed.current === buf.version) return;
-    followed.current = buf.version;
-    scrollTo(buf.length * ROW);
-  });
+  // What this render draws. The buffer is filled outside React (a download's pieces, the stream)
+  // and may hold more lines by the time an effect runs: a scroll is computed on the rows the DOM
+  // holds, or it is clamped short of its line (the box is only as tall as the rows drawn).
+  const drawn = buf.length;
+  const drawnVersion = buf.version;
 
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
   const matchSet = useMemo(() => new Set(matches), [matches]);
@@ -216,21 +223,46 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
     if (!on) followed.current = -1;
   };
   const newLines = paused ? buf.version - pausedAt : 0;
+  // A line to scroll to at the next draw (a search match chosen): jumping stops following.
+  const target = useRef(-1);
   const jump = (i: number) => {
+    target.current = i;
     if (!paused) pause(true);
-    scrollTo(i * ROW - HEIGHT / 2);
+    else rerender();
   };
-  // A linked line: scroll to it once it is loaded (it may come in a later chunk), once.
+  // A linked line is scrolled to once, when a draw holds it (it may come in a later piece).
   const jumpedTo = useRef("");
-  useEffect(() => {
-    if (!lineLink || jumpedTo.current === lineLink) return;
-    const [run, id] = lineLink.split("/");
-    const i = buf.indexOf(run, id);
-    if (i >= 0) {
+  const followed = useRef(-1);
+  // One effect scrolls, after each draw, so that what it does is decided in one place and in
+  // order: a line jumped to first; while a linked line is awaited, nothing (following the end
+  // would leave the reader at the bottom, and jumping early is clamped short of the line); the
+  // end otherwise, unless paused, when lines arrive (or on resuming): not at every render, or a
+  // reader's own scroll (keys, scrollbar) would be undone at once and a row would move under
+  // the pointer between where a click aims and where it lands.
+  useLayoutEffect(() => {
+    // Lines came after this draw: the redraw they asked for decides.
+    if (buf.version !== drawnVersion) return;
+    if (lineLink && jumpedTo.current !== lineLink) {
+      const [run, id] = lineLink.split("/");
+      const i = buf.indexOf(run, id);
+      if (i < 0 && !loaded) return;
       jumpedTo.current = lineLink;
-      jump(i);
+      if (i >= 0) target.current = i;
     }
-  }, [lineLink, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
+    if (target.current >= 0) {
+      const i = target.current;
+      target.current = -1;
+      if (i < drawn) {
+        if (!pausedRef.current) pause(true);
+        followed.current = drawnVersion;
+        scrollTo(i * ROW - HEIGHT / 2);
+        return;
+      }
+    }
+    if (paused || !drawn || followed.current === drawnVersion) return;
+    followed.current = drawnVersion;
+    scrollTo(drawn * ROW);
+  });
 
   // The download goes through a plain link, straight to disk: a logs stream token of this
   // stack (iso_logs of this ISO) opens its GET …/logs (a link cannot send Authorization). It is
@@ -254,7 +286,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   };
 
   const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
-  const last = Math.min(buf.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
+  const last = Math.min(drawn, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
   return (
     <div className="log">
       <div className="log-tools" role="toolbar" aria-label="Log">
@@ -302,7 +334,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
       </div>
       {err && <p role="alert" className="problem">{err}</p>}
       <div className="log-lines" ref={scroller} tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
-        <div style={{ height: buf.length * ROW, position: "relative" }}>
+        <div style={{ height: drawn * ROW, position: "relative" }}>
           {Array.from({ length: Math.max(0, last - first) }, (_, k) => {
             const index = first + k;
             const l = buf.at(index);
