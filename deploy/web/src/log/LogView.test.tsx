@@ -1,8 +1,9 @@
-// The log view opened on a line's link (#29): the line is jumped to once it is drawn, whatever
-// the pieces the run's download arrives in. The run's NDJSON download is answered by a stand-in
+// The log view (#29): opened on a line's link, the line is jumped to once it is drawn, whatever
+// the pieces the run's download arrives in; each step's lines fold and unfold under a header
+// row, and a linked line inside a folded section unfolds it. The run's NDJSON download is answered by a stand-in
 // fetch whose body the test feeds; the live stream is left closed (an older run's log is the
 // download alone); the browser journeys (e2e/run.mjs) cover the stream.
-import { cleanup, render, waitFor } from "@testing-library/react";
+import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LogView, stackLog } from "./LogView";
@@ -78,5 +79,47 @@ describe("LogView, opened on a line's link", () => {
     const row = Number(/translateY\((\d+)px\)/.exec((document.querySelector(".log-lines .line.linked") as HTMLElement).style.transform)?.[1]);
     expect(row).toBeGreaterThanOrEqual(el.scrollTop);
     expect(row).toBeLessThan(el.scrollTop + 420);
+  }, 60_000);
+});
+
+describe("LogView sections", () => {
+  const lines = [line(0, "s-db", "db"), line(1, "s-db", "db"), line(2), line(3), line(4)];
+  const view = (lineLink?: string) => (
+    <LogView source={stackLog("st1")} runId="r1" follow={false} jobs={[]} lineLink={lineLink} stepNames={{ "s-db": "apply" }} />
+  );
+  const shown = () => [...document.querySelectorAll(".log-lines .line .lt")].map((l) => l.textContent);
+  const load = async () => {
+    await waitFor(() => expect(fetch).toHaveBeenCalled());
+    feed.enqueue(ndjson(lines));
+    feed.close();
+    await waitFor(() => expect(shown()).toHaveLength(5), { timeout: 30_000 });
+  };
+
+  it("folds and unfolds a step's lines from its header button", async () => {
+    render(view());
+    await load();
+    const db = screen.getByRole("button", { name: "apply · db #0 · 2 lines" });
+    expect(db.getAttribute("aria-expanded")).toBe("true");
+    expect(screen.getByRole("button", { name: "app #0 · 3 lines" }).getAttribute("aria-expanded")).toBe("true");
+    fireEvent.click(db);
+    expect(db.getAttribute("aria-expanded")).toBe("false");
+    expect(shown()).toEqual(["line 2", "line 3", "line 4"]);
+    expect(document.querySelectorAll(".log-lines .log-step")).toHaveLength(2); // the folded one's header stays
+    // The rows are packed: app's header is drawn right under db's folded one.
+    const app = document.querySelector('.log-step[data-section="r1/s-app"]') as HTMLElement;
+    expect(app.style.transform).toBe("translateY(18px)");
+    fireEvent.click(db);
+    expect(shown()).toEqual(["line 0", "line 1", "line 2", "line 3", "line 4"]);
+  }, 60_000);
+
+  it("unfolds the section of a linked line", async () => {
+    const { rerender } = render(view());
+    await load();
+    const app = screen.getByRole("button", { name: "app #0 · 3 lines" });
+    fireEvent.click(app);
+    expect(shown()).toEqual(["line 0", "line 1"]);
+    await act(async () => rerender(view("r1/1-3")));
+    await waitFor(() => expect(linked()).toBe("line 3"));
+    expect(app.getAttribute("aria-expanded")).toBe("true");
   }, 60_000);
 });

@@ -6,12 +6,15 @@
 // (?run=<run>&line=<run>/<id>: its run's log, scrolled to it). The filter is one choice of a
 // job or one of its machines ("app", "app #1"); each line says when it was written; the first
 // line of each run is marked (a separator, with the run's id); colours are rendered from ANSI
-// escapes as styled text (./ansi), never as markup.
+// escapes as styled text (./ansi), never as markup. Each step's lines are a section under a
+// header row that folds and unfolds it (./sections): a folded section is its header alone in
+// the fixed-row list, and a line jumped to (a link, a search match) unfolds its section first.
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
 import { ansiSegments, lineTime } from "./ansi";
+import { headerText, layout, rowAt, rowOf, sectionOf, Sections } from "./sections";
 import { machineLabel } from "../numbering";
 
 /** LineText is a line's text with its ANSI colours: text nodes in styled spans, never markup. */
@@ -65,7 +68,7 @@ export function isoLog(id: string): LogSource {
     executionLabel: "Clone", ndjson: { format: "ndjson" }, tail: false, eventId: (l) => l.id, page: `/isos/${id}`, file: `iso-${id}.log` };
 }
 
-export function LogView({ source, runId, follow = true, jobs, lineLink }: {
+export function LogView({ source, runId, follow = true, jobs, lineLink, stepNames }: {
   source: LogSource;
   /** The run shown first (the latest when the view opened); the stream follows into the next. */
   runId?: string;
@@ -74,6 +77,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   /** The jobs (an ISO's stages) and their executions' indexes (clones), for the filter. */
   jobs: { job: string; executions: number[] }[];
   lineLink?: string;
+  /** What each step is called in its section's header (its kind), by step id. */
+  stepNames?: Record<string, string>;
 }) {
   const [firstRun] = useState(runId);
   const [job, setJob] = useState("");
@@ -92,6 +97,9 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   const [, rerender] = useReducer((n: number) => n + 1, 0);
   const buf = useMemo(() => new LogBuffer(), []);
   const scroller = useRef<HTMLDivElement>(null);
+  // The folded sections' keys (run/step), and the sections, kept up to date with the buffer.
+  const [folded, setFolded] = useState<ReadonlySet<string>>(new Set());
+  const sectionIndex = useMemo(() => new Sections(), []);
 
   useEffect(() => {
     buf.clear();
@@ -211,6 +219,14 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   // holds, or it is clamped short of its line (the box is only as tall as the rows drawn).
   const drawn = buf.length;
   const drawnVersion = buf.version;
+  const secs = sectionIndex.update(drawn, (i) => buf.at(i), buf.dropped, buf.shape);
+  const lay = layout(secs, folded);
+  const toggle = (key: string) =>
+    setFolded((f) => {
+      const n = new Set(f);
+      if (!n.delete(key)) n.add(key);
+      return n;
+    });
 
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]); // eslint-disable-line react-hooks/exhaustive-deps
   const matchSet = useMemo(() => new Set(matches), [matches]);
@@ -251,17 +267,29 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
     }
     if (target.current >= 0) {
       const i = target.current;
+      const s = sectionOf(secs, i);
+      if (s >= 0 && folded.has(secs[s].key)) {
+        // Its section is unfolded first; the draw that follows scrolls to it.
+        const key = secs[s].key;
+        setFolded((f) => {
+          const n = new Set(f);
+          n.delete(key);
+          return n;
+        });
+        return;
+      }
       target.current = -1;
-      if (i < drawn) {
+      const r = rowOf(lay, i);
+      if (r >= 0) {
         if (!pausedRef.current) pause(true);
         followed.current = drawnVersion;
-        scrollTo(i * ROW - HEIGHT / 2);
+        scrollTo(r * ROW - HEIGHT / 2);
         return;
       }
     }
     if (paused || !drawn || followed.current === drawnVersion) return;
     followed.current = drawnVersion;
-    scrollTo(drawn * ROW);
+    scrollTo(lay.rows * ROW);
   });
 
   // The download goes through a plain link, straight to disk: a logs stream token of this
@@ -286,7 +314,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   };
 
   const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
-  const last = Math.min(drawn, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
+  const last = Math.min(lay.rows, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
   return (
     <div className="log">
       <div className="log-tools" role="toolbar" aria-label="Log">
@@ -334,18 +362,34 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
       </div>
       {err && <p role="alert" className="problem">{err}</p>}
       <div className="log-lines" ref={scroller} tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
-        <div style={{ height: drawn * ROW, position: "relative" }}>
+        <div style={{ height: lay.rows * ROW, position: "relative" }}>
           {Array.from({ length: Math.max(0, last - first) }, (_, k) => {
-            const index = first + k;
+            const row = first + k;
+            const at = rowAt(lay, row);
+            if (!at) return null;
+            const sec = secs[at.section];
+            const y = { transform: `translateY(${row * ROW}px)`, height: ROW };
+            if (at.line < 0) {
+              const open = !folded.has(sec.key);
+              // The run's separator is drawn on its first row: the header of its first section.
+              return (
+                <div key={`h${sec.start}`} className={`log-step${sec.runStart ? " run-start" : ""}`} title={sec.runStart ? `run ${buf.at(sec.start)?.run}` : undefined} style={y} data-section={sec.key}>
+                  <button type="button" aria-expanded={open} onClick={() => toggle(sec.key)}>
+                    <span aria-hidden="true">{open ? "▾" : "▸"}</span> {headerText(sec, stepNames)}
+                  </button>
+                </div>
+              );
+            }
+            const index = at.line;
             const l = buf.at(index);
             if (!l) return null;
-            const runStart = index > 0 && buf.at(index - 1)?.run !== l.run;
+            const runStart = !sec.key && sec.runStart && index === sec.start;
             return (
               <div
-                key={index}
+                key={`l${index}`}
                 className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}${runStart ? " run-start" : ""}`}
                 title={runStart ? `run ${l.run}` : undefined}
-                style={{ transform: `translateY(${index * ROW}px)`, height: ROW }}
+                style={y}
                 data-job={l.job}
               >
                 <a className="ln" href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
