@@ -220,7 +220,9 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
   const drawn = buf.length;
   const drawnVersion = buf.version;
   const secs = sectionIndex.update(drawn, (i) => buf.at(i), buf.dropped, buf.shape);
-  const lay = layout(secs, folded);
+  // Laid out again when lines arrive or a section folds, not at every scroll: a log of many
+  // short stretches (parallel machines interleaving) has nearly as many sections as lines.
+  const lay = useMemo(() => layout(secs, folded), [secs, drawnVersion, folded]); // eslint-disable-line react-hooks/exhaustive-deps
   const toggle = (key: string) =>
     setFolded((f) => {
       const n = new Set(f);
