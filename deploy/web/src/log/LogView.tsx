@@ -207,12 +207,14 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
 
   // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
   const [scrollTop, setScrollTop] = useState(0);
-  const scrollTo = (top: number) => {
+  const scrollTo = (top: number, now = false) => {
     const el = scroller.current;
     if (!el) return;
     el.scrollTop = top;
-    // The rows are drawn for the new place at once, not at the scroll event a frame later.
-    setScrollTop(el.scrollTop);
+    // A jump's rows are drawn for the new place at once, not at the scroll event a frame later;
+    // following the end waits for the event (a second draw in the same task, at every frame of
+    // a busy stream, makes long tasks).
+    if (now) setScrollTop(el.scrollTop);
   };
   // What this render draws. The buffer is filled outside React (a download's pieces, the stream)
   // and may hold more lines by the time an effect runs: a scroll is computed on the rows the DOM
@@ -285,7 +287,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
       if (r >= 0) {
         if (!pausedRef.current) pause(true);
         followed.current = drawnVersion;
-        scrollTo(r * ROW - HEIGHT / 2);
+        scrollTo(r * ROW - HEIGHT / 2, true);
         return;
       }
     }
