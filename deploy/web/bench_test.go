@@ -23,7 +23,7 @@ func BenchmarkConsole(b *testing.B) {
 	// The first deploy prints 100 000 lines; a run again while the file stream exists prints
 	// 1 000 lines a second for 20 s.
 	l := newLab(t, web, "if [ ! -e app/big-done ]; then mkdir -p app; seq -f 'bench line %g of 100000: the quick brown fox jumps over the lazy dog' 1 100000; touch app/big-done; fi\n"+
-		"if [ -e '"+stream+"' ]; then for s in $(seq 1 20); do seq -f \"live line %g of second $s\" 1 1000; sleep 1; done; fi\n")
+		"if [ -e '"+stream+"' ]; then for s in $(seq 1 20); do seq -f \"live line %g of second $s\" 1 1000; sleep 1; done; fi\n", false)
 	machine := func(i int, node string) map[string]any {
 		return map[string]any{"address_id": l.Addrs[i], "ssh_key_id": l.Key, "proxmox_server_id": l.Server, "node": node, "pool": "dev"}
 	}

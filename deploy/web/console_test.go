@@ -89,8 +89,10 @@ func e2e(t *testing.T, web string) {
 	hang := filepath.Join(t.TempDir(), "hang")
 	// The app script prints a few lines and hangs while the file hang exists, so the browser
 	// can cancel a hung run.
+	// A fresh lab: the member has no SSH key yet and adds one from the form's link, as a new
+	// operator does.
 	l := newLab(t, web, "for i in $(seq 1 20); do echo \"warming up the app: step $i of 20\"; done\n"+
-		"while [ -e '"+hang+"' ]; do echo 'waiting for the license server'; sleep 1; done\n")
+		"while [ -e '"+hang+"' ]; do echo 'waiting for the license server'; sleep 1; done\n", true)
 	out := filepath.Join(web, "e2e", "out")
 	// What an admin types to register the sandbox's cluster from the console.
 	key := filepath.Join(t.TempDir(), "node-key")
@@ -114,13 +116,14 @@ type lab struct {
 	web, consoleURL string
 }
 
-// newLab starts it; script is run first by the example's app script.
-func newLab(t testing.TB, web, script string) *lab {
+// newLab starts it; script is run first by the example's app script; fresh leaves the
+// member without an SSH key.
+func newLab(t testing.TB, web, script string, fresh bool) *lab {
 	l := &lab{web: web}
 	c := newConsole(t, web)
 	l.consoleURL = c.url
 	l.Lab = labtest.New(t, labtest.Options{API: &apitest.Options{CORSOrigins: []string{l.consoleURL}, Webhooks: loopbackWebhooks},
-		Override: map[string]string{labtest.AppScript: labtest.AppScriptWith(t, script)}})
+		Override: map[string]string{labtest.AppScript: labtest.AppScriptWith(t, script)}, NoSSHKey: fresh})
 	d := l.API.Deps
 	workertest.Start(t, workertest.Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace}, workertest.Options{Webhooks: loopbackWebhooks, OutboxSweep: true})
 	c.serve(t, l.API.URL)

@@ -8,7 +8,7 @@
 // WEBHOOK_RECEIVER (the notifications journey's destination, see notify.mjs).
 import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createHash } from "node:crypto";
+import { createHash, generateKeyPairSync } from "node:crypto";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -92,7 +92,9 @@ try {
   check((await page.getByLabel("Template *").inputValue()) !== "", "the single template is preselected");
   check((await page.getByLabel("Team *").inputValue()) !== "", "the single team is preselected");
   check((await page.getByLabel("Environment *").inputValue()) !== "", "the single environment is preselected");
-  check((await db.getByLabel("SSH key *").inputValue()) !== "", "the single SSH key is preselected");
+  // A fresh lab (#29): no SSH key is registered, and the form says where to add one.
+  check((await db.getByLabel("SSH key *").locator("option").count()) === 1, "no SSH key to choose on a fresh lab");
+  check(await db.locator('[data-empty="ssh_key"]').getByRole("link", { name: "Add an SSH key" }).isVisible(), "the empty key list links to adding one");
   check((await db.getByLabel("Proxmox server *").inputValue()) !== "", "the single server is preselected");
   check((await app.locator(".exec").count()) === 1, "a multiple job starts with one execution");
   // Deploy on the empty form (#29): every required field is flagged at once, in words, and
@@ -119,8 +121,22 @@ try {
   await screen(page, "create-problems");
   await page.waitForURL(/#\/stacks\/[0-9a-f-]+\/edit/);
   const stackId = /stacks\/([0-9a-f-]+)\/edit/.exec(page.url())[1];
+  // Follow the form's link, add a key, come back to the draft: the key is there to choose.
+  await db.locator('[data-empty="ssh_key"]').getByRole("link", { name: "Add an SSH key" }).click();
+  await page.getByRole("button", { name: "Add an SSH key" }).click();
+  await page.getByLabel("Name *").fill("laptop");
+  await page.getByLabel("Public key *").fill(sshPublicKey("operator@laptop"));
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.locator('tr[data-key="laptop"]').waitFor();
+  await page.goBack();
+  await page.waitForURL(new RegExp(`#/stacks/${stackId}/edit$`));
+  await db.locator('[data-empty="ssh_key"]').waitFor({ state: "detached" });
+  await db.getByLabel("SSH key *").selectOption({ label: "laptop" });
+  await app.locator(".exec").nth(0).getByLabel("SSH key *").selectOption({ label: "laptop" });
+  log("added the first SSH key from the form's link and came back to the draft");
   // Fill what is asked: 1 db + 2 apps, each on its own address and node.
   await app.getByRole("button", { name: "Add machine to app" }).click();
+  check((await app.locator(".exec").nth(1).getByLabel("SSH key *").inputValue()) !== "", "a new machine has the single SSH key preselected");
   const fill = async (scope, i) => {
     await scope.getByLabel("Address *").selectOption({ index: i + 1 });
     await scope.getByLabel("Node *").selectOption(`pve${(i % 3) + 1}`);
@@ -194,6 +210,24 @@ try {
     return ls.length > 0 && ls.every((l) => l.querySelector(".lj")?.textContent === "app#1");
   });
   check(/^\d\d:\d\d:\d\d$/.test(await page.locator(".log-lines .line .lts").first().textContent()), "a line says when it was written");
+  // Each step's lines are a section under a header whose button folds and unfolds them (#29):
+  // folded, the next row under the header is the next section's header (or nothing).
+  await page.locator(".log-lines").evaluate((el) => { el.scrollTop = 0; });
+  await page.waitForFunction(() => [...document.querySelectorAll(".log-lines > div > *")].some((e) => e.style.transform === "translateY(0px)"));
+  const stepHead = page.locator(".log-lines .log-step").first().getByRole("button");
+  check((await stepHead.getAttribute("aria-expanded")) === "true", "a step's section starts unfolded");
+  const rowUnder = () => page.evaluate(() => {
+    const r = [...document.querySelectorAll(".log-lines > div > *")].find((e) => e.style.transform === "translateY(18px)");
+    return r ? r.className.split(" ")[0] : "";
+  });
+  check((await rowUnder()) === "line", "an unfolded section's lines are under its header");
+  await stepHead.click();
+  await page.waitForFunction(() => document.querySelector(".log-lines .log-step button")?.getAttribute("aria-expanded") === "false");
+  check((await rowUnder()) !== "line", "a folded section is its header alone");
+  await stepHead.click();
+  await page.waitForFunction(() => document.querySelector(".log-lines .log-step button")?.getAttribute("aria-expanded") === "true");
+  check((await rowUnder()) === "line", "and unfolds again");
+  log(`folded and unfolded the section "${await stepHead.textContent()}"`);
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Job").selectOption("app");
   await page.waitForFunction(() => [...document.querySelectorAll(".log-lines .line .lj")].some((l) => l.textContent === "app#0"));
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("warming up");
@@ -209,6 +243,8 @@ try {
   const row = page.locator('tr[data-output="app#0.api_key"]');
   await row.getByRole("button", { name: "Copy api_key" }).click();
   await row.getByText("Copied").waitFor();
+  // "Copied" clears after a few seconds (#29).
+  await row.getByText("Copied").waitFor({ state: "detached", timeout: 10_000 });
   const clip = await page.evaluate(() => navigator.clipboard.readText());
   const outputs = await apiAs(MEMBER, "POST", `/v1/stacks/${stackId}/outputs/app/0/api_key/reveal`);
   check(clip === outputs.value && clip.length > 8, "the clipboard holds the secret");
@@ -367,7 +403,8 @@ try {
   // From the keyboard alone: Tab to the stack, open it, Tab to the log's Pause, press it, then
   // open the Retry menu's first item from the keyboard too.
   const tabTo = async (what, test) => {
-    for (let i = 0; i < 80; i++) {
+    // The log's section headers are buttons too: up to ~40 of them are drawn.
+    for (let i = 0; i < 200; i++) {
       await page.keyboard.press("Tab");
       if (await page.evaluate(test)) return;
     }
@@ -795,4 +832,12 @@ try {
   throw e;
 } finally {
   await browser.close();
+}
+
+/** sshPublicKey is a new ed25519 key's authorized_keys line (its private half is thrown away). */
+function sshPublicKey(comment) {
+  const { publicKey } = generateKeyPairSync("ed25519");
+  const raw = Buffer.from(publicKey.export({ format: "jwk" }).x, "base64url");
+  const field = (b) => Buffer.concat([Buffer.from([0, 0, 0, b.length]), b]);
+  return `ssh-ed25519 ${Buffer.concat([field(Buffer.from("ssh-ed25519")), field(raw)]).toString("base64")} ${comment}`;
 }

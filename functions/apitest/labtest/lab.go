@@ -1,6 +1,7 @@
 // Package labtest sets up a lab for tests of stacks: the API (apitest) with a Proxmox VE
 // sandbox registered as the server "sandbox" of cluster "demo", an environment "lab" with a
-// loopback network of free addresses, a team with a member and the member's SSH key, and the
+// loopback network of free addresses, a team with a member and the member's SSH key (none on
+// a fresh lab, for a test that adds it as a new operator would), and the
 // sandbox-vm example template published from a git repository of the test's own. Tests of the
 // API alone use it as is; the workers' end-to-end tests add the workers.
 package labtest
@@ -36,7 +37,7 @@ type Lab struct {
 	Team    string
 	Env     string
 	Server  string
-	Key     string // the member's SSH key
+	Key     string // the member's SSH key; "" on a fresh lab (Options.NoSSHKey)
 	Tmpl    string
 	Addrs   []string // free addresses of the environment's network, in order
 	Repo    *testkit.GitRepo
@@ -52,6 +53,8 @@ type Options struct {
 	VMSSHPort int
 	// Override replaces files of the published example (path → content).
 	Override map[string]string
+	// NoSSHKey leaves the member without an SSH key: what a new operator finds before adding one.
+	NoSSHKey bool
 }
 
 // New starts the lab.
@@ -90,11 +93,13 @@ func New(t testing.TB, o Options) *Lab {
 	l.Team = team.String()
 	_, l.Member = l.API.NewUser(auth.RoleMember, team)
 	_, l.Viewer = l.API.NewUser(auth.RoleViewer, team)
-	pub, _, _ := ed25519.GenerateKey(rand.Reader)
-	sshPub, _ := ssh.NewPublicKey(pub)
-	key := l.API.Do("POST", "/v1/ssh-keys", apitest.Req{Token: l.Member, Body: map[string]any{"name": "laptop",
-		"public_key": strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))}})
-	l.Key = key.Map()["id"].(string)
+	if !o.NoSSHKey {
+		pub, _, _ := ed25519.GenerateKey(rand.Reader)
+		sshPub, _ := ssh.NewPublicKey(pub)
+		key := l.API.Do("POST", "/v1/ssh-keys", apitest.Req{Token: l.Member, Body: map[string]any{"name": "laptop",
+			"public_key": strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))}})
+		l.Key = key.Map()["id"].(string)
+	}
 	l.Repo, l.Tmpl = l.Publish("sandbox-vm", o.Override)
 	return l
 }

@@ -6,12 +6,15 @@
 // (?run=<run>&line=<run>/<id>: its run's log, scrolled to it). The filter is one choice of a
 // job or one of its machines ("app", "app #1"); each line says when it was written; the first
 // line of each run is marked (a separator, with the run's id); colours are rendered from ANSI
-// escapes as styled text (./ansi), never as markup.
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+// escapes as styled text (./ansi), never as markup. Each step's lines are a section under a
+// header row that folds and unfolds it (./sections): a folded section is its header alone in
+// the fixed-row list, and a line jumped to (a link, a search match) unfolds its section first.
+import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
 import { ansiSegments, lineTime } from "./ansi";
+import { headerText, layout, rowAt, rowOf, sectionOf, Sections } from "./sections";
 import { machineLabel } from "../numbering";
 
 /** LineText is a line's text with its ANSI colours: text nodes in styled spans, never markup. */
@@ -65,7 +68,7 @@ export function isoLog(id: string): LogSource {
     executionLabel: "Clone", ndjson: { format: "ndjson" }, tail: false, eventId: (l) => l.id, page: `/isos/${id}`, file: `iso-${id}.log` };
 }
 
-export function LogView({ source, runId, follow = true, jobs, lineLink }: {
+export function LogView({ source, runId, follow = true, jobs, lineLink, stepNames }: {
   source: LogSource;
   /** The run shown first (the latest when the view opened); the stream follows into the next. */
   runId?: string;
@@ -74,6 +77,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   /** The jobs (an ISO's stages) and their executions' indexes (clones), for the filter. */
   jobs: { job: string; executions: number[] }[];
   lineLink?: string;
+  /** What each step is called in its section's header (its kind), by step id. */
+  stepNames?: Record<string, string>;
 }) {
   const [firstRun] = useState(runId);
   const [job, setJob] = useState("");
@@ -86,13 +91,21 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   const [err, setErr] = useState("");
   // The lines before the first tail are still being read.
   const [earlier, setEarlier] = useState(false);
+  // The first read (the shown run's download) is over: a linked line not found by then is not
+  // in the log (or not in the filter), and the view stops waiting for it.
+  const [loaded, setLoaded] = useState(false);
+  const [, rerender] = useReducer((n: number) => n + 1, 0);
   const buf = useMemo(() => new LogBuffer(), []);
   const scroller = useRef<HTMLDivElement>(null);
+  // The folded sections' keys (run/step), and the sections, kept up to date with the buffer.
+  const [folded, setFolded] = useState<ReadonlySet<string>>(new Set());
+  const sectionIndex = useMemo(() => new Sections(), []);
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: the log is read again only when what it shows changes; a new line link only picks the first read
   useEffect(() => {
     buf.clear();
     setPausedAt(0);
+    setLoaded(false);
     // The lines are read again (a new filter, a new mount): a linked line is jumped to again
     // once it is back, or the view would stay where the emptied buffer left it (the top).
     jumpedTo.current = "";
@@ -104,6 +117,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
         setTick(buf.version);
       });
     };
+    // The emptied buffer is drawn too (a filter with no lines would go on showing the old ones).
+    redraw();
     const filters: Record<string, string> = {};
     if (job) filters[source.jobParam] = job;
     if (job && execution !== "") filters[source.executionParam] = execution;
@@ -151,6 +166,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
           // Otherwise the stream backfills on its own, from where the download stopped.
         }
       if (ctrl.signal.aborted) return;
+      setLoaded(true);
       if (firstRun && source.tail && !lineLink && count === TAIL) {
         setEarlier(true);
         const older: LogLine[] = [];
@@ -192,19 +208,30 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
 
   // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
   const [scrollTop, setScrollTop] = useState(0);
-  const scrollTo = (top: number) => {
+  const scrollTo = (top: number, now = false) => {
     const el = scroller.current;
-    if (el) el.scrollTop = top;
+    if (!el) return;
+    el.scrollTop = top;
+    // A jump's rows are drawn for the new place at once, not at the scroll event a frame later;
+    // following the end waits for the event (a second draw in the same task, at every frame of
+    // a busy stream, makes long tasks).
+    if (now) setScrollTop(el.scrollTop);
   };
-  // Follow the end unless paused, when lines arrive (or on resuming): not at every render, or a
-  // reader's own scroll (keys, scrollbar) would be undone at once and a row would move under
-  // the pointer between where a click aims and where it lands.
-  const followed = useRef(-1);
-  useLayoutEffect(() => {
-    if (paused || !buf.length || followed.current === buf.version) return;
-    followed.current = buf.version;
-    scrollTo(buf.length * ROW);
-  });
+  // What this render draws. The buffer is filled outside React (a download's pieces, the stream)
+  // and may hold more lines by the time an effect runs: a scroll is computed on the rows the DOM
+  // holds, or it is clamped short of its line (the box is only as tall as the rows drawn).
+  const drawn = buf.length;
+  const drawnVersion = buf.version;
+  const secs = sectionIndex.update(drawn, (i) => buf.at(i), buf.dropped, buf.shape);
+  // Laid out again when lines arrive or a section folds, not at every scroll: a log of many
+  // short stretches (parallel machines interleaving) has nearly as many sections as lines.
+  const lay = useMemo(() => layout(secs, folded), [secs, drawnVersion, folded]); // eslint-disable-line react-hooks/exhaustive-deps
+  const toggle = (key: string) =>
+    setFolded((f) => {
+      const n = new Set(f);
+      if (!n.delete(key)) n.add(key);
+      return n;
+    });
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: the buffer is mutable: its version says when its lines changed
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]);
@@ -218,22 +245,58 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
     if (!on) followed.current = -1;
   };
   const newLines = paused ? buf.version - pausedAt : 0;
+  // A line to scroll to at the next draw (a search match chosen): jumping stops following.
+  const target = useRef(-1);
   const jump = (i: number) => {
+    target.current = i;
     if (!paused) pause(true);
-    scrollTo(i * ROW - HEIGHT / 2);
+    else rerender();
   };
-  // A linked line: scroll to it once it is loaded (it may come in a later chunk), once.
+  // A linked line is scrolled to once, when a draw holds it (it may come in a later piece).
   const jumpedTo = useRef("");
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the buffer is mutable: its version says when the linked line may have arrived
-  useEffect(() => {
-    if (!lineLink || jumpedTo.current === lineLink) return;
-    const [run, id] = lineLink.split("/");
-    const i = buf.indexOf(run, id);
-    if (i >= 0) {
+  const followed = useRef(-1);
+  // One effect scrolls, after each draw, so that what it does is decided in one place and in
+  // order: a line jumped to first; while a linked line is awaited, nothing (following the end
+  // would leave the reader at the bottom, and jumping early is clamped short of the line); the
+  // end otherwise, unless paused, when lines arrive (or on resuming): not at every render, or a
+  // reader's own scroll (keys, scrollbar) would be undone at once and a row would move under
+  // the pointer between where a click aims and where it lands.
+  useLayoutEffect(() => {
+    // Lines came after this draw: the redraw they asked for decides.
+    if (buf.version !== drawnVersion) return;
+    if (lineLink && jumpedTo.current !== lineLink) {
+      const [run, id] = lineLink.split("/");
+      const i = buf.indexOf(run, id);
+      if (i < 0 && !loaded) return;
       jumpedTo.current = lineLink;
-      jump(i);
+      if (i >= 0) target.current = i;
     }
-  }, [lineLink, buf.version]);
+    if (target.current >= 0) {
+      const i = target.current;
+      const s = sectionOf(secs, i);
+      if (s >= 0 && folded.has(secs[s].key)) {
+        // Its section is unfolded first; the draw that follows scrolls to it.
+        const key = secs[s].key;
+        setFolded((f) => {
+          const n = new Set(f);
+          n.delete(key);
+          return n;
+        });
+        return;
+      }
+      target.current = -1;
+      const r = rowOf(lay, i);
+      if (r >= 0) {
+        if (!pausedRef.current) pause(true);
+        followed.current = drawnVersion;
+        scrollTo(r * ROW - HEIGHT / 2, true);
+        return;
+      }
+    }
+    if (paused || !drawn || followed.current === drawnVersion) return;
+    followed.current = drawnVersion;
+    scrollTo(lay.rows * ROW);
+  });
 
   // The download goes through a plain link, straight to disk: a logs stream token of this
   // stack (iso_logs of this ISO) opens its GET …/logs (a link cannot send Authorization). It is
@@ -257,7 +320,7 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
   };
 
   const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
-  const last = Math.min(buf.length, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
+  const last = Math.min(lay.rows, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
   return (
     <div className="log">
       <div className="log-tools" role="toolbar" aria-label="Log">
@@ -306,18 +369,34 @@ export function LogView({ source, runId, follow = true, jobs, lineLink }: {
       {err && <p role="alert" className="problem">{err}</p>}
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take the keyboard focus to scroll by keys */}
       <div className="log-lines" ref={scroller} role="region" tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
-        <div style={{ height: buf.length * ROW, position: "relative" }}>
+        <div style={{ height: lay.rows * ROW, position: "relative" }}>
           {Array.from({ length: Math.max(0, last - first) }, (_, k) => {
-            const index = first + k;
+            const row = first + k;
+            const at = rowAt(lay, row);
+            if (!at) return null;
+            const sec = secs[at.section];
+            const y = { transform: `translateY(${row * ROW}px)`, height: ROW };
+            if (at.line < 0) {
+              const open = !folded.has(sec.key);
+              // The run's separator is drawn on its first row: the header of its first section.
+              return (
+                <div key={`h${sec.start}`} className={`log-step${sec.runStart ? " run-start" : ""}`} title={sec.runStart ? `run ${buf.at(sec.start)?.run}` : undefined} style={y} data-section={sec.key}>
+                  <button type="button" aria-expanded={open} onClick={() => toggle(sec.key)}>
+                    <span aria-hidden="true">{open ? "▾" : "▸"}</span> {headerText(sec, stepNames)}
+                  </button>
+                </div>
+              );
+            }
+            const index = at.line;
             const l = buf.at(index);
             if (!l) return null;
-            const runStart = index > 0 && buf.at(index - 1)?.run !== l.run;
+            const runStart = !sec.key && sec.runStart && index === sec.start;
             return (
               <div
-                key={index}
+                key={`l${index}`}
                 className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}${runStart ? " run-start" : ""}`}
                 title={runStart ? `run ${l.run}` : undefined}
-                style={{ transform: `translateY(${index * ROW}px)`, height: ROW }}
+                style={y}
                 data-job={l.job}
               >
                 <a className="ln" href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>

@@ -8,6 +8,8 @@ export class LogBuffer {
   private start = 0;
   dropped = 0;
   version = 0;
+  /** shape changes when lines are put anywhere but at the end, or all go (what is built over the lines is rebuilt). */
+  shape = 0;
   private ids = new Set<string>();
 
   constructor(public cap = 200_000) {}
@@ -53,6 +55,7 @@ export class LogBuffer {
     for (const l of keep) this.ids.add(`${l.run}/${l.id}`);
     this.lines = keep.concat(this.start ? this.lines.slice(this.start) : this.lines);
     this.start = 0;
+    this.shape++;
     this.version++;
     return keep.length;
   }
@@ -62,6 +65,7 @@ export class LogBuffer {
     this.start = 0;
     this.dropped = 0;
     this.ids.clear();
+    this.shape++;
     this.version++;
   }
 
@@ -74,7 +78,9 @@ export class LogBuffer {
     return out;
   }
 
+  /** indexOf is the index of a held line, -1 at once (no scan) for one not held. */
   indexOf(run: string, id: string): number {
+    if (!this.ids.has(run + "/" + id)) return -1;
     for (let i = 0; i < this.length; i++) {
       const l = this.at(i);
       if (l.run === run && l.id === id) return i;

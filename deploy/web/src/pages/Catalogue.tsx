@@ -400,7 +400,12 @@ function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
 function SSHKeys() {
   const qc = useQueryClient();
   const keys = useQuery({ queryKey: ["ssh-keys"], queryFn: () => call(api.GET("/v1/ssh-keys", { params: limit })) });
-  const refresh = () => void qc.invalidateQueries({ queryKey: ["ssh-keys"] });
+  // The stack form's choices hold the keys too: a key added from the form's link is there to
+  // choose on coming back, not after the form's cached choices go stale.
+  const refresh = () => {
+    void qc.invalidateQueries({ queryKey: ["ssh-keys"] });
+    void qc.invalidateQueries({ queryKey: ["form-options"] });
+  };
   return (
     <section aria-label="SSH keys">
       <Adder label="Add an SSH key">

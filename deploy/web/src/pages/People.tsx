@@ -7,7 +7,7 @@ import { useState } from "react";
 import { api, call, idempotencyKey } from "../api/client";
 import { useMe } from "../App";
 import { href } from "../router";
-import { ProblemBox, when } from "./common";
+import { ProblemBox, useFlash, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { usageLines } from "../quota/usage";
 import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
@@ -180,7 +180,7 @@ function Tokens({ admin }: { admin: boolean }) {
   const users = useUsers();
   const tokens = useQuery({ queryKey: ["tokens"], queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })) });
   const [minted, setMinted] = useState<{ name: string; token: string; scope: string } | null>(null);
-  const [note, setNote] = useState("");
+  const [note, flash] = useFlash();
   const refresh = () => void qc.invalidateQueries({ queryKey: ["tokens"] });
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, hint: "What it is for, e.g. ci-pipeline" },
@@ -200,14 +200,14 @@ function Tokens({ admin }: { admin: boolean }) {
               type="button"
               onClick={async () => {
                 await navigator.clipboard.writeText(minted.token);
-                setNote("Copied");
+                flash("Copied");
               }}
             >
               Copy
             </button>{" "}
             <span className="small">{note}</span>
           </p>
-          <button type="button" onClick={() => { setMinted(null); setNote(""); }}>Done, hide it</button>
+          <button type="button" onClick={() => { setMinted(null); flash(""); }}>Done, hide it</button>
         </div>
       ) : (
         <Adder label="Mint a token">

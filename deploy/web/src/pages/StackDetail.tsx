@@ -7,7 +7,7 @@
 // Everything refreshes from GET /v1/events (the shell invalidates ["stack", id]); no polling.
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Card } from "../api/client";
+import { api, ApiError, call, idempotencyKey, type Card, type Pipeline } from "../api/client";
 import { useMe, useNow } from "../App";
 import { LogView, stackLog } from "../log/LogView";
 import { notCopiedKey } from "../stacks/duplicate";
@@ -278,7 +278,7 @@ export function StackDetail({ id }: { id: string }) {
           {pipeline.data?.run.error && <p className="problem">{pipeline.data.run.error}</p>}
           {pipeline.data ? <PipelineView pipeline={pipeline.data} phases={phases} now={now} onRunAgain={(c) => void runAgain(c)} /> : pipeline.isLoading ? <p>Loading…</p> : <ProblemBox error={pipeline.error} />}
           <h2>Log</h2>
-          {pipeline.isLoading ? <p>Loading…</p> : <LogView key={runParam || "latest"} source={stackLog(id)} runId={pipeline.data?.run.id} follow={!runParam} jobs={jobs} lineLink={query.get("line") ?? undefined} />}
+          {pipeline.isLoading ? <p>Loading…</p> : <LogView key={runParam || "latest"} source={stackLog(id)} runId={pipeline.data?.run.id} follow={!runParam} jobs={jobs} lineLink={query.get("line") ?? undefined} stepNames={stepNames(pipeline.data)} />}
           <h2>Outputs</h2>
           <OutputsView id={id} />
           {s.state !== "removed" && <DriftSection stack={s} role={me.data?.role} />}
@@ -291,44 +291,60 @@ export function StackDetail({ id }: { id: string }) {
   );
 }
 
+/** stepNames names the shown run's steps by their kind ("apply", "action script"), for the log's section headers. */
+function stepNames(p: Pipeline | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const col of p?.columns ?? []) for (const c of col.cards) out[c.step_id] = c.kind.replace("_", " ");
+  return out;
+}
+
 function OutputsView({ id }: { id: string }) {
   const outputs = useQuery({ queryKey: ["stack", id, "outputs"], queryFn: () => call(api.GET("/v1/stacks/{id}/outputs", { params: { path: { id } } })) });
   if (outputs.error) return <ProblemBox error={outputs.error} />;
   const jobs = Object.entries(outputs.data?.jobs ?? {});
   if (!jobs.length) return <p className="muted">No outputs yet.</p>;
+  return <OutputsTable id={id} jobs={jobs} />;
+}
+
+type JobOutputs = [job: string, executions: { execution: number; outputs: unknown }[]];
+
+/**
+ * OutputsTable is every job's outputs in one table, a row group per job: the values are one
+ * column however long a job's or an output's name is (#29 item 12; a table per job aligned
+ * each job's values on its own names only).
+ */
+export function OutputsTable({ id, jobs }: { id: string; jobs: JobOutputs[] }) {
   return (
-    <div className="outputs">
+    <table className="outputs">
       {jobs.map(([job, execs]) => (
-        <section key={job} aria-label={`Outputs of ${job}`}>
-          <h3>{job}</h3>
-          <table>
-            <tbody>
-              {execs.flatMap((e) =>
-                Object.entries(e.outputs as Record<string, unknown>).map(([name, val]) => (
-                  <tr key={`${e.execution}/${name}`} data-output={`${job}#${e.execution}.${name}`}>
-                    <th scope="row">
-                      {machineLabel(job, e.execution)} · {name}
-                    </th>
-                    <td>
-                      {val && typeof val === "object" && (val as { secret?: boolean }).secret ? (
-                        <Secret
-                          name={name}
-                          reveal={() =>
-                            call(api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", { params: { path: { id, job, n: String(e.execution), name }, header: { "Idempotency-Key": idempotencyKey() } } }))
-                          }
-                        />
-                      ) : (
-                        <code>{typeof val === "string" ? val : JSON.stringify(val)}</code>
-                      )}
-                    </td>
-                  </tr>
-                )),
-              )}
-            </tbody>
-          </table>
-        </section>
+        <tbody key={job} aria-label={`Outputs of ${job}`}>
+          <tr>
+            <th scope="rowgroup" colSpan={2}><h3>{job}</h3></th>
+          </tr>
+          {execs.flatMap((e) =>
+            Object.entries(e.outputs as Record<string, unknown>).map(([name, val]) => (
+              <tr key={`${e.execution}/${name}`} data-output={`${job}#${e.execution}.${name}`}>
+                <th scope="row">
+                  {machineLabel(job, e.execution)} · {name}
+                </th>
+                <td>
+                  {val && typeof val === "object" && (val as { secret?: boolean }).secret ? (
+                    <Secret
+                      name={name}
+                      reveal={() =>
+                        call(api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", { params: { path: { id, job, n: String(e.execution), name }, header: { "Idempotency-Key": idempotencyKey() } } }))
+                      }
+                    />
+                  ) : (
+                    <code>{typeof val === "string" ? val : JSON.stringify(val)}</code>
+                  )}
+                </td>
+              </tr>
+            )),
+          )}
+        </tbody>
       ))}
-    </div>
+    </table>
   );
 }
 

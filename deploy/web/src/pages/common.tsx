@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState } from "react";
+import { useCallback, useEffect, useId, useRef, useState } from "react";
 import { ApiError } from "../api/client";
 import { href } from "../router";
 import { typedNameMatches } from "../plan/plan";
@@ -112,13 +112,32 @@ export function StateChanges({ items }: {
   );
 }
 
+/** How long a note such as "Copied" stays. */
+export const FLASH_MS = 3000;
+
+/**
+ * useFlash is a short note ("Copied") that clears itself after FLASH_MS: a second flash
+ * restarts the wait, and an unmounted component's timer is cancelled.
+ */
+export function useFlash(): [string, (text: string) => void] {
+  const [note, setNote] = useState("");
+  const timer = useRef<ReturnType<typeof setTimeout>>(undefined);
+  useEffect(() => () => clearTimeout(timer.current), []);
+  const flash = useCallback((text: string) => {
+    setNote(text);
+    clearTimeout(timer.current);
+    timer.current = setTimeout(() => setNote(""), FLASH_MS);
+  }, []);
+  return [note, flash];
+}
+
 /**
  * Secret: Copy reveals into the clipboard without rendering; Reveal shows it for 30 s. reveal is
  * the route that reveals it (a job's output, an action run's), recorded by the API.
  */
 export function Secret({ name, reveal }: { name: string; reveal: () => Promise<{ value: string }> }) {
   const [shown, setShown] = useState<string | null>(null);
-  const [note, setNote] = useState("");
+  const [note, flash] = useFlash();
   const [err, setErr] = useState<unknown>(null);
   const timer = useRef<ReturnType<typeof setTimeout>>(undefined);
   useEffect(() => () => clearTimeout(timer.current), []);
@@ -132,8 +151,7 @@ export function Secret({ name, reveal }: { name: string; reveal: () => Promise<{
           try {
             const r = await reveal();
             await navigator.clipboard.writeText(r.value);
-            setNote("Copied");
-            setTimeout(() => setNote(""), 3000);
+            flash("Copied");
           } catch (e) {
             setErr(e);
           }

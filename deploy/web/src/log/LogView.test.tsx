@@ -1,0 +1,125 @@
+// The log view (#29): opened on a line's link, the line is jumped to once it is drawn, whatever
+// the pieces the run's download arrives in; each step's lines fold and unfold under a header
+// row, and a linked line inside a folded section unfolds it. The run's NDJSON download is answered by a stand-in
+// fetch whose body the test feeds; the live stream is left closed (an older run's log is the
+// download alone); the browser journeys (e2e/run.mjs) cover the stream.
+import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { Profiler } from "react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { LogView, stackLog } from "./LogView";
+import type { LogLine } from "../api/client";
+
+vi.mock("../sse", () => ({ openStream: () => () => {} }));
+
+const line = (n: number, step = "s-app", job = "app"): LogLine => ({
+  id: `1-${n}`, run: "r1", step, job, execution: 0, fd: "stdout", at: "2026-01-01T10:00:00Z", text: `line ${n}`,
+});
+const ndjson = (ls: LogLine[]) => new TextEncoder().encode(ls.map((l) => JSON.stringify(l)).join("\n") + "\n");
+
+// The download's body, fed by the test a piece at a time.
+let feed: ReadableStreamDefaultController<Uint8Array>;
+beforeEach(() => {
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (input: RequestInfo | URL) => {
+      const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      if (url.includes("/v1/stacks/st1/logs?")) return new Response(new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) }), { status: 200 });
+      return new Response(JSON.stringify({ title: "not here", status: 404 }), { status: 404, headers: { "Content-Type": "application/problem+json" } });
+    }),
+  );
+});
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+});
+
+/**
+ * layout gives the scroller what a browser's layout does and happy-dom's does not: scrollTop
+ * is clamped to the drawn content's height less the box's (420 px), and a scroll event follows.
+ */
+function layout(el: HTMLElement) {
+  let top = 0;
+  Object.defineProperty(el, "scrollTop", {
+    get: () => top,
+    set: (v: number) => {
+      const content = parseFloat((el.firstElementChild as HTMLElement | null)?.style.height ?? "0") || 0;
+      top = Math.max(0, Math.min(v, content - 420));
+      queueMicrotask(() => el.dispatchEvent(new Event("scroll")));
+    },
+  });
+}
+
+const linked = () => document.querySelector(".log-lines .line.linked .lt")?.textContent;
+
+describe("LogView, opened on a line's link", () => {
+  it("jumps to the line once it is drawn, also when it arrives between a draw and the jump", async () => {
+    const lines = Array.from({ length: 500 }, (_, n) => line(n));
+    let sent = false;
+    // The second piece of the download arrives right after the first piece's lines are drawn,
+    // before React's effects of that draw run: what a loaded browser does on a slow network.
+    const onCommit = () => {
+      if (sent || !document.querySelector(".log-lines .line")) return;
+      sent = true;
+      feed.enqueue(ndjson(lines.slice(100)));
+      feed.close();
+    };
+    const { container } = render(
+      <Profiler id="log" onRender={onCommit}>
+        <LogView source={stackLog("st1")} runId="r1" follow={false} jobs={[]} lineLink="r1/1-450" />
+      </Profiler>,
+    );
+    layout(container.querySelector(".log-lines") as HTMLElement);
+    await waitFor(() => expect(fetch).toHaveBeenCalled());
+    feed.enqueue(ndjson(lines.slice(0, 100)));
+    // A deadline to wait within, not a timed assertion: the download's pieces are slow to go
+    // through happy-dom's streams on a loaded machine.
+    await waitFor(() => expect(linked()).toBe("line 450"), { timeout: 30_000 });
+    // Scrolled to it: the line's row is within the box, not only drawn in the overscan.
+    const el = container.querySelector(".log-lines") as HTMLElement;
+    const row = Number(/translateY\((\d+)px\)/.exec((document.querySelector(".log-lines .line.linked") as HTMLElement).style.transform)?.[1]);
+    expect(row).toBeGreaterThanOrEqual(el.scrollTop);
+    expect(row).toBeLessThan(el.scrollTop + 420);
+  }, 60_000);
+});
+
+describe("LogView sections", () => {
+  const lines = [line(0, "s-db", "db"), line(1, "s-db", "db"), line(2), line(3), line(4)];
+  const view = (lineLink?: string) => (
+    <LogView source={stackLog("st1")} runId="r1" follow={false} jobs={[]} lineLink={lineLink} stepNames={{ "s-db": "apply" }} />
+  );
+  const shown = () => [...document.querySelectorAll(".log-lines .line .lt")].map((l) => l.textContent);
+  const load = async () => {
+    await waitFor(() => expect(fetch).toHaveBeenCalled());
+    feed.enqueue(ndjson(lines));
+    feed.close();
+    await waitFor(() => expect(shown()).toHaveLength(5), { timeout: 30_000 });
+  };
+
+  it("folds and unfolds a step's lines from its header button", async () => {
+    render(view());
+    await load();
+    const db = screen.getByRole("button", { name: "apply · db #0 · 2 lines" });
+    expect(db.getAttribute("aria-expanded")).toBe("true");
+    expect(screen.getByRole("button", { name: "app #0 · 3 lines" }).getAttribute("aria-expanded")).toBe("true");
+    fireEvent.click(db);
+    expect(db.getAttribute("aria-expanded")).toBe("false");
+    expect(shown()).toEqual(["line 2", "line 3", "line 4"]);
+    expect(document.querySelectorAll(".log-lines .log-step")).toHaveLength(2); // the folded one's header stays
+    // The rows are packed: app's header is drawn right under db's folded one.
+    const app = document.querySelector('.log-step[data-section="r1/s-app"]') as HTMLElement;
+    expect(app.style.transform).toBe("translateY(18px)");
+    fireEvent.click(db);
+    expect(shown()).toEqual(["line 0", "line 1", "line 2", "line 3", "line 4"]);
+  }, 60_000);
+
+  it("unfolds the section of a linked line", async () => {
+    const { rerender } = render(view());
+    await load();
+    const app = screen.getByRole("button", { name: "app #0 · 3 lines" });
+    fireEvent.click(app);
+    expect(shown()).toEqual(["line 0", "line 1"]);
+    await act(async () => rerender(view("r1/1-3")));
+    await waitFor(() => expect(linked()).toBe("line 3"));
+    expect(app.getAttribute("aria-expanded")).toBe("true");
+  }, 60_000);
+});
