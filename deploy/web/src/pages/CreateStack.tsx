@@ -472,7 +472,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             <VersionChanges templateId={stack!.template_id} from={stack!.template_version} to={version} />
           </section>
         )}
-        {live && (plan.data ? <PlanView plan={plan.data} names={names} /> : plan.isFetching || planBody ? <p className="muted">Planning…</p> : null)}
+        {live && (plan.data ? <PlanView plan={plan.data} names={names} usage={usage.data} environment={header.environment_id} /> : plan.isFetching || planBody ? <p className="muted">Planning…</p> : null)}
         {live && plan.error && !(plan.error instanceof ApiError && plan.error.status === 422) ? <ProblemBox error={plan.error} /> : null}
         {saved && <p className="saved" role="status">{saved}</p>}
         {mustType && planCurrent && (
