@@ -17,7 +17,7 @@ export async function quotaJourney({ ai, page, apiAs, screen, check, log, ADMIN,
   await ai.getByRole("link", { name: "People" }).click();
   await ai.getByRole("link", { name: "Teams" }).click();
   const row = ai.locator(`tr[data-team="${team.name}"]`);
-  await row.getByRole("button", { name: `Set the quota of ${team.name}` }).click();
+  await row.getByRole("button", { name: `Set quota of ${team.name}` }).click();
   const machines = row.getByLabel("Machines", { exact: true });
   await machines.fill("-1");
   await row.getByRole("button", { name: "Save" }).click();

@@ -190,7 +190,7 @@ function QuotaEditor({ team, name }: { team: string; name: string }) {
     enabled: open,
     queryFn: () => call(api.GET("/v1/teams/{id}/quotas", { params: { path: { id: team } } })),
   });
-  if (!open) return <button type="button" className="link" onClick={() => setOpen(true)} aria-label={`Set the quota of ${name}`}>Set quota</button>;
+  if (!open) return <button type="button" className="link" onClick={() => setOpen(true)} aria-label={`Set quota of ${name}`}>Set quota</button>;
   if (quota.error) return <ProblemBox error={quota.error} />;
   if (!quota.data) return <span className="muted">Loading…</span>;
   const q = quota.data;
