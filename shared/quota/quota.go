@@ -11,7 +11,7 @@
 //     grows usage and never needs a check; a removal frees each machine when its destroy ends;
 //     a force-remove frees everything at once. What is stored is only each execution's own
 //     cost, which the database computes in the statement that writes its answers or moves its
-//     stack to another template version (migration 00025): no total to drift, no second write
+//     stack to another template version (migration 00027): no total to drift, no second write
 //     a crash could separate from the first, and one indexed SUM per count.
 //   - Only growth is checked. A change is refused when, in a dimension with a limit, it makes
 //     the stack use more than before and the team would then use more than the limit; a quota
