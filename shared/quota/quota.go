@@ -3,13 +3,16 @@
 //
 // Decisions:
 //
-//   - Usage is counted, not stored: from every execution not yet destroyed (active, or
-//     removing until its destroy ends) of every stack of the team that is neither a draft nor
-//     removed, each costing what its job's template version declares (template.Job.Cost) with
-//     its answers. A draft counts nothing; a failed stack counts all its executions, built or
-//     not, until it is removed, so that a retry or a run again never grows usage and never
-//     needs a check; a removal frees each machine when its destroy ends; a force-remove frees
-//     everything at once. Nothing stored can drift from what exists.
+//   - Usage is summed when asked, never kept as a running total: from every execution not yet
+//     destroyed (active, or removing until its destroy ends) of every stack of the team that is
+//     neither a draft nor removed, each costing what its job's template version declares
+//     (template.Job.Cost) with its answers. A draft counts nothing; a failed stack counts all
+//     its executions, built or not, until it is removed, so that a retry or a run again never
+//     grows usage and never needs a check; a removal frees each machine when its destroy ends;
+//     a force-remove frees everything at once. What is stored is only each execution's own
+//     cost, which the database computes in the statement that writes its answers or moves its
+//     stack to another template version (migration 00027): no total to drift, no second write
+//     a crash could separate from the first, and one indexed SUM per count.
 //   - Only growth is checked. A change is refused when, in a dimension with a limit, it makes
 //     the stack use more than before and the team would then use more than the limit; a quota
 //     lowered below what a team uses refuses nothing that exists, only what would grow.
@@ -23,14 +26,12 @@ package quota
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
 
 	"horizon/shared/horizon"
 	"horizon/shared/store"
-	"horizon/shared/template"
 )
 
 // Usage is what a team's stacks use, in all and per environment.
@@ -40,53 +41,16 @@ type Usage struct {
 }
 
 // Count returns what the team's stacks use, leaving out the stack except (uuid.Nil for none):
-// the usage the change of that stack is checked against. Three queries whatever the number of
-// executions: the executions by job, the template versions they use (once each), and the sums
-// of the amounts they read from their answers, computed where the answers are.
+// the usage the change of that stack is checked against. One query whatever the number of
+// executions: each execution's cost is kept beside it (store.UsageByEnvironment).
 func Count(ctx context.Context, q store.Querier, team, except uuid.UUID) (Usage, error) {
-	groups, err := store.UsageGroups(ctx, q, team, except)
+	byEnv, err := store.UsageByEnvironment(ctx, q, team, except)
 	if err != nil {
 		return Usage{}, err
 	}
-	type version struct {
-		id     uuid.UUID
-		number int
-	}
-	defs := map[version]*template.Definition{}
 	u := Usage{Environments: map[uuid.UUID]horizon.Resources{}}
-	var reads []store.UsageRead
-	for _, g := range groups {
-		k := version{g.TemplateID, g.TemplateVersion}
-		def, ok := defs[k]
-		if !ok {
-			tv, err := store.TemplateVersionGet(ctx, q, g.TemplateID, g.TemplateVersion)
-			if err != nil {
-				return Usage{}, err
-			}
-			def = &template.Definition{}
-			if err := json.Unmarshal(tv.Definition, def); err != nil {
-				return Usage{}, fmt.Errorf("decode template %s version %d: %w", g.TemplateID, g.TemplateVersion, err)
-			}
-			defs[k] = def
-		}
-		job := def.Job(g.Job)
-		if job == nil {
-			continue // a job the version does not have declares nothing
-		}
-		fixed, rs := job.CostParts()
-		c := horizon.Resources{Machines: fixed.Machines * g.Count, VCPUs: fixed.VCPUs * g.Count, MemoryMiB: fixed.MemoryMiB * g.Count, DiskGiB: fixed.DiskGiB * g.Count}
-		u.add(g.EnvironmentID, c)
-		for _, r := range rs {
-			reads = append(reads, store.UsageRead{TemplateID: g.TemplateID, TemplateVersion: g.TemplateVersion, Job: g.Job,
-				Dim: string(r.Dim), Param: r.Param, Default: r.Default})
-		}
-	}
-	sums, err := store.UsageReads(ctx, q, team, except, reads)
-	if err != nil {
-		return Usage{}, err
-	}
-	for env, byDim := range sums {
-		u.add(env, horizon.Resources{VCPUs: byDim[string(horizon.DimVCPUs)], MemoryMiB: byDim[string(horizon.DimMemoryMiB)], DiskGiB: byDim[string(horizon.DimDiskGiB)]})
+	for env, c := range byEnv {
+		u.add(env, c)
 	}
 	return u, nil
 }

@@ -93,82 +93,25 @@ func QuotaPut(ctx context.Context, tx pgx.Tx, qt horizon.Quota, ifVersion int64)
 // too, whose machines may exist.
 const counted = `s.team_id = $1 AND s.id <> $2 AND s.state NOT IN ('draft', 'removed') AND e.state IN ('active', 'removing')`
 
-// UsageGroup is how many executions that count against a team's quotas one job of one
-// template version has in one environment.
-type UsageGroup struct {
-	EnvironmentID   uuid.UUID
-	TemplateID      uuid.UUID
-	TemplateVersion int
-	Job             string
-	Count           int64
-}
-
-// UsageGroups returns the executions that count against a team's quotas, grouped by
-// environment, template version and job, leaving out the stack except (uuid.Nil for none).
-func UsageGroups(ctx context.Context, q Querier, team, except uuid.UUID) ([]UsageGroup, error) {
-	rows, err := q.Query(ctx, `SELECT s.environment_id, s.template_id, s.template_version, e.job, count(*)
-		FROM stacks s JOIN executions e ON e.stack_id = s.id WHERE `+counted+` GROUP BY 1, 2, 3, 4`, team, except)
-	if err != nil {
-		return nil, translate(err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (UsageGroup, error) {
-		var g UsageGroup
-		err := r.Scan(&g.EnvironmentID, &g.TemplateID, &g.TemplateVersion, &g.Job, &g.Count)
-		return g, err
-	})
-	return out, translate(err)
-}
-
-// UsageRead is an amount the executions of one job of one template version read from a
-// parameter: Dim counts the answer to Param (Default when unanswered or not a number), rounded
-// up, 0 when negative.
-type UsageRead struct {
-	TemplateID      uuid.UUID
-	TemplateVersion int
-	Job             string
-	Dim             string
-	Param           string
-	Default         float64
-}
-
-// UsageReads sums the reads over the executions that count against a team's quotas (leaving
-// out the stack except), by environment and dimension, where the answers are: one query,
-// whatever the number of executions.
-func UsageReads(ctx context.Context, q Querier, team, except uuid.UUID, reads []UsageRead) (map[uuid.UUID]map[string]int64, error) {
-	out := map[uuid.UUID]map[string]int64{}
-	if len(reads) == 0 {
-		return out, nil
-	}
-	var tids []uuid.UUID
-	var vers []int
-	var jobs, dims, params []string
-	var defs []float64
-	for _, r := range reads {
-		tids, vers, jobs, dims, params, defs = append(tids, r.TemplateID), append(vers, r.TemplateVersion), append(jobs, r.Job),
-			append(dims, r.Dim), append(params, r.Param), append(defs, r.Default)
-	}
-	rows, err := q.Query(ctx, `SELECT s.environment_id, r.dim, sum(ceil(greatest(0, CASE
-		    WHEN jsonb_typeof(e.config->'parameters'->r.param) = 'number' THEN (e.config->'parameters'->>r.param)::numeric
-		    ELSE r.def END)))::bigint
-		FROM stacks s JOIN executions e ON e.stack_id = s.id
-		JOIN unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::numeric[]) AS r (tid, ver, job, dim, param, def)
-		  ON r.tid = s.template_id AND r.ver = s.template_version AND r.job = e.job
-		WHERE `+counted+` GROUP BY 1, 2`, team, except, tids, vers, jobs, dims, params, defs)
+// UsageByEnvironment returns what the executions that count against a team's quotas cost, by
+// environment, leaving out the stack except (uuid.Nil for none): one SUM of the costs the
+// database keeps beside each execution (executions.machines… , computed from its answers and
+// its stack's template version when either is written), whatever the number of executions.
+func UsageByEnvironment(ctx context.Context, q Querier, team, except uuid.UUID) (map[uuid.UUID]horizon.Resources, error) {
+	rows, err := q.Query(ctx, `SELECT s.environment_id, sum(e.machines)::bigint, sum(e.vcpus)::bigint, sum(e.memory_mib)::bigint, sum(e.disk_gib)::bigint
+		FROM stacks s JOIN executions e ON e.stack_id = s.id WHERE `+counted+` GROUP BY 1`, team, except)
 	if err != nil {
 		return nil, translate(err)
 	}
 	defer rows.Close()
+	out := map[uuid.UUID]horizon.Resources{}
 	for rows.Next() {
 		var env uuid.UUID
-		var dim string
-		var sum int64
-		if err := rows.Scan(&env, &dim, &sum); err != nil {
+		var r horizon.Resources
+		if err := rows.Scan(&env, &r.Machines, &r.VCPUs, &r.MemoryMiB, &r.DiskGiB); err != nil {
 			return nil, translate(err)
 		}
-		if out[env] == nil {
-			out[env] = map[string]int64{}
-		}
-		out[env][dim] = sum
+		out[env] = r
 	}
 	return out, translate(rows.Err())
 }

@@ -198,8 +198,8 @@ func (r ParamAmount) amount(f float64) horizon.Resources {
 
 // CostParts splits what each execution of the job costs into what does not depend on its
 // answers (the machine, constants) and the amounts read from parameters: Cost with answers is
-// fixed plus each read amount. A counter of many executions sums the reads where the answers
-// are (quota.Count, in SQL) instead of reading every execution's answers.
+// fixed plus each read amount. The database keeps each stored execution's cost by the same
+// rule (migration 00027's execution_cost; a test in shared/quota holds the two together).
 func (j *Job) CostParts() (fixed horizon.Resources, reads []ParamAmount) {
 	if !j.Machine {
 		return fixed, nil

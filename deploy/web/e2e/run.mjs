@@ -14,6 +14,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { isoDay2 } from "./day2.mjs";
 import { actionsJourney } from "./actions.mjs";
+import { quotaJourney } from "./quota.mjs";
 import { signInLink } from "./signin.mjs";
 import { notificationsJourney } from "./notify.mjs";
 
@@ -821,6 +822,7 @@ try {
   imageServer.close();
   log("built an ISO from the form; its stages went green");
   await isoDay2({ ai, apiAs, screen, check, log, ADMIN, MEMBER, isoName: "installer-e2e on pve1" });
+  await quotaJourney({ ai, page, apiAs, screen, check, log, ADMIN, MEMBER });
 
   const foreign = [...hosts].filter((h) => h !== CONSOLE && h !== API && !h.startsWith("data:") && h !== "null");
   check(foreign.length === 0, `no request to any host but the console and the API (saw ${foreign})`);

@@ -452,11 +452,15 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           </div>
         </fieldset>
         {!live && form.data && values && definition.data && usage.data && (
-          <ul className="quota-hints" role="status" aria-label="Quota">
-            {quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id).map((h) => (
-              <li key={h.dimension} data-dimension={h.dimension} className={h.over ? "problem" : "muted"}>{h.text}{h.over ? ": more than the team has left" : ""}</li>
-            ))}
-          </ul>
+          // The live region wraps the list: a role on the ul itself would take its list
+          // semantics away (axe: listitem).
+          <div role="status" aria-label="Quota">
+            <ul className="quota-hints">
+              {quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id).map((h) => (
+                <li key={h.dimension} data-dimension={h.dimension} className={h.over ? "problem" : "muted"}>{h.text}{h.over ? ": more than the team has left" : ""}</li>
+              ))}
+            </ul>
+          </div>
         )}
         {form.data && values ? (
           <FormRenderer form={form.data} values={values} onChange={setValues} options={options} errors={errs} />
@@ -478,7 +482,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             <VersionChanges templateId={stack!.template_id} from={stack!.template_version} to={version} />
           </section>
         )}
-        {live && (plan.data ? <PlanView plan={plan.data} names={names} /> : plan.isFetching || planBody ? <p className="muted">Planning…</p> : null)}
+        {live && (plan.data ? <PlanView plan={plan.data} names={names} usage={usage.data} environment={header.environment_id} /> : plan.isFetching || planBody ? <p className="muted">Planning…</p> : null)}
         {live && plan.error && !(plan.error instanceof ApiError && plan.error.status === 422) ? <ProblemBox error={plan.error} /> : null}
         {saved && <p className="saved" role="status">{saved}</p>}
         {mustType && planCurrent && (

@@ -142,7 +142,7 @@ function Teams({ admin }: { admin: boolean }) {
             <tr key={t.id} data-team={t.name}>
               <td>{t.name}</td>
               <td>{(users.data?.items ?? []).filter((u) => u.teams.includes(t.id)).map((u) => `${u.name} (${u.role})`).join(", ") || <span className="muted">none</span>}</td>
-              <td><TeamUsage team={t.id} name={t.name} /></td>
+              <td><TeamUsage team={t.id} name={t.name} />{admin && <QuotaEditor team={t.id} name={t.name} />}</td>
               <td>{when(t.created_at)}</td>
             </tr>
           ))}
@@ -171,6 +171,51 @@ function TeamUsage({ team, name }: { team: string; name: string }) {
         </li>
       ))}
     </ul>
+  );
+}
+
+const QUOTA_FIELDS: FieldSpec[] = [
+  { name: "limits.machines", label: "Machines", kind: "number", hint: "Empty: no limit" },
+  { name: "limits.vcpus", label: "vCPUs", kind: "number", hint: "Empty: no limit" },
+  { name: "limits.memory_mib", label: "Memory (MiB)", kind: "number", hint: "Empty: no limit" },
+  { name: "limits.disk_gib", label: "Disk (GiB)", kind: "number", hint: "Empty: no limit" },
+];
+
+// QuotaEditor lets an admin change a team's limits over all its stacks (PATCH, so the
+// environments' narrowings stay as they are), with the quota's ETag: a quota someone else
+// changed meanwhile is a 412, shown. An empty field is unlimited; the server checks the numbers.
+function QuotaEditor({ team, name }: { team: string; name: string }) {
+  const qc = useQueryClient();
+  const [open, setOpen] = useState(false);
+  const quota = useQuery({
+    queryKey: ["quota", team],
+    enabled: open,
+    queryFn: () => call(api.GET("/v1/teams/{id}/quotas", { params: { path: { id: team } } })),
+  });
+  if (!open) return <button type="button" className="link" onClick={() => setOpen(true)} aria-label={`Set quota of ${name}`}>Set quota</button>;
+  if (quota.error) return <ProblemBox error={quota.error} />;
+  if (!quota.data) return <span className="muted">Loading…</span>;
+  const q = quota.data;
+  // Not a number is sent as typed, for the server to refuse on its field (NaN would be null:
+  // unlimited).
+  const limit = (v: string | string[] | boolean) =>
+    typeof v !== "string" || v.trim() === "" ? null : Number.isFinite(Number(v)) ? Number(v) : (v as unknown as number);
+  return (
+    <ResourceForm
+      title={`Quota of ${name}`}
+      fields={QUOTA_FIELDS}
+      initial={Object.fromEntries(QUOTA_FIELDS.map((f) => [f.name, String(q.limits[f.name.slice("limits.".length) as keyof typeof q.limits] ?? "")]))}
+      onCancel={() => setOpen(false)}
+      onDone={() => {
+        setOpen(false);
+        void qc.invalidateQueries({ queryKey: ["quota", team] });
+        void qc.invalidateQueries({ queryKey: ["usage", team] });
+      }}
+      submit={(v) => call(api.PATCH("/v1/teams/{id}/quotas", {
+        params: { path: { id: team }, header: q.version > 0 ? { "If-Match": `"${q.version}"` } : {} },
+        body: { limits: { machines: limit(v["limits.machines"]), vcpus: limit(v["limits.vcpus"]), memory_mib: limit(v["limits.memory_mib"]), disk_gib: limit(v["limits.disk_gib"]) } },
+      }))}
+    />
   );
 }
 

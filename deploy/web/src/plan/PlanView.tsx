@@ -1,14 +1,27 @@
 // PlanView draws what saving an edit of a deployed stack will do: counts as badges, then each
 // touched execution in run order with its action and why, the cleanup scripts a destroy runs
-// first, the addresses attached and freed, and in which order a replacement goes.
+// first, the addresses attached and freed, in which order a replacement goes, and what saving
+// changes in the team's usage against what its quotas leave (usage, when known).
+import type { Schemas } from "../api/client";
+import { deltaLines } from "../quota/usage";
 import { actionLabel, counts, entryName, reasonText, replacements, type Names, type Plan } from "./plan";
 
-export function PlanView({ plan, names }: { plan: Plan; names?: Names }) {
+export function PlanView({ plan, names, usage, environment = "" }: { plan: Plan; names?: Names; usage?: Schemas["TeamUsage"]; environment?: string }) {
   const c = counts(plan);
   const reps = replacements(plan);
+  const delta = deltaLines(plan.resources, usage, environment);
   return (
     <section className="plan" aria-label="What saving does">
       <h2>What saving does</h2>
+      {delta.length > 0 && (
+        <ul className="quota-hints" aria-label="Quota change">
+          {delta.map((d) => (
+            <li key={d.dimension} data-dimension={d.dimension} className={d.over ? "problem" : "muted"}>
+              {d.text}{d.over ? ": more than the team has left" : ""}
+            </li>
+          ))}
+        </ul>
+      )}
       {c.length === 0 ? (
         <p className="muted" data-plan="none">No machine is touched: saving runs nothing.</p>
       ) : (

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { quotaHints, stackCost, usageLines } from "./usage";
+import { deltaLines, quotaHints, stackCost, usageLines } from "./usage";
 
 describe("team usage", () => {
   it("reads what is used, the limit and what is left, or no quota", () => {
@@ -49,5 +49,38 @@ describe("a new stack's share of the quota", () => {
       { dimension: "disk_gib", text: "This stack uses 40 of 40 remaining GiB of disk", over: false },
     ]);
     expect(quotaHints(cost, usage, "e")[0]).toEqual({ dimension: "vcpus", text: "This stack uses 6 of 4 remaining vCPUs", over: true });
+  });
+});
+
+describe("an edit's change of usage, in the plan", () => {
+  const free = { used: 0, limit: null, remaining: null };
+  const usage = {
+    team_id: "t", machines: { used: 3, limit: 10, remaining: 7 }, memory_mib: free, disk_gib: { used: 45, limit: 50, remaining: 5 },
+    vcpus: { used: 16, limit: 20, remaining: 4 },
+    environments: [{ environment_id: "e", name: "prod", machines: { used: 3, limit: 4, remaining: 1 }, memory_mib: free, disk_gib: free,
+      vcpus: { used: 16, limit: null, remaining: 4 } }],
+  };
+  it("says what grows, what remains of the tighter quota and whether it fits", () => {
+    expect(deltaLines({ machines: 2, vcpus: 2, memory_mib: 2048, disk_gib: 0 }, usage, "e")).toEqual([
+      { dimension: "machines", text: "+2 machines, 1 of 4 remaining in prod", over: true },
+      { dimension: "vcpus", text: "+2 vCPUs, 4 of 20 remaining", over: false },
+      { dimension: "memory_mib", text: "+2048 MiB of memory", over: false },
+    ]);
+    expect(deltaLines({ machines: 1, vcpus: 0, memory_mib: 0, disk_gib: 20 }, usage, "other")).toEqual([
+      { dimension: "machines", text: "+1 machine, 7 of 10 remaining", over: false },
+      { dimension: "disk_gib", text: "+20 GiB of disk, 5 of 50 GiB remaining", over: true },
+    ]);
+  });
+  it("says what an edit frees, and nothing when nothing changes", () => {
+    expect(deltaLines({ machines: -1, vcpus: -1, memory_mib: 0, disk_gib: 0 }, usage, "e")).toEqual([
+      { dimension: "machines", text: "−1 machine, freed once the destroys end", over: false },
+      { dimension: "vcpus", text: "−1 vCPU, freed once the destroys end", over: false },
+    ]);
+    expect(deltaLines({ machines: 0, vcpus: 0, memory_mib: 0, disk_gib: 0 }, usage, "e")).toEqual([]);
+  });
+  it("reads the change alone while the usage is not known", () => {
+    expect(deltaLines({ machines: 0, vcpus: 3, memory_mib: 0, disk_gib: 0 }, undefined, "e")).toEqual([
+      { dimension: "vcpus", text: "+3 vCPUs", over: false },
+    ]);
   });
 });

@@ -63,3 +63,33 @@ export function quotaHints(cost: Cost, usage: Schemas["TeamUsage"], environment:
     return [{ dimension: dim, text: `This stack uses ${cost[dim]} of ${remaining} remaining ${name}`, over: cost[dim] > remaining }];
   });
 }
+
+export type DeltaLine = { dimension: string; text: string; over: boolean };
+
+// deltaLines says what saving an edit changes in the team's usage (the plan's resources), one
+// line per dimension that changes: "+2 vCPUs, 4 of 20 remaining". What remains is the tighter
+// of the team's quota and its environment's narrowing, as it is before the save (the stack's
+// current usage is already counted in it); over is true when the growth does not fit. A
+// dimension without a limit reads its change alone; what an edit frees is freed once the
+// destroys end, as the server counts it.
+export function deltaLines(delta: Cost, usage: Schemas["TeamUsage"] | undefined, environment: string): DeltaLine[] {
+  const env = usage?.environments.find((e) => e.environment_id === environment);
+  return DIMENSIONS.flatMap(([dim, label, unit]) => {
+    const d = delta[dim];
+    if (d === 0) return [];
+    const amount = dim === "machines" ? `${Math.abs(d)} machine${Math.abs(d) === 1 ? "" : "s"}`
+      : dim === "vcpus" ? `${Math.abs(d)} vCPU${Math.abs(d) === 1 ? "" : "s"}`
+      : `${Math.abs(d)}${unit} of ${label.toLowerCase()}`;
+    const sign = d > 0 ? "+" : "−";
+    if (d < 0) return [{ dimension: dim, text: `${sign}${amount}, freed once the destroys end`, over: false }];
+    // The scopes that limit this dimension, the tighter one shown.
+    const scopes: { remaining: number; limit: number; where: string }[] = [];
+    const team = usage?.[dim];
+    if (team && team.limit !== null) scopes.push({ remaining: Math.max(0, team.limit - team.used), limit: team.limit, where: "" });
+    const narrow = env?.[dim];
+    if (env && narrow && narrow.limit !== null) scopes.push({ remaining: Math.max(0, narrow.limit - narrow.used), limit: narrow.limit, where: ` in ${env.name}` });
+    if (scopes.length === 0) return [{ dimension: dim, text: `${sign}${amount}`, over: false }];
+    const s = scopes.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+    return [{ dimension: dim, text: `${sign}${amount}, ${s.remaining} of ${s.limit}${unit} remaining${s.where}`, over: d > s.remaining }];
+  });
+}
