@@ -14,7 +14,7 @@ vi.mock("../sse", () => ({ openStream: () => () => {} }));
 const line = (n: number, step = "s-app", job = "app"): LogLine => ({
   id: `1-${n}`, run: "r1", step, job, execution: 0, fd: "stdout", at: "2026-01-01T10:00:00Z", text: `line ${n}`,
 });
-const ndjson = (ls: LogLine[]) => new TextEncoder().encode(ls.map((l) => JSON.stringify(l)).join("\n") + "\n");
+const ndjson = (ls: LogLine[]) => new TextEncoder().encode(`${ls.map((l) => JSON.stringify(l)).join("\n")}\n`);
 
 // The download's body, fed by the test a piece at a time.
 let feed: ReadableStreamDefaultController<Uint8Array>;
@@ -23,7 +23,9 @@ beforeEach(() => {
     "fetch",
     vi.fn(async (input: RequestInfo | URL) => {
       const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-      if (url.includes("/v1/stacks/st1/logs?")) return new Response(new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) }), { status: 200 });
+      if (url.includes("/v1/stacks/st1/logs?")) return new Response(new ReadableStream<Uint8Array>({ start: (c) => {
+            feed = c;
+          } }), { status: 200 });
       return new Response(JSON.stringify({ title: "not here", status: 404 }), { status: 404, headers: { "Content-Type": "application/problem+json" } });
     }),
   );

@@ -225,7 +225,8 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
   const secs = sectionIndex.update(drawn, (i) => buf.at(i), buf.dropped, buf.shape);
   // Laid out again when lines arrive or a section folds, not at every scroll: a log of many
   // short stretches (parallel machines interleaving) has nearly as many sections as lines.
-  const lay = useMemo(() => layout(secs, folded), [secs, drawnVersion, folded]); // eslint-disable-line react-hooks/exhaustive-deps
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the section index is updated in place; the drawn version says when it changed
+  const lay = useMemo(() => layout(secs, folded), [secs, drawnVersion, folded]);
   const toggle = (key: string) =>
     setFolded((f) => {
       const n = new Set(f);

@@ -80,7 +80,7 @@ export class LogBuffer {
 
   /** indexOf is the index of a held line, -1 at once (no scan) for one not held. */
   indexOf(run: string, id: string): number {
-    if (!this.ids.has(run + "/" + id)) return -1;
+    if (!this.ids.has(`${run}/${id}`)) return -1;
     for (let i = 0; i < this.length; i++) {
       const l = this.at(i);
       if (l.run === run && l.id === id) return i;

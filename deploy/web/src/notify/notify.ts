@@ -81,7 +81,7 @@ export function deliveryStatus(d: Pick<WebhookDelivery, "state" | "last_status" 
 export function firstBytes(s: string | null, n = 80): string {
   if (!s) return "";
   const one = s.replace(/\s+/g, " ").trim();
-  return one.length > n ? one.slice(0, n - 1) + "…" : one;
+  return one.length > n ? `${one.slice(0, n - 1)}…` : one;
 }
 
 /** SCOPES are the token scopes offered when minting, each with what it opens in one line. */
