@@ -1,6 +1,8 @@
 package isotemplates
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -12,7 +14,7 @@ import (
 // List returns ISO templates, optionally only ?active=true or false and ?kind=iso or
 // cloud-image.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
@@ -25,10 +27,10 @@ func List(d api.Deps) fiber.Handler {
 		if kind != "" && kind != horizon.ISOKindISO && kind != horizon.ISOKindCloudImage {
 			return problem.Malformed("The query parameter kind must be iso or cloud-image.")
 		}
-		ts, next, err := store.ISOTemplateList(c.UserContext(), d.DB, store.ISOTemplateFilter{Active: active, Kind: kind}, page)
+		ts, next, err := store.ISOTemplateList(ctx, d.DB, store.ISOTemplateFilter{Active: active, Kind: kind}, page)
 		if err != nil {
 			return err
 		}
 		return c.JSON(api.NewList(api.Map(ts, toISOTemplate), next))
-	}
+	})
 }

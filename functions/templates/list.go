@@ -1,6 +1,8 @@
 package templates
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,7 +11,7 @@ import (
 
 // List returns templates, optionally only ?active=true or false.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
@@ -18,10 +20,10 @@ func List(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		ts, next, err := store.TemplateList(c.UserContext(), d.DB, store.TemplateFilter{Active: active}, page)
+		ts, next, err := store.TemplateList(ctx, d.DB, store.TemplateFilter{Active: active}, page)
 		if err != nil {
 			return err
 		}
 		return c.JSON(api.NewList(api.Map(ts, toTemplate), next))
-	}
+	})
 }
