@@ -4,40 +4,30 @@ import (
 	"context"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns the subscriptions the caller sees (their teams'; admins also the global ones),
 // of one team with ?team_id=.
 func List(d api.Deps) fiber.Handler {
-	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.Webhook, *uuid.UUID, error) {
 		team, err := api.QueryID(c, "team_id")
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		ws, next, err := store.WebhookList(ctx, d.DB, r.Who.Scope(), team, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(ws, toWebhook), next))
-	})
+		return store.WebhookList(ctx, d.DB, r.Who.Scope(), team, page)
+	}, toWebhook)
 }
 
 // Get returns one subscription.
 func Get(d api.Deps) fiber.Handler {
-	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
 		w, err := get(ctx, d, r)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(w.Version))
-		return c.JSON(toWebhook(w))
+		return api.Object{View: toWebhook(w), Version: w.Version}, err
 	})
 }
 
