@@ -4,6 +4,8 @@
 package activity
 
 import (
+	"context"
+
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -30,7 +32,7 @@ type Record struct {
 // and viewers their teams' records. ?stack_id= (any object id), ?actor_id=, ?action= (exact,
 // or a prefix ending in "." such as "stack."), ?since= and ?until= (RFC 3339) narrow it.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
@@ -49,7 +51,7 @@ func List(d api.Deps) fiber.Handler {
 		if f.Until, err = queryTime(c, "until"); err != nil {
 			return err
 		}
-		rows, next, err := store.ActivityList(c.UserContext(), d.DB, api.Principal(c).Scope(), f, page)
+		rows, next, err := store.ActivityList(ctx, d.DB, r.Who.Scope(), f, page)
 		if err != nil {
 			return err
 		}
@@ -57,7 +59,7 @@ func List(d api.Deps) fiber.Handler {
 			return Record{ID: a.ID, At: a.At, ActorID: a.ActorID, Action: a.Action, ObjectType: a.ObjectType, ObjectID: a.ObjectID,
 				TeamID: a.TeamID, Details: a.Details}
 		}), next))
-	}
+	})
 }
 
 func queryTime(c *fiber.Ctx, name string) (*time.Time, error) {

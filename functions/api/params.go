@@ -129,22 +129,6 @@ func IfMatch(c *fiber.Ctx) (int64, error) {
 	return n, nil
 }
 
-// RequireAdmin answers 403 unless the principal is an admin.
-func RequireAdmin(c *fiber.Ctx) error {
-	if !Principal(c).IsAdmin() {
-		return problem.Forbidden("Only admins may do this.")
-	}
-	return nil
-}
-
-// RequireWriter answers 403 for viewers.
-func RequireWriter(c *fiber.Ctx) error {
-	if !Principal(c).CanWrite() {
-		return problem.Forbidden("Viewers have read-only access.")
-	}
-	return nil
-}
-
 // LastEventID returns where an event stream's client asks to resume: the Last-Event-ID header
 // that EventSource sends when it reconnects, or else ?last_event_id=, for a client that opens a
 // new EventSource (with a new stream token) and cannot set the header. "" means neither.
@@ -159,23 +143,14 @@ func LastEventID(c *fiber.Ctx) string {
 // the caller's own; an admin's are everyone's, or one user's with ?user_id=, which anyone else
 // may name only for themselves (403 otherwise). what names the objects in that refusal.
 func OwnerList[T, V any](what string, list func(ctx context.Context, who auth.Principal, forUser *uuid.UUID, page store.Page) ([]T, *uuid.UUID, error), view func(T) V) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := ParsePage(c)
-		if err != nil {
-			return err
-		}
+	return ListPage(func(ctx context.Context, c *fiber.Ctx, r Req[None], page store.Page) ([]T, *uuid.UUID, error) {
 		forUser, err := QueryID(c, "user_id")
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		who := Principal(c)
-		if forUser != nil && *forUser != who.UserID && !who.IsAdmin() {
-			return problem.Forbidden("Only admins may list other users' %s.", what)
+		if forUser != nil && *forUser != r.Who.UserID && !r.Who.IsAdmin() {
+			return nil, nil, problem.Forbidden("Only admins may list other users' %s.", what)
 		}
-		items, next, err := list(c.UserContext(), who, forUser, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(NewList(Map(items, view), next))
-	}
+		return list(ctx, r.Who, forUser, page)
+	}, view)
 }

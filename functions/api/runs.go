@@ -61,8 +61,6 @@ func NewRun(r horizon.Run, allowed []string) Run {
 type RunOwner struct {
 	// Noun names the owner in messages and in the activity log: "stack", "iso".
 	Noun string
-	// Require refuses a principal who may not change the owner's runs.
-	Require func(c *fiber.Ctx) error
 	// Lock reads the owner id for update in tx, in the principal's scope.
 	Lock func(ctx context.Context, tx pgx.Tx, who auth.Principal, id uuid.UUID) (OwnerRef, error)
 	// Location is where the run is read after it changed.
@@ -90,16 +88,8 @@ func (o OwnerRef) Event(run horizon.Run) events.Event {
 // it (nothing is rolled back), the steps not started are canceled, and the run ends canceled.
 // Answers 202 with the run; 409 when no run is in progress.
 func CancelRun(d Deps, o RunOwner) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := o.Require(c); err != nil {
-			return err
-		}
-		id, err := ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		who := Principal(c)
-		ctx := c.UserContext()
+	return Handle(func(ctx context.Context, c *fiber.Ctx, r Req[None]) error {
+		id, who := r.ID, r.Who
 		var ref OwnerRef
 		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
 			var err error
@@ -134,5 +124,5 @@ func CancelRun(d Deps, o RunOwner) fiber.Handler {
 		d.Announce().Canceling(ctx, run.ID, ref.Event(run))
 		c.Set(fiber.HeaderLocation, o.Location(id, run.ID))
 		return c.Status(fiber.StatusAccepted).JSON(NewRun(run, o.Actions(run, who)))
-	}
+	})
 }

@@ -77,7 +77,7 @@ func New(d api.Deps, o Options) *fiber.App {
 	// Fiber runs handlers in the order they were registered and a stream handler does not call
 	// Next, so the group's middleware never runs for them.
 	for _, r := range streamRoutes(d) {
-		app.Add(r.method, "/v1"+r.path, deadline, middleware.StreamAuth(d, r.purpose), middleware.Scope(r.scope), limit, r.handler)
+		app.Add(r.method, "/v1"+r.path, deadline, middleware.StreamAuth(d, r.purpose), middleware.Scope(r.scope), api.Require(r.role), limit, r.handler)
 	}
 	// Setup has no bearer token to check: its setup token is the proof (package setup).
 	app.Post("/v1/setup", deadline, setup.Claim(d))
@@ -86,14 +86,15 @@ func New(d api.Deps, o Options) *fiber.App {
 	// Minting a code skips idempotency, which would keep the answer — the code, in clear — for
 	// 24 h to replay it: a retried mint makes another code, which is harmless. A code stands for
 	// the very token that minted it, scope included, so a read token may mint one.
-	app.Post("/v1/sign-in-codes", deadline, middleware.Auth(d), limit, middleware.Scope(read), signin.Mint(d))
+	mint := signInCodes(d)
+	app.Add(mint.method, "/v1"+mint.path, deadline, middleware.Auth(d), limit, middleware.Scope(mint.scope), api.Require(mint.role), mint.handler)
 	// The group authenticates every /v1 path (an unknown one too, so that it reveals nothing);
-	// each route then checks the scope its row declares before the idempotency key is taken, so
-	// that a refused request leaves no recorded answer behind.
+	// each route then checks the scope and the role its row declares before the idempotency key
+	// is taken, so that a refused request leaves no recorded answer behind.
 	v1 := app.Group("/v1", deadline, middleware.Auth(d), limit)
 	idempotency := middleware.Idempotency(d)
 	for _, r := range routes(d) {
-		v1.Add(r.method, r.path, middleware.Scope(r.scope), idempotency, r.handler)
+		v1.Add(r.method, r.path, middleware.Scope(r.scope), api.Require(r.role), idempotency, r.handler)
 	}
 	return app
 }

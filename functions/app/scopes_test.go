@@ -22,10 +22,6 @@ import (
 func TestTokenScopesAgainstEveryRoute(t *testing.T) {
 	t.Parallel()
 	s := apitest.New(t, nil)
-	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tokens := map[auth.TokenScope]string{}
 	for _, scope := range auth.TokenScopes() {
 		if scope == auth.TokenFull {
@@ -41,39 +37,11 @@ func TestTokenScopesAgainstEveryRoute(t *testing.T) {
 	for _, tok := range tokens {
 		s.Do("GET", "/v1/prometheus/targets", apitest.Req{Token: tok})
 	}
-	type call struct {
-		op           *openapi3.Operation
-		method, path string
-		need         auth.TokenScope
-		body         any
-	}
 	var calls []call
-	param := regexp.MustCompile(`\{[a-z_]+\}`)
-	for path, item := range doc.Paths.Map() {
-		if !strings.HasPrefix(path, "/v1/") || path == "/v1/setup" || path == "/v1/sign-in" { // no bearer token: their code is the proof
-			continue
-		}
-		for method, op := range item.Operations() {
-			raw, _ := op.Extensions["x-scope"].(string)
-			need := auth.TokenScope(raw)
-			if !need.Valid() {
-				t.Errorf("%s %s declares x-scope %q, want one of %v", method, path, raw, auth.TokenScopes())
-				continue
-			}
-			// Unknown ids: an opened route mostly answers 404 or 422.
-			var body any
-			if method == "POST" || method == "PATCH" {
-				body = map[string]any{}
-			}
-			calls = append(calls, call{op, method, param.ReplaceAllStringFunc(path, func(string) string { return uuid.NewString() }), need, body})
-		}
+	for _, o := range operations(t) {
+		calls = append(calls, o.call(""))
 	}
-	send := func(c call, tok string) (*apitest.Response, apitest.Problem) {
-		got := do(s, c.op, c.method, c.path, apitest.Req{Token: tok, Body: c.body})
-		var prob apitest.Problem
-		_ = json.Unmarshal(got.Body, &prob) // checked against the document already; a non-problem leaves it empty
-		return got, prob
-	}
+	send := func(c call, tok string) (*apitest.Response, apitest.Problem) { return c.send(s, tok) }
 	// The refusals first: together they must leave the database as it was.
 	before := s.State()
 	refused, opened := 0, 0
@@ -84,7 +52,7 @@ func TestTokenScopesAgainstEveryRoute(t *testing.T) {
 			}
 			refused++
 			if got, prob := send(c, tok); got.Status != 403 || prob.Type != "urn:horizon:problem:forbidden" {
-				t.Errorf("%s %s (x-scope %s) with a %s token: %d %.200s, want 403", c.method, c.path, c.need, scope, got.Status, got.Body)
+				t.Errorf("%s %s (x-scope %s) with a %s token: %d %.200s, want 403", c.method, c.target, c.need, scope, got.Status, got.Body)
 			}
 		}
 	}
@@ -98,13 +66,80 @@ func TestTokenScopesAgainstEveryRoute(t *testing.T) {
 			}
 			opened++
 			if got, prob := send(c, tok); got.Status == 403 && strings.Contains(prob.Detail, "scope") {
-				t.Errorf("%s %s (x-scope %s) with a %s token: refused by scope: %s", c.method, c.path, c.need, scope, got.Body)
+				t.Errorf("%s %s (x-scope %s) with a %s token: refused by scope: %s", c.method, c.target, c.need, scope, got.Body)
 			}
 		}
 	}
 	if refused < 100 || opened < 100 {
 		t.Fatalf("only %d refusals and %d openings checked", refused, opened)
 	}
+}
+
+// operation is one /v1 operation of openapi.yaml that takes a bearer token: the sweeps of the
+// token scopes and of the roles go through every one.
+type operation struct {
+	op           *openapi3.Operation
+	method, path string // the path as the document writes it: /v1/stacks/{id}
+	need         auth.TokenScope
+}
+
+// operations lists every /v1 operation of openapi.yaml but the two whose code is the proof
+// (setup, sign-in), each with the scope its x-scope declares.
+func operations(t *testing.T) []operation {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []operation
+	for path, item := range doc.Paths.Map() {
+		if !strings.HasPrefix(path, "/v1/") || path == "/v1/setup" || path == "/v1/sign-in" {
+			continue
+		}
+		for method, op := range item.Operations() {
+			raw, _ := op.Extensions["x-scope"].(string)
+			need := auth.TokenScope(raw)
+			if !need.Valid() {
+				t.Errorf("%s %s declares x-scope %q, want one of %v", method, path, raw, auth.TokenScopes())
+				continue
+			}
+			ops = append(ops, operation{op, method, path, need})
+		}
+	}
+	return ops
+}
+
+// call is one request of a sweep.
+type call struct {
+	operation
+	target string // the path with its parameters filled in
+	body   any
+}
+
+var pathParam = regexp.MustCompile(`\{[a-z_]+\}`)
+
+// call fills o's path: {id} with id, or like every other parameter with a fresh UUID (an
+// unknown object, which an opened route mostly answers 404 or 422). A POST or PATCH sends {}.
+func (o operation) call(id string) call {
+	c := call{operation: o}
+	c.target = pathParam.ReplaceAllStringFunc(o.path, func(p string) string {
+		if p == "{id}" && id != "" {
+			return id
+		}
+		return uuid.NewString()
+	})
+	if o.method == "POST" || o.method == "PATCH" {
+		c.body = map[string]any{}
+	}
+	return c
+}
+
+// send sends c with tok and returns the answer and its problem (empty for a non-problem).
+func (c call) send(s *apitest.Server, tok string) (*apitest.Response, apitest.Problem) {
+	got := do(s, c.op, c.method, c.target, apitest.Req{Token: tok, Body: c.body})
+	var prob apitest.Problem
+	_ = json.Unmarshal(got.Body, &prob) // checked against the document already; a non-problem leaves it empty
+	return got, prob
 }
 
 // do sends one request of the sweep; an event stream that opens is closed at once.

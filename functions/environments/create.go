@@ -23,31 +23,23 @@ type CreateRequest struct {
 
 // Create adds an environment (admin). A taken name is 409.
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		e, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Environment, error) {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
+		e, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Environment, error) {
 			var p horizon.Problems
-			horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
-			horizon.CheckText(&p, "description", req.Description, maxDescription)
-			if err := checkRefs(ctx, tx, &p, refs{networks: &req.NetworkIDs, servers: &req.ProxmoxServerIDs, nagios: req.NagiosServerID}); err != nil {
+			horizon.CheckName(&p, "name", r.Body.Name, horizon.MaxNameLength)
+			horizon.CheckText(&p, "description", r.Body.Description, maxDescription)
+			if err := checkRefs(ctx, tx, &p, refs{networks: &r.Body.NetworkIDs, servers: &r.Body.ProxmoxServerIDs, nagios: r.Body.NagiosServerID}); err != nil {
 				return horizon.Environment{}, err
 			}
 			if err := p.Err(); err != nil {
 				return horizon.Environment{}, err
 			}
-			e, err := store.EnvironmentCreate(ctx, tx, horizon.Environment{Name: req.Name, Description: req.Description,
-				NetworkIDs: req.NetworkIDs, ProxmoxServerIDs: req.ProxmoxServerIDs, NagiosServerID: req.NagiosServerID})
+			e, err := store.EnvironmentCreate(ctx, tx, horizon.Environment{Name: r.Body.Name, Description: r.Body.Description,
+				NetworkIDs: r.Body.NetworkIDs, ProxmoxServerIDs: r.Body.ProxmoxServerIDs, NagiosServerID: r.Body.NagiosServerID})
 			if err != nil {
 				return e, err
 			}
-			return e, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "environment.create",
+			return e, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "environment.create",
 				ObjectType: "environment", ObjectID: &e.ID, Details: map[string]any{"name": e.Name}})
 		})
 		if err != nil {
@@ -56,5 +48,5 @@ func Create(d api.Deps) fiber.Handler {
 		c.Set(fiber.HeaderETag, api.ETag(e.Version))
 		c.Set(fiber.HeaderLocation, "/v1/environments/"+e.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toEnvironment(e))
-	}
+	})
 }

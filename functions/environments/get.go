@@ -1,6 +1,8 @@
 package environments
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,16 +11,8 @@ import (
 
 // Get returns one environment.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		e, err := store.EnvironmentGet(c.UserContext(), d.DB, id)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(e.Version))
-		return c.JSON(toEnvironment(e))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		e, err := store.EnvironmentGet(ctx, d.DB, r.ID)
+		return api.Object{View: toEnvironment(e), Version: e.Version}, err
+	})
 }

@@ -1,23 +1,19 @@
 package environments
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns environments.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		envs, next, err := store.EnvironmentList(c.UserContext(), d.DB, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(envs, toEnvironment), next))
-	}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.Environment, *uuid.UUID, error) {
+		return store.EnvironmentList(ctx, d.DB, page)
+	}, toEnvironment)
 }

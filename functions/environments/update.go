@@ -23,8 +23,8 @@ type UpdateRequest struct {
 
 // Update changes an environment (admin), honouring If-Match.
 func Update(d api.Deps) fiber.Handler {
-	return api.AdminEdit(d, func(ctx context.Context, tx pgx.Tx, e api.Edit[UpdateRequest]) (api.Edited, error) {
-		req := e.Body
+	return api.Edit(d, func(ctx context.Context, tx pgx.Tx, r api.Req[UpdateRequest]) (api.Object, error) {
+		req := r.Body
 		var p horizon.Problems
 		if req.Name != nil {
 			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
@@ -33,20 +33,20 @@ func Update(d api.Deps) fiber.Handler {
 			horizon.CheckText(&p, "description", *req.Description, maxDescription)
 		}
 		if err := checkRefs(ctx, tx, &p, refs{networks: req.NetworkIDs, servers: req.ProxmoxServerIDs, nagios: req.NagiosServerID.Value}); err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
 		if err := p.Err(); err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
 		patch := store.EnvironmentPatch{Name: req.Name, Description: req.Description, NetworkIDs: req.NetworkIDs, ProxmoxServerIDs: req.ProxmoxServerIDs}
 		if req.NagiosServerID.Set {
 			patch.NagiosServerID = &req.NagiosServerID.Value
 		}
-		env, err := store.EnvironmentUpdate(ctx, tx, e.ID, patch, e.IfVersion)
+		env, err := store.EnvironmentUpdate(ctx, tx, r.ID, patch, r.IfVersion)
 		if err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
-		return api.Edited{View: toEnvironment(env), Version: env.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &e.Who.UserID,
+		return api.Object{View: toEnvironment(env), Version: env.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID,
 			Action: "environment.update", ObjectType: "environment", ObjectID: &env.ID, Details: map[string]any{"name": env.Name, "network_ids": env.NetworkIDs}})
 	})
 }

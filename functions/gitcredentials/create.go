@@ -37,32 +37,24 @@ const (
 // Create registers a git credential (admin). Every problem is reported at once (422); a taken
 // name or URL prefix is 409.
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
-		}
-		g, err := req.check()
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
+		g, err := r.Body.check()
 		if err != nil {
 			return err
 		}
 		switch g.Kind {
 		case horizon.GitCredentialHTTPS:
-			g.Token = d.Box.SealString(gitcred.TokenPurpose, req.Token.Reveal())
+			g.Token = d.Box.SealString(gitcred.TokenPurpose, r.Body.Token.Reveal())
 		case horizon.GitCredentialSSH:
-			g.SSHPrivateKey = d.Box.SealString(gitcred.SSHKeyPurpose, req.SSHPrivateKey.Reveal())
+			g.SSHPrivateKey = d.Box.SealString(gitcred.SSHKeyPurpose, r.Body.SSHPrivateKey.Reveal())
 		}
-		who := api.Principal(c)
-		g.CreatedBy = &who.UserID
-		g, err = store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.GitCredential, error) {
+		g.CreatedBy = &r.Who.UserID
+		g, err = store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.GitCredential, error) {
 			g, err := store.GitCredentialCreate(ctx, tx, g)
 			if err != nil {
 				return g, err
 			}
-			return g, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "git_credential.create",
+			return g, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "git_credential.create",
 				ObjectType: "git_credential", ObjectID: &g.ID, Details: map[string]any{"name": g.Name, "url_prefix": g.URLPrefix, "kind": g.Kind}})
 		})
 		if err != nil {
@@ -70,7 +62,7 @@ func Create(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderLocation, "/v1/git-credentials/"+g.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toGitCredential(g))
-	}
+	})
 }
 
 // check validates the request and returns the credential it describes, secrets not yet sealed.

@@ -4,18 +4,17 @@ import (
 	"context"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
-	"horizon/shared/auth"
 	"horizon/shared/store"
 )
 
 // Delete removes a git credential (admin). Repositories it served are read anonymously (or with
 // a shorter matching prefix's credential) from then on.
 func Delete(d api.Deps) fiber.Handler {
-	return api.AdminDelete(d, func(ctx context.Context, tx pgx.Tx, id uuid.UUID, who auth.Principal) error {
+	return api.Delete(d, func(ctx context.Context, tx pgx.Tx, r api.Req[api.None]) error {
+		id, who := r.ID, r.Who
 		g, err := store.GitCredentialGet(ctx, tx, id)
 		if err != nil {
 			return err

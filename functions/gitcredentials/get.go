@@ -1,6 +1,8 @@
 package gitcredentials
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,18 +11,8 @@ import (
 
 // Get returns one git credential (admin), without its secrets.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		g, err := store.GitCredentialGet(c.UserContext(), d.DB, id)
-		if err != nil {
-			return err
-		}
-		return c.JSON(toGitCredential(g))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		g, err := store.GitCredentialGet(ctx, d.DB, r.ID)
+		return api.Object{View: toGitCredential(g)}, err
+	})
 }

@@ -1,26 +1,19 @@
 package gitcredentials
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns git credentials (admin), without their secrets.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		gs, next, err := store.GitCredentialList(c.UserContext(), d.DB, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(gs, toGitCredential), next))
-	}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.GitCredential, *uuid.UUID, error) {
+		return store.GitCredentialList(ctx, d.DB, page)
+	}, toGitCredential)
 }

@@ -16,8 +16,7 @@ import (
 // runOwner is an ISO as the owner of runs (api.RunOwner): a catalogue object, whose runs only
 // admins change.
 var runOwner = api.RunOwner{
-	Noun:    "iso",
-	Require: api.RequireAdmin,
+	Noun: "iso",
 	Lock: func(ctx context.Context, tx pgx.Tx, _ auth.Principal, id uuid.UUID) (api.OwnerRef, error) {
 		iso, err := store.ISOGetForUpdate(ctx, tx, id)
 		if err != nil {

@@ -32,21 +32,12 @@ type CreateRequest struct {
 // one), and answers 202 with the ISO and its first run. A repeated Idempotency-Key returns
 // the ISO created the first time.
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
 		var p horizon.Problems
-		if req.Name != nil {
-			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+		if r.Body.Name != nil {
+			horizon.CheckName(&p, "name", *r.Body.Name, horizon.MaxNameLength)
 		}
-		t, err := store.ISOTemplateGet(ctx, d.DB, req.ISOTemplateID)
+		t, err := store.ISOTemplateGet(ctx, d.DB, r.Body.ISOTemplateID)
 		switch {
 		case errors.Is(err, horizon.ErrNotFound):
 			p.Add("iso_template_id", "is not an ISO template")
@@ -55,7 +46,7 @@ func Create(d api.Deps) fiber.Handler {
 		case !t.Active:
 			p.Add("iso_template_id", "is not active: new ISOs cannot be built from it")
 		}
-		srv, err := store.ProxmoxServerGet(ctx, d.DB, req.ProxmoxServerID)
+		srv, err := store.ProxmoxServerGet(ctx, d.DB, r.Body.ProxmoxServerID)
 		switch {
 		case errors.Is(err, horizon.ErrNotFound):
 			p.Add("proxmox_server_id", "is not a Proxmox server")
@@ -66,8 +57,8 @@ func Create(d api.Deps) fiber.Handler {
 			return p.Err()
 		}
 		version := t.LatestVersion
-		if req.Version != nil {
-			version = *req.Version
+		if r.Body.Version != nil {
+			version = *r.Body.Version
 		}
 		spec, v, err := specOf(ctx, d.DB, t, version)
 		if errors.Is(err, horizon.ErrNotFound) {
@@ -76,22 +67,22 @@ func Create(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		storage := req.Storage
+		storage := r.Body.Storage
 		if storage == "" {
 			storage = spec.Storage
 		}
-		artifact := checkPlacement(&p, srv, req.Node, storage, t.Kind, spec)
-		sel := req.Stages.selection()
+		artifact := checkPlacement(&p, srv, r.Body.Node, storage, t.Kind, spec)
+		sel := r.Body.Stages.selection()
 		sel.Check(&p, "stages", spec.Stages(t.Kind))
 		if err := p.Err(); err != nil {
 			return err
 		}
-		name := defaultName(t, version, req.Node)
-		if req.Name != nil {
-			name = *req.Name
+		name := defaultName(t, version, r.Body.Node)
+		if r.Body.Name != nil {
+			name = *r.Body.Name
 		}
-		iso := horizon.ISO{Name: name, ISOTemplateID: t.ID, ISOTemplateVersion: version, Kind: t.Kind, ServerID: srv.ID, Node: req.Node,
-			Storage: storage, ArtifactStorage: artifact, ConfigHash: isotemplate.ConfigHash(v.SpecHash, req.Node, storage), CreatedBy: &who.UserID}
+		iso := horizon.ISO{Name: name, ISOTemplateID: t.ID, ISOTemplateVersion: version, Kind: t.Kind, ServerID: srv.ID, Node: r.Body.Node,
+			Storage: storage, ArtifactStorage: artifact, ConfigHash: isotemplate.ConfigHash(v.SpecHash, r.Body.Node, storage), CreatedBy: &r.Who.UserID}
 		var run horizon.Run
 		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
 			var err error
@@ -101,15 +92,15 @@ func Create(d api.Deps) fiber.Handler {
 			if err := reserve(ctx, tx, iso, spec); err != nil {
 				return Detail{}, err
 			}
-			if run, err = startBuild(ctx, tx, iso, spec, sel, who); err != nil {
+			if run, err = startBuild(ctx, tx, iso, spec, sel, r.Who); err != nil {
 				return Detail{}, err
 			}
-			return detail(ctx, tx, iso, who)
+			return detail(ctx, tx, iso, r.Who)
 		})
 		if err != nil {
 			return err
 		}
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return accepted(c, d, iso, run, out)
-	}
+	})
 }

@@ -21,20 +21,12 @@ import (
 // (kept as history). An ISO that any stack not removed uses cannot be deleted: 409 naming the
 // stacks, with their ids and names in the problem's stacks member. Refused while a run is in progress (409).
 func Delete(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		var iso horizon.ISO
 		var run horizon.Run
-		out, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
+		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
 			var err error
-			if iso, err = store.ISOGetForUpdate(ctx, tx, id); err != nil {
+			if iso, err = store.ISOGetForUpdate(ctx, tx, r.ID); err != nil {
 				return Detail{}, err
 			}
 			if iso.State == horizon.ISORemoved {
@@ -48,21 +40,21 @@ func Delete(d api.Deps) fiber.Handler {
 				return Detail{}, err
 			}
 			if len(users) > 0 {
-				return Detail{}, inUse(iso, users, who)
+				return Detail{}, inUse(iso, users, r.Who)
 			}
-			if run, err = startRemoval(ctx, tx, iso, who); err != nil {
+			if run, err = startRemoval(ctx, tx, iso, r.Who); err != nil {
 				return Detail{}, err
 			}
 			if iso, err = store.ISOGet(ctx, tx, iso.ID); err != nil {
 				return Detail{}, err
 			}
-			return detail(ctx, tx, iso, who)
+			return detail(ctx, tx, iso, r.Who)
 		})
 		if err != nil {
 			return err
 		}
 		return accepted(c, d, iso, run, out)
-	}
+	})
 }
 
 // inUse is the 409 of an ISO that stacks use: its detail names the stacks (and their

@@ -1,6 +1,8 @@
 package isos
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -10,21 +12,16 @@ import (
 // Get returns an ISO: its state, outputs and artifact, its state history (newest first), its
 // run in progress, and its latest run's stages and summary.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		iso, err := store.ISOGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
-		ctx := c.UserContext()
-		iso, err := store.ISOGet(ctx, d.DB, id)
-		if err != nil {
-			return err
-		}
-		out, err := detail(ctx, d.DB, iso, api.Principal(c))
+		out, err := detail(ctx, d.DB, iso, r.Who)
 		if err != nil {
 			return err
 		}
 		c.Set(fiber.HeaderETag, api.ETag(iso.Version))
 		return c.JSON(out)
-	}
+	})
 }

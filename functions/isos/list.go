@@ -1,6 +1,8 @@
 package isos
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -15,7 +17,7 @@ import (
 // it lists the built ISOs a machine on that node may use: same cluster, and built on a shared
 // storage or on that node.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
@@ -38,7 +40,6 @@ func List(d api.Deps) fiber.Handler {
 		if node != "" && server == nil {
 			return problem.Malformed("The query parameter available_on needs proxmox_server_id: node names are unique per cluster only.")
 		}
-		ctx := c.UserContext()
 		isos, next, err := store.ISOList(ctx, d.DB, store.ISOFilter{State: state, ServerID: server, TemplateID: tmpl, AvailableOn: node}, page)
 		if err != nil {
 			return err
@@ -56,5 +57,5 @@ func List(d api.Deps) fiber.Handler {
 			out[i] = toISO(iso, storages[iso.ServerID])
 		}
 		return c.JSON(api.NewList(out, next))
-	}
+	})
 }

@@ -47,12 +47,8 @@ func logQuery(c *fiber.Ctx, d api.Deps, iso horizon.ISO) (uuid.UUID, logstream.F
 // (default) or NDJSON (?format=ndjson), filtered by ?stage= or ?clone=. It streams in constant
 // memory; lines are stored within a fraction of a second of being written.
 func GetLogs(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		iso, err := store.ISOGet(c.UserContext(), d.DB, id)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		iso, err := store.ISOGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
@@ -74,7 +70,7 @@ func GetLogs(d api.Deps) fiber.Handler {
 		q := logstream.Query{Run: run, Filter: filter}
 		name := "iso-" + iso.ID.String()
 		if run == uuid.Nil {
-			q.Stack = iso.ID // an ISO's runs keep its id as the owner of their logs
+			q.Stack = iso.ID // an ISO's runs keep its r.ID as the owner of their logs
 		} else {
 			name = "iso-run-" + run.String()
 		}
@@ -86,5 +82,5 @@ func GetLogs(d api.Deps) fiber.Handler {
 			_, err := logs.Download(ctx, w, q, format)
 			return err
 		})
-	}
+	})
 }

@@ -14,7 +14,8 @@ import (
 
 // RetryRequest is the body of POST /v1/isos/{id}/retry.
 type RetryRequest struct {
-	Stages *StagesRequest `json:"stages"`
+	api.Optional                // the body may be left out
+	Stages       *StagesRequest `json:"stages"`
 }
 
 // Retry starts the ISO's next run (admin) and answers 202 with the ISO: a build run in which
@@ -22,24 +23,12 @@ type RetryRequest struct {
 // rebuilding an edited one, or confirming a built one — or, after a failed removal, the
 // removal again.
 func Retry(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		req, err := api.DecodeOptional[RetryRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[RetryRequest]) error {
 		var iso horizon.ISO
 		var run horizon.Run
-		out, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
+		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
 			var err error
-			if iso, err = store.ISOGetForUpdate(ctx, tx, id); err != nil {
+			if iso, err = store.ISOGetForUpdate(ctx, tx, r.ID); err != nil {
 				return Detail{}, err
 			}
 			if iso.State == horizon.ISORemoved {
@@ -50,10 +39,10 @@ func Retry(d api.Deps) fiber.Handler {
 			}
 			last, err := store.RunLatest(ctx, tx, store.OfISO(iso.ID))
 			if err == nil && last.Kind == horizon.RunISORemove {
-				if req.Stages != nil {
+				if r.Body.Stages != nil {
 					return Detail{}, horizon.Invalid("stages", "a removal has no stages to select")
 				}
-				run, err = startRemoval(ctx, tx, iso, who)
+				run, err = startRemoval(ctx, tx, iso, r.Who)
 			} else {
 				t, terr := store.ISOTemplateGet(ctx, tx, iso.ISOTemplateID)
 				if terr != nil {
@@ -64,12 +53,12 @@ func Retry(d api.Deps) fiber.Handler {
 					return Detail{}, serr
 				}
 				var p horizon.Problems
-				sel := req.Stages.selection()
+				sel := r.Body.Stages.selection()
 				sel.Check(&p, "stages", spec.Stages(iso.Kind))
 				if perr := p.Err(); perr != nil {
 					return Detail{}, perr
 				}
-				run, err = startBuild(ctx, tx, iso, spec, sel, who)
+				run, err = startBuild(ctx, tx, iso, spec, sel, r.Who)
 			}
 			if err != nil {
 				return Detail{}, err
@@ -77,12 +66,12 @@ func Retry(d api.Deps) fiber.Handler {
 			if iso, err = store.ISOGet(ctx, tx, iso.ID); err != nil {
 				return Detail{}, err
 			}
-			return detail(ctx, tx, iso, who)
+			return detail(ctx, tx, iso, r.Who)
 		})
 		if err != nil {
 			return err
 		}
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return accepted(c, d, iso, run, out)
-	}
+	})
 }

@@ -26,13 +26,8 @@ import (
 // heartbeats, write deadlines, the per-process limit), and a browser opens it with an
 // iso_logs stream token.
 func GetLogStream(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		ctx := c.UserContext()
-		iso, err := store.ISOGet(ctx, d.DB, id)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		iso, err := store.ISOGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
@@ -42,7 +37,7 @@ func GetLogStream(d api.Deps) fiber.Handler {
 		}
 		after, err := rstream.ParseID(api.LastEventID(c))
 		if err != nil {
-			return problem.Malformed("Last-Event-ID must be an event id this stream sent.")
+			return problem.Malformed("Last-Event-ID must be an event r.ID this stream sent.")
 		}
 		if run == uuid.Nil {
 			last, err := store.RunLatest(ctx, d.DB, store.OfISO(iso.ID))
@@ -55,9 +50,8 @@ func GetLogStream(d api.Deps) fiber.Handler {
 			run = last.ID
 		}
 		hub := d.LogHub
-		who := api.Principal(c)
 		return d.Streams.SSE(c, "iso_logs", func(ctx context.Context, w *stream.Writer) error {
-			ctx, stop := d.Auth.Bound(ctx, who) // ends when the token is revoked
+			ctx, stop := d.Auth.Bound(ctx, r.Who) // ends when the token is revoked
 			defer stop()
 			err := follow(ctx, w, hub, run, after, filter)
 			if errors.Is(err, rstream.ErrClosed) {
@@ -65,7 +59,7 @@ func GetLogStream(d api.Deps) fiber.Handler {
 			}
 			return err
 		})
-	}
+	})
 }
 
 // follow sends run's log after the id after until its end, or until the client is dropped as

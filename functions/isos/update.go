@@ -28,27 +28,20 @@ type UpdateRequest struct {
 // it is outdated, and the next run (retry) rebuilds it. Refused while a run is in progress
 // (409) and for a removed ISO.
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		e, err := api.ReadAdminEdit[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
-		id, ifVersion, req := e.ID, e.IfVersion, e.Body
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
 		var p horizon.Problems
-		if req.Name != nil {
-			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+		if r.Body.Name != nil {
+			horizon.CheckName(&p, "name", *r.Body.Name, horizon.MaxNameLength)
 		}
 		if err := p.Err(); err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
 		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
-			iso, err := store.ISOGetForUpdate(ctx, tx, id)
+			iso, err := store.ISOGetForUpdate(ctx, tx, r.ID)
 			if err != nil {
 				return Detail{}, err
 			}
-			if ifVersion != 0 && iso.Version != ifVersion {
+			if r.IfVersion != 0 && iso.Version != r.IfVersion {
 				return Detail{}, horizon.ErrStale
 			}
 			if iso.State == horizon.ISORemoved {
@@ -57,18 +50,18 @@ func Update(d api.Deps) fiber.Handler {
 			if err := notBusy(ctx, tx, iso); err != nil {
 				return Detail{}, err
 			}
-			patch := store.ISOPatch{Name: req.Name}
-			if req.Version != nil || req.Storage != nil {
+			patch := store.ISOPatch{Name: r.Body.Name}
+			if r.Body.Version != nil || r.Body.Storage != nil {
 				t, err := store.ISOTemplateGet(ctx, tx, iso.ISOTemplateID)
 				if err != nil {
 					return Detail{}, err
 				}
 				version, storage := iso.ISOTemplateVersion, iso.Storage
-				if req.Version != nil {
-					version = *req.Version
+				if r.Body.Version != nil {
+					version = *r.Body.Version
 				}
-				if req.Storage != nil {
-					storage = *req.Storage
+				if r.Body.Storage != nil {
+					storage = *r.Body.Storage
 				}
 				spec, v, err := specOf(ctx, tx, t, version)
 				if errors.Is(err, horizon.ErrNotFound) {
@@ -91,22 +84,22 @@ func Update(d api.Deps) fiber.Handler {
 				hash := isotemplate.ConfigHash(v.SpecHash, iso.Node, storage)
 				patch.Version, patch.Storage, patch.ArtifactStorage, patch.ConfigHash = &version, &storage, &artifact, &hash
 			}
-			iso, err = store.ISOUpdate(ctx, tx, id, patch, 0)
+			iso, err = store.ISOUpdate(ctx, tx, r.ID, patch, 0)
 			if err != nil {
 				return Detail{}, err
 			}
 			changed := []string{}
-			for field, set := range map[string]bool{"name": req.Name != nil, "version": req.Version != nil, "storage": req.Storage != nil} {
+			for field, set := range map[string]bool{"name": r.Body.Name != nil, "version": r.Body.Version != nil, "storage": r.Body.Storage != nil} {
 				if set {
 					changed = append(changed, field)
 				}
 			}
 			slices.Sort(changed)
-			if err := store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "iso.update", ObjectType: "iso", ObjectID: &iso.ID,
+			if err := store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "iso.update", ObjectType: "iso", ObjectID: &iso.ID,
 				Details: map[string]any{"changed": changed, "version": iso.ISOTemplateVersion, "storage": iso.Storage, "outdated": iso.Outdated()}}); err != nil {
 				return Detail{}, err
 			}
-			return detail(ctx, tx, iso, who)
+			return detail(ctx, tx, iso, r.Who)
 		})
 		if err != nil {
 			return err
@@ -114,5 +107,5 @@ func Update(d api.Deps) fiber.Handler {
 		d.Notify(ctx, events.Event{Type: events.ISO, ID: out.ID, State: out.State})
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(out)
-	}
+	})
 }

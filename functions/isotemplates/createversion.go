@@ -21,40 +21,23 @@ type CreateVersionRequest struct {
 // template's kind, and answers 201 with it. With If-Match the template must not have changed
 // since (412).
 func CreateVersion(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateVersionRequest]) error {
+		t, err := store.ISOTemplateGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
-		ifVersion, err := api.IfMatch(c)
+		v, err := newVersion(t.Kind, r.Body.Spec, r.Who.UserID)
 		if err != nil {
 			return err
 		}
-		req, err := api.Decode[CreateVersionRequest](c)
-		if err != nil {
-			return err
-		}
-		ctx := c.UserContext()
-		t, err := store.ISOTemplateGet(ctx, d.DB, id)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		v, err := newVersion(t.Kind, req.Spec, who.UserID)
-		if err != nil {
-			return err
-		}
-		v.ISOTemplateID = id
+		v.ISOTemplateID = r.ID
 		v, err = store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.ISOTemplateVersion, error) {
-			v, err := store.ISOTemplateVersionCreate(ctx, tx, v, ifVersion)
+			v, err := store.ISOTemplateVersionCreate(ctx, tx, v, r.IfVersion)
 			if err != nil {
 				return v, err
 			}
-			return v, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "iso_template.version_create",
-				ObjectType: "iso_template", ObjectID: &id, Details: map[string]any{"version": v.Number, "spec_hash": v.SpecHash}})
+			return v, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "iso_template.version_create",
+				ObjectType: "iso_template", ObjectID: &r.ID, Details: map[string]any{"version": v.Number, "spec_hash": v.SpecHash}})
 		})
 		if err != nil {
 			return err
@@ -63,7 +46,7 @@ func CreateVersion(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		c.Set(fiber.HeaderLocation, versionPath(id, v.Number))
+		c.Set(fiber.HeaderLocation, versionPath(r.ID, v.Number))
 		return c.Status(fiber.StatusCreated).JSON(out)
-	}
+	})
 }

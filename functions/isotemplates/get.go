@@ -1,6 +1,8 @@
 package isotemplates
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,37 +11,24 @@ import (
 
 // Get returns an ISO template with the summaries of its versions.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		t, err := store.ISOTemplateGet(c.UserContext(), d.DB, id)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(t.Version))
-		return c.JSON(toDetail(t))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		t, err := store.ISOTemplateGet(ctx, d.DB, r.ID)
+		return api.Object{View: toDetail(t), Version: t.Version}, err
+	})
 }
 
 // GetVersion returns one version of an ISO template in full.
 func GetVersion(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		n, err := paramVersion(c)
 		if err != nil {
 			return err
 		}
-		ctx := c.UserContext()
-		t, err := store.ISOTemplateGet(ctx, d.DB, id)
+		t, err := store.ISOTemplateGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
-		v, err := store.ISOTemplateVersionGet(ctx, d.DB, id, n)
+		v, err := store.ISOTemplateVersionGet(ctx, d.DB, r.ID, n)
 		if err != nil {
 			return err
 		}
@@ -48,5 +37,5 @@ func GetVersion(d api.Deps) fiber.Handler {
 			return err
 		}
 		return c.JSON(out)
-	}
+	})
 }

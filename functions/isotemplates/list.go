@@ -1,7 +1,10 @@
 package isotemplates
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
 	"horizon/shared/horizon"
@@ -12,23 +15,15 @@ import (
 // List returns ISO templates, optionally only ?active=true or false and ?kind=iso or
 // cloud-image.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.ISOTemplate, *uuid.UUID, error) {
 		active, err := api.QueryBool(c, "active")
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		kind := horizon.ISOKind(c.Query("kind"))
 		if kind != "" && kind != horizon.ISOKindISO && kind != horizon.ISOKindCloudImage {
-			return problem.Malformed("The query parameter kind must be iso or cloud-image.")
+			return nil, nil, problem.Malformed("The query parameter kind must be iso or cloud-image.")
 		}
-		ts, next, err := store.ISOTemplateList(c.UserContext(), d.DB, store.ISOTemplateFilter{Active: active, Kind: kind}, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(ts, toISOTemplate), next))
-	}
+		return store.ISOTemplateList(ctx, d.DB, store.ISOTemplateFilter{Active: active, Kind: kind}, page)
+	}, toISOTemplate)
 }

@@ -21,8 +21,7 @@ import (
 // Last-Event-ID, optionally of one stack (?stack=). See the package doc for the event names and
 // the resume rules.
 func Events(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		who := api.Principal(c)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		stack, err := api.QueryID(c, "stack")
 		if err != nil {
 			return err
@@ -32,14 +31,14 @@ func Events(d api.Deps) fiber.Handler {
 			return problem.Malformed("The Last-Event-ID must be an id this stream sent (<ms>-<seq>).")
 		}
 		if stack != nil {
-			if _, err := store.StackGet(c.UserContext(), d.DB, who.Scope(), *stack); err != nil {
+			if _, err := store.StackGet(ctx, d.DB, r.Who.Scope(), *stack); err != nil {
 				return err
 			}
 		}
-		keep := visible(who, stack)
+		keep := visible(r.Who, stack)
 		hub := d.EventHub
 		return d.Streams.SSE(c, "events", func(ctx context.Context, w *stream.Writer) error {
-			ctx, stop := d.Auth.Bound(ctx, who) // ends when the token is revoked
+			ctx, stop := d.Auth.Bound(ctx, r.Who) // ends when the token is revoked
 			defer stop()
 			sub := hub.Subscribe(ctx, after, keep)
 			defer sub.Close()
@@ -63,7 +62,7 @@ func Events(d api.Deps) fiber.Handler {
 			}
 			return nil // the hub closed: the server is shutting down
 		})
-	}
+	})
 }
 
 // visible returns the filter of the events who may see: their teams' (every team's for an

@@ -1,6 +1,8 @@
 package live
 
 import (
+	"context"
+
 	"errors"
 	"time"
 
@@ -36,54 +38,49 @@ type Token struct {
 // CreateToken mints a stream token for the caller: pass it as ?stream_token= to open the stream
 // of its purpose from a browser. It stores nothing; any viewer may mint one.
 func CreateToken(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		req, err := api.Decode[TokenRequest](c)
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[TokenRequest]) error {
 		var p horizon.Problems
 		switch {
-		case !req.Purpose.Valid():
+		case !r.Body.Purpose.Valid():
 			p.Add("purpose", "must be events, logs or iso_logs")
-		case req.Purpose == auth.StreamLogs && req.StackID == nil:
+		case r.Body.Purpose == auth.StreamLogs && r.Body.StackID == nil:
 			p.Add("stack_id", "is required for a logs token")
-		case req.Purpose == auth.StreamISOLogs && req.ISOID == nil:
+		case r.Body.Purpose == auth.StreamISOLogs && r.Body.ISOID == nil:
 			p.Add("iso_id", "is required for an iso_logs token")
 		}
-		if req.StackID != nil && req.Purpose != auth.StreamLogs {
+		if r.Body.StackID != nil && r.Body.Purpose != auth.StreamLogs {
 			p.Add("stack_id", "is only for a logs token (filter the events with ?stack= instead)")
 		}
-		if req.ISOID != nil && req.Purpose != auth.StreamISOLogs {
+		if r.Body.ISOID != nil && r.Body.Purpose != auth.StreamISOLogs {
 			p.Add("iso_id", "is only for an iso_logs token")
 		}
 		if err := p.Err(); err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		claims := auth.StreamClaims{Purpose: req.Purpose, UserID: who.UserID, TokenID: who.TokenID,
+		claims := auth.StreamClaims{Purpose: r.Body.Purpose, UserID: r.Who.UserID, TokenID: r.Who.TokenID,
 			Expires: d.Now().Add(min(d.StreamTokenTTL, auth.MaxStreamTokenTTL)).Truncate(time.Second)}
-		if req.StackID != nil {
-			_, err := store.StackGet(c.UserContext(), d.DB, who.Scope(), *req.StackID)
+		if r.Body.StackID != nil {
+			_, err := store.StackGet(ctx, d.DB, r.Who.Scope(), *r.Body.StackID)
 			if errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Invalid("stack_id", "is not a stack you may see")
 			}
 			if err != nil {
 				return err
 			}
-			claims.Object = *req.StackID
+			claims.Object = *r.Body.StackID
 		}
-		if req.ISOID != nil {
+		if r.Body.ISOID != nil {
 			// ISOs are catalogue objects every user may read.
-			_, err := store.ISOGet(c.UserContext(), d.DB, *req.ISOID)
+			_, err := store.ISOGet(ctx, d.DB, *r.Body.ISOID)
 			if errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Invalid("iso_id", "is not an ISO")
 			}
 			if err != nil {
 				return err
 			}
-			claims.Object = *req.ISOID
+			claims.Object = *r.Body.ISOID
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.JSON(Token{Token: d.StreamTokens.Sign(claims), Purpose: claims.Purpose, StackID: req.StackID, ISOID: req.ISOID, ExpiresAt: claims.Expires.UTC()})
-	}
+		return c.JSON(Token{Token: d.StreamTokens.Sign(claims), Purpose: claims.Purpose, StackID: r.Body.StackID, ISOID: r.Body.ISOID, ExpiresAt: claims.Expires.UTC()})
+	})
 }

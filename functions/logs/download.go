@@ -25,11 +25,7 @@ const (
 // Postgres in constant memory. A run's download can stop before a line (?before=<id>) and keep
 // only its last lines (?tail=N): the console reads a long log's end first, then the rest.
 func Download(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		f, err := filter(c)
 		if err != nil {
 			return err
@@ -49,14 +45,13 @@ func Download(d api.Deps) fiber.Handler {
 		case "":
 			return problem.New(problem.TypeNotAcceptable, 406, "The log downloads as text/plain or application/x-ndjson.")
 		}
-		ctx := c.UserContext()
-		if _, err := store.StackGet(ctx, d.DB, api.Principal(c).Scope(), id); err != nil {
+		if _, err := store.StackGet(ctx, d.DB, r.Who.Scope(), r.ID); err != nil {
 			return err
 		}
-		q := logstream.Query{Stack: id, Filter: f}
-		name := "stack-" + id.String()
+		q := logstream.Query{Stack: r.ID, Filter: f}
+		name := "stack-" + r.ID.String()
 		if run != nil {
-			if _, err := runOf(ctx, d.DB, id, *run); err != nil {
+			if _, err := runOf(ctx, d.DB, r.ID, *run); err != nil {
 				return err
 			}
 			q = logstream.Query{Run: *run, Filter: f, Before: before, Tail: tail}
@@ -74,7 +69,7 @@ func Download(d api.Deps) fiber.Handler {
 			_, err := logs.Download(ctx, w, q, format)
 			return err
 		})
-	}
+	})
 }
 
 // maxTail bounds ?tail=: the tail is held in memory to be written in order.

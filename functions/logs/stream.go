@@ -23,11 +23,7 @@ import (
 // Stream follows a run's log as Server-Sent Events: backfill, live lines, and an end event,
 // and with ?follow=true the stack's later runs too. See the package doc.
 func Stream(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		f, err := filter(c)
 		if err != nil {
 			return err
@@ -45,13 +41,12 @@ func Stream(d api.Deps) fiber.Handler {
 		if v := api.LastEventID(c); v != "" {
 			p, err := parsePosition(v)
 			if err != nil {
-				return problem.Malformed("The Last-Event-ID must be an id this stream sent (<run>/<ms>-<seq>).")
+				return problem.Malformed("The Last-Event-ID must be an r.ID this stream sent (<run>/<ms>-<seq>).")
 			}
 			last = &p
 		}
 
-		ctx := c.UserContext()
-		st, err := store.StackGet(ctx, d.DB, api.Principal(c).Scope(), id)
+		st, err := store.StackGet(ctx, d.DB, r.Who.Scope(), r.ID)
 		if err != nil {
 			return err
 		}
@@ -60,7 +55,7 @@ func Stream(d api.Deps) fiber.Handler {
 		from := position{} // run uuid.Nil: wait for the stack's first run
 		switch {
 		case last != nil:
-			if _, err := runOf(ctx, d.DB, id, last.run); err != nil {
+			if _, err := runOf(ctx, d.DB, r.ID, last.run); err != nil {
 				if p := (*problem.Problem)(nil); errors.As(err, &p) {
 					return problem.Malformed("The Last-Event-ID is not a position in this stack's log.")
 				}
@@ -82,12 +77,12 @@ func Stream(d api.Deps) fiber.Handler {
 				}
 			}
 		case runParam != nil:
-			if _, err := runOf(ctx, d.DB, id, *runParam); err != nil {
+			if _, err := runOf(ctx, d.DB, r.ID, *runParam); err != nil {
 				return err
 			}
 			from.run = *runParam
 		default:
-			r, err := store.RunLatest(ctx, d.DB, store.OfStack(id))
+			r, err := store.RunLatest(ctx, d.DB, store.OfStack(r.ID))
 			switch {
 			case errors.Is(err, horizon.ErrNotFound) && !follow:
 				return problem.New(problem.TypeNotFound, 404, "This stack has no run yet; add follow=true to wait for its first.")
@@ -98,10 +93,9 @@ func Stream(d api.Deps) fiber.Handler {
 			}
 		}
 
-		fw := &follower{d: d, stack: id, filter: f, follow: follow}
-		who := api.Principal(c)
+		fw := &follower{d: d, stack: r.ID, filter: f, follow: follow}
 		return d.Streams.SSE(c, "logs", func(ctx context.Context, w *stream.Writer) error {
-			ctx, stop := d.Auth.Bound(ctx, who) // ends when the token is revoked
+			ctx, stop := d.Auth.Bound(ctx, r.Who) // ends when the token is revoked
 			defer stop()
 			err := fw.run(ctx, w, from)
 			if errors.Is(err, rstream.ErrClosed) {
@@ -109,7 +103,7 @@ func Stream(d api.Deps) fiber.Handler {
 			}
 			return err
 		})
-	}
+	})
 }
 
 // follower is one client's log stream.

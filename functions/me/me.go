@@ -2,6 +2,8 @@
 package me
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -18,12 +20,11 @@ type Me struct {
 
 // Get returns the caller.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		who := api.Principal(c)
-		u, err := store.UserGet(c.UserContext(), d.DB, who, who.UserID)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		u, err := store.UserGet(ctx, d.DB, r.Who, r.Who.UserID)
 		if err != nil {
 			return err
 		}
-		return c.JSON(Me{User: users.ToUser(u), TokenID: who.TokenID})
-	}
+		return c.JSON(Me{User: users.ToUser(u), TokenID: r.Who.TokenID})
+	})
 }

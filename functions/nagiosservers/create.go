@@ -16,25 +16,17 @@ import (
 // the verify command passes. The URL is the CGI base, e.g. https://nagios.example.org/cgi-bin/nagios4;
 // https is required unless the host is loopback.
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		req, err := api.Decode[CreateRequest](c)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
+		srv, err := connect(ctx, d.Box, r.Body, bothSides)
 		if err != nil {
 			return err
 		}
-		srv, err := connect(c.UserContext(), d.Box, req, bothSides)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		n, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.NagiosServer, error) {
+		n, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.NagiosServer, error) {
 			n, err := store.NagiosServerCreate(ctx, tx, srv)
 			if err != nil {
 				return n, err
 			}
-			return n, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "nagios_server.create",
+			return n, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "nagios_server.create",
 				ObjectType: "nagios_server", ObjectID: &n.ID, Details: map[string]any{"name": n.Name, "url": n.URL, "ssh_address": n.SSHAddress}})
 		})
 		if err != nil {
@@ -43,5 +35,5 @@ func Create(d api.Deps) fiber.Handler {
 		c.Set(fiber.HeaderETag, api.ETag(n.Version))
 		c.Set(fiber.HeaderLocation, "/v1/nagios-servers/"+n.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toNagiosServer(n))
-	}
+	})
 }

@@ -1,6 +1,8 @@
 package nagiosservers
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,16 +11,8 @@ import (
 
 // Get returns one Nagios server.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		n, err := store.NagiosServerGet(c.UserContext(), d.DB, id)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(n.Version))
-		return c.JSON(toNagiosServer(n))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		n, err := store.NagiosServerGet(ctx, d.DB, r.ID)
+		return api.Object{View: toNagiosServer(n), Version: n.Version}, err
+	})
 }

@@ -1,23 +1,19 @@
 package nagiosservers
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns Nagios servers.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		ns, next, err := store.NagiosServerList(c.UserContext(), d.DB, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(ns, toNagiosServer), next))
-	}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.NagiosServer, *uuid.UUID, error) {
+		return store.NagiosServerList(ctx, d.DB, page)
+	}, toNagiosServer)
 }

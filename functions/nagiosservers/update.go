@@ -35,31 +35,25 @@ type UpdateRequest struct {
 // changes — outside any transaction; nothing is saved when one fails (422 naming the field), and
 // the write applies only if the server did not change meanwhile.
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		e, err := api.ReadAdminEdit[UpdateRequest](c)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
+		cur, err := store.NagiosServerGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
-		id, ifVersion, req := e.ID, e.IfVersion, e.Body
-		ctx := c.UserContext()
-		cur, err := store.NagiosServerGet(ctx, d.DB, id)
-		if err != nil {
-			return err
+		if r.IfVersion == 0 {
+			r.IfVersion = cur.Version
 		}
-		if ifVersion == 0 {
-			ifVersion = cur.Version
-		}
-		r, err := stored(d.Box, cur)
+		next, err := stored(d.Box, cur)
 		if err != nil {
 			return err
 		}
 		var which sides
-		which.cgi = slices.Contains([]bool{api.SetGiven(&r.URL, req.URL), api.SetGiven(&r.Username, req.Username), api.SetGiven(&r.Password, req.Password)}, true)
-		which.ssh = slices.Contains([]bool{api.SetGiven(&r.SSHAddress, req.SSHAddress), api.SetGiven(&r.SSHUser, req.SSHUser),
-			api.SetGiven(&r.SSHPrivateKey, req.SSHPrivateKey), api.SetGiven(&r.SSHHostKeyFingerprint, req.SSHHostKeyFingerprint),
-			api.SetGiven(&r.ConfigDir, req.ConfigDir), api.SetGiven(&r.VerifyCommand, req.VerifyCommand), api.SetGiven(&r.ReloadCommand, req.ReloadCommand)}, true)
-		api.SetGiven(&r.Name, req.Name)
-		srv, err := connect(ctx, d.Box, r, which)
+		which.cgi = slices.Contains([]bool{api.SetGiven(&next.URL, r.Body.URL), api.SetGiven(&next.Username, r.Body.Username), api.SetGiven(&next.Password, r.Body.Password)}, true)
+		which.ssh = slices.Contains([]bool{api.SetGiven(&next.SSHAddress, r.Body.SSHAddress), api.SetGiven(&next.SSHUser, r.Body.SSHUser),
+			api.SetGiven(&next.SSHPrivateKey, r.Body.SSHPrivateKey), api.SetGiven(&next.SSHHostKeyFingerprint, r.Body.SSHHostKeyFingerprint),
+			api.SetGiven(&next.ConfigDir, r.Body.ConfigDir), api.SetGiven(&next.VerifyCommand, r.Body.VerifyCommand), api.SetGiven(&next.ReloadCommand, r.Body.ReloadCommand)}, true)
+		api.SetGiven(&next.Name, r.Body.Name)
+		srv, err := connect(ctx, d.Box, next, which)
 		if err != nil {
 			return err
 		}
@@ -67,13 +61,12 @@ func Update(d api.Deps) fiber.Handler {
 		if !which.ssh {
 			srv.SSHPrivateKey = cur.SSHPrivateKey // unchanged: kept sealed as it is (nil when never given)
 		}
-		who := api.Principal(c)
 		n, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.NagiosServer, error) {
-			n, err := store.NagiosServerUpdate(ctx, tx, srv, ifVersion, which.cgi)
+			n, err := store.NagiosServerUpdate(ctx, tx, srv, r.IfVersion, which.cgi)
 			if err != nil {
 				return n, err
 			}
-			return n, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "nagios_server.update",
+			return n, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "nagios_server.update",
 				ObjectType: "nagios_server", ObjectID: &n.ID, Details: map[string]any{"name": n.Name, "url": n.URL, "ssh_address": n.SSHAddress,
 					"checked_cgi": which.cgi, "checked_ssh": which.ssh}})
 		})
@@ -82,7 +75,7 @@ func Update(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderETag, api.ETag(n.Version))
 		return c.JSON(toNagiosServer(n))
-	}
+	})
 }
 
 // stored returns a stored server's settings as a registration request, its secrets opened (the

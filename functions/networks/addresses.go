@@ -25,28 +25,16 @@ type AddressRequest struct {
 // CreateAddress reserves a named address on a network (admin): the ip must be a host address of
 // the network other than its gateway; name and ip are unique per network (409).
 func CreateAddress(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		netID, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[AddressRequest](c)
-		if err != nil {
-			return err
-		}
-		ctx := c.UserContext()
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[AddressRequest]) error {
 		// The network is read outside a transaction: its CIDR and gateway never change, and a
 		// network deleted meanwhile makes the insert fail on its foreign key (409).
-		n, err := store.NetworkGet(ctx, d.DB, netID)
+		n, err := store.NetworkGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
 		var p horizon.Problems
-		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
-		ip, perr := netip.ParseAddr(req.IP)
+		horizon.CheckName(&p, "name", r.Body.Name, horizon.MaxNameLength)
+		ip, perr := netip.ParseAddr(r.Body.IP)
 		if perr != nil || ip.Zone() != "" {
 			p.Add("ip", "must be an IP address")
 		} else if msg := ipam.CheckAddress(ipam.Network{CIDR: n.CIDR, Gateway: n.Gateway}, ip); msg != "" {
@@ -55,26 +43,21 @@ func CreateAddress(d api.Deps) fiber.Handler {
 		if err := p.Err(); err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		a, err := store.AddressCreate(ctx, d.DB, horizon.Address{NetworkID: netID, Name: req.Name, IP: ip}, store.Activity{
-			ActorID: &who.UserID, Action: "address.create", ObjectType: "address",
-			Details: map[string]any{"network_id": netID, "name": req.Name, "ip": ip.String()}})
+		a, err := store.AddressCreate(ctx, d.DB, horizon.Address{NetworkID: r.ID, Name: r.Body.Name, IP: ip}, store.Activity{
+			ActorID: &r.Who.UserID, Action: "address.create", ObjectType: "address",
+			Details: map[string]any{"network_id": r.ID, "name": r.Body.Name, "ip": ip.String()}})
 		if err != nil {
 			return err
 		}
-		c.Set(fiber.HeaderLocation, "/v1/networks/"+netID.String()+"/addresses/"+a.ID.String())
+		c.Set(fiber.HeaderLocation, "/v1/networks/"+r.ID.String()+"/addresses/"+a.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toAddress(a))
-	}
+	})
 }
 
 // ListAddresses returns a network's addresses, optionally only ?state=free or attached; an
 // attached one names its stack when the caller may see that stack.
 func ListAddresses(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		netID, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
@@ -90,11 +73,10 @@ func ListAddresses(d api.Deps) fiber.Handler {
 		default:
 			return problem.Malformed("The query parameter state must be free or attached.")
 		}
-		ctx := c.UserContext()
-		if _, err := store.NetworkGet(ctx, d.DB, netID); err != nil {
+		if _, err := store.NetworkGet(ctx, d.DB, r.ID); err != nil {
 			return err
 		}
-		as, next, err := store.AddressList(ctx, d.DB, netID, f, page)
+		as, next, err := store.AddressList(ctx, d.DB, r.ID, f, page)
 		if err != nil {
 			return err
 		}
@@ -104,7 +86,7 @@ func ListAddresses(d api.Deps) fiber.Handler {
 				held = append(held, *a.ExecutionID)
 			}
 		}
-		stacks, err := store.AddressStacks(ctx, d.DB, api.Principal(c).Scope(), held)
+		stacks, err := store.AddressStacks(ctx, d.DB, r.Who.Scope(), held)
 		if err != nil {
 			return err
 		}
@@ -117,54 +99,34 @@ func ListAddresses(d api.Deps) fiber.Handler {
 			}
 		}
 		return c.JSON(api.NewList(out, next))
-	}
+	})
 }
 
 // GetAddress returns one address of a network.
 func GetAddress(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		netID, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "address_id")
-		if err != nil {
-			return err
-		}
-		a, err := store.AddressGet(c.UserContext(), d.DB, netID, id)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		a, err := store.AddressGet(ctx, d.DB, r.ID, r.Sub)
 		if err != nil {
 			return err
 		}
 		return c.JSON(toAddress(a))
-	}
+	})
 }
 
 // DeleteAddress removes a free address (admin); an attached one is 409.
 func DeleteAddress(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		netID, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "address_id")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			if err := store.AddressDelete(ctx, tx, netID, id); err != nil {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			if err := store.AddressDelete(ctx, tx, r.ID, r.Sub); err != nil {
 				return api.InUse(err, "This address", "free it first (edit or remove that stack).")
 			}
-			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "address.delete", ObjectType: "address", ObjectID: &id})
+			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "address.delete", ObjectType: "address", ObjectID: &r.Sub})
 		})
 		if err != nil {
 			return err
 		}
 		return c.SendStatus(fiber.StatusNoContent)
-	}
+	})
 }
 
 // RangeRequest is the body of POST /v1/networks/{id}/address-ranges: every address from first
@@ -183,27 +145,15 @@ const MaxRange = 256
 // nothing: an address outside the network, its gateway, or a name or ip already taken (409)
 // refuses the whole range.
 func CreateRange(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		netID, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[RangeRequest](c)
-		if err != nil {
-			return err
-		}
-		ctx := c.UserContext()
-		n, err := store.NetworkGet(ctx, d.DB, netID)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[RangeRequest]) error {
+		n, err := store.NetworkGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
 		net := ipam.Network{CIDR: n.CIDR, Gateway: n.Gateway}
 		var p horizon.Problems
 		// The longest name is the prefix and up to 4 more characters.
-		horizon.CheckName(&p, "name_prefix", req.NamePrefix+"0000", horizon.MaxNameLength)
+		horizon.CheckName(&p, "name_prefix", r.Body.NamePrefix+"0000", horizon.MaxNameLength)
 		parse := func(field, s string) netip.Addr {
 			ip, err := netip.ParseAddr(s)
 			if err != nil || ip.Zone() != "" {
@@ -216,7 +166,7 @@ func CreateRange(d api.Deps) fiber.Handler {
 			}
 			return ip
 		}
-		first, last := parse("first", req.First), parse("last", req.Last)
+		first, last := parse("first", r.Body.First), parse("last", r.Body.Last)
 		var ips []netip.Addr
 		if first.IsValid() && last.IsValid() {
 			if last.Less(first) {
@@ -238,14 +188,13 @@ func CreateRange(d api.Deps) fiber.Handler {
 		if err := p.Err(); err != nil {
 			return err
 		}
-		who := api.Principal(c)
 		created := make([]horizon.Address, 0, len(ips))
 		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
 			for _, ip := range ips {
-				name := req.NamePrefix + lastNumber(ip)
-				a, err := store.AddressCreate(ctx, tx, horizon.Address{NetworkID: netID, Name: name, IP: ip}, store.Activity{
-					ActorID: &who.UserID, Action: "address.create", ObjectType: "address",
-					Details: map[string]any{"network_id": netID, "name": name, "ip": ip.String()}})
+				name := r.Body.NamePrefix + lastNumber(ip)
+				a, err := store.AddressCreate(ctx, tx, horizon.Address{NetworkID: r.ID, Name: name, IP: ip}, store.Activity{
+					ActorID: &r.Who.UserID, Action: "address.create", ObjectType: "address",
+					Details: map[string]any{"network_id": r.ID, "name": name, "ip": ip.String()}})
 				if err != nil {
 					return err
 				}
@@ -257,7 +206,7 @@ func CreateRange(d api.Deps) fiber.Handler {
 			return err
 		}
 		return c.Status(fiber.StatusCreated).JSON(fiber.Map{"items": api.Map(created, toAddress)})
-	}
+	})
 }
 
 // lastNumber is what tells an address from its neighbours: its last octet (IPv4) or its last

@@ -29,39 +29,31 @@ var bridgeName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$`)
 // Create adds a network (admin): a valid CIDR, a gateway inside it, DNS servers as IPs, a VLAN
 // from 1 to 4094 when given, and a unique name (409).
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
 		var p horizon.Problems
-		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
-		parsed, problems := ipam.ParseNetwork(req.CIDR, req.Gateway, req.DNS)
+		horizon.CheckName(&p, "name", r.Body.Name, horizon.MaxNameLength)
+		parsed, problems := ipam.ParseNetwork(r.Body.CIDR, r.Body.Gateway, r.Body.DNS)
 		for _, pr := range problems {
 			p.Add(pr.Field, "%s", pr.Message)
 		}
-		if req.Bridge == "" {
+		if r.Body.Bridge == "" {
 			p.Add("bridge", "is required (the Proxmox bridge, e.g. vmbr0)")
-		} else if !bridgeName.MatchString(req.Bridge) {
+		} else if !bridgeName.MatchString(r.Body.Bridge) {
 			p.Add("bridge", "must be a Linux bridge name like vmbr0")
 		}
-		if req.VLAN != nil && (*req.VLAN < 1 || *req.VLAN > 4094) {
+		if r.Body.VLAN != nil && (*r.Body.VLAN < 1 || *r.Body.VLAN > 4094) {
 			p.Add("vlan", "must be from 1 to 4094")
 		}
 		if err := p.Err(); err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		n, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Network, error) {
-			n, err := store.NetworkCreate(ctx, tx, horizon.Network{Name: req.Name, CIDR: parsed.CIDR, Gateway: parsed.Gateway,
-				DNS: parsed.DNS, Bridge: req.Bridge, VLAN: req.VLAN})
+		n, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Network, error) {
+			n, err := store.NetworkCreate(ctx, tx, horizon.Network{Name: r.Body.Name, CIDR: parsed.CIDR, Gateway: parsed.Gateway,
+				DNS: parsed.DNS, Bridge: r.Body.Bridge, VLAN: r.Body.VLAN})
 			if err != nil {
 				return n, err
 			}
-			return n, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "network.create",
+			return n, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "network.create",
 				ObjectType: "network", ObjectID: &n.ID, Details: map[string]any{"name": n.Name, "cidr": n.CIDR.String()}})
 		})
 		if err != nil {
@@ -70,5 +62,5 @@ func Create(d api.Deps) fiber.Handler {
 		c.Set(fiber.HeaderETag, api.ETag(n.Version))
 		c.Set(fiber.HeaderLocation, "/v1/networks/"+n.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toNetwork(n))
-	}
+	})
 }

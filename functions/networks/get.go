@@ -1,6 +1,8 @@
 package networks
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,16 +11,8 @@ import (
 
 // Get returns one network.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		n, err := store.NetworkGet(c.UserContext(), d.DB, id)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(n.Version))
-		return c.JSON(toNetwork(n))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		n, err := store.NetworkGet(ctx, d.DB, r.ID)
+		return api.Object{View: toNetwork(n), Version: n.Version}, err
+	})
 }

@@ -1,23 +1,19 @@
 package networks
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns networks.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		nets, next, err := store.NetworkList(c.UserContext(), d.DB, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(nets, toNetwork), next))
-	}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.Network, *uuid.UUID, error) {
+		return store.NetworkList(ctx, d.DB, page)
+	}, toNetwork)
 }

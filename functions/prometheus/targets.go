@@ -21,6 +21,8 @@
 package prometheus
 
 import (
+	"context"
+
 	"net"
 	"strconv"
 	"strings"
@@ -66,7 +68,7 @@ const (
 // Targets serves the target groups the caller may see, filtered by ?team_id=,
 // ?environment_id=, ?stack_id= and ?label= (repeatable: the stack carries every one).
 func Targets(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		var f store.NodeExporterFilter
 		var err error
 		if f.TeamID, err = api.QueryID(c, "team_id"); err != nil {
@@ -87,7 +89,7 @@ func Targets(d api.Deps) fiber.Handler {
 		if len(f.Labels) > maxLabelFilters {
 			return problem.Malformed("At most %d label filters may be given.", maxLabelFilters)
 		}
-		ms, err := store.NodeExporterMachines(c.UserContext(), d.DB, api.Principal(c).Scope(), f)
+		ms, err := store.NodeExporterMachines(ctx, d.DB, r.Who.Scope(), f)
 		if err != nil {
 			return err
 		}
@@ -110,5 +112,5 @@ func Targets(d api.Deps) fiber.Handler {
 			}
 		}
 		return c.JSON(groups)
-	}
+	})
 }

@@ -27,30 +27,22 @@ type CreateRequest struct {
 
 // Create registers a cluster (admin) after checking it end to end; see the package doc.
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
+		if r.Body.SSHUser == "" {
+			r.Body.SSHUser = "root"
 		}
-		req, err := api.Decode[CreateRequest](c)
+		srv, err := connect(ctx, d.Box, settings{Name: r.Body.Name, APIURL: r.Body.APIURL, TokenID: r.Body.TokenID,
+			TokenSecret: r.Body.TokenSecret, TLSFingerprint: r.Body.TLSFingerprint, CACert: r.Body.CACert, SSHUser: r.Body.SSHUser,
+			SSHPrivateKey: r.Body.SSHPrivateKey, Nodes: r.Body.Nodes})
 		if err != nil {
 			return err
 		}
-		if req.SSHUser == "" {
-			req.SSHUser = "root"
-		}
-		srv, err := connect(c.UserContext(), d.Box, settings{Name: req.Name, APIURL: req.APIURL, TokenID: req.TokenID,
-			TokenSecret: req.TokenSecret, TLSFingerprint: req.TLSFingerprint, CACert: req.CACert, SSHUser: req.SSHUser,
-			SSHPrivateKey: req.SSHPrivateKey, Nodes: req.Nodes})
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		srv, err = store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.ProxmoxServer, error) {
+		srv, err = store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.ProxmoxServer, error) {
 			s, err := store.ProxmoxServerCreate(ctx, tx, srv)
 			if err != nil {
 				return s, err
 			}
-			return s, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "proxmox_server.create",
+			return s, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "proxmox_server.create",
 				ObjectType: "proxmox_server", ObjectID: &s.ID, Details: map[string]any{"name": s.Name, "api_url": s.APIURL, "nodes": len(s.Nodes)}})
 		})
 		if err != nil {
@@ -59,5 +51,5 @@ func Create(d api.Deps) fiber.Handler {
 		c.Set(fiber.HeaderETag, api.ETag(srv.Version))
 		c.Set(fiber.HeaderLocation, "/v1/proxmox-servers/"+srv.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toServer(srv))
-	}
+	})
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
-	"horizon/shared/auth"
 	"horizon/shared/store"
 )
 
@@ -16,7 +14,8 @@ import (
 // environment, a stack or an ISO uses is 409, naming them; removed stacks and ISOs do not count
 // (they keep their history).
 func Delete(d api.Deps) fiber.Handler {
-	return api.AdminDelete(d, func(ctx context.Context, tx pgx.Tx, id uuid.UUID, who auth.Principal) error {
+	return api.Delete(d, func(ctx context.Context, tx pgx.Tx, r api.Req[api.None]) error {
+		id, who := r.ID, r.Who
 		if err := store.ProxmoxServerDelete(ctx, tx, id); err != nil {
 			return api.InUse(err, "This Proxmox server", "it can be forgotten once none of them uses it (removed stacks and ISOs do not count).")
 		}

@@ -1,6 +1,8 @@
 package proxmoxservers
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,16 +11,8 @@ import (
 
 // Get returns one server with its inventory.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		s, err := store.ProxmoxServerGet(c.UserContext(), d.DB, id)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(s.Version))
-		return c.JSON(toServer(s))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		s, err := store.ProxmoxServerGet(ctx, d.DB, r.ID)
+		return api.Object{View: toServer(s), Version: s.Version}, err
+	})
 }

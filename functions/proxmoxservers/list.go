@@ -1,23 +1,19 @@
 package proxmoxservers
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns the registered servers with their inventories.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		servers, next, err := store.ProxmoxServerList(c.UserContext(), d.DB, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(servers, toServer), next))
-	}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.ProxmoxServer, *uuid.UUID, error) {
+		return store.ProxmoxServerList(ctx, d.DB, page)
+	}, toServer)
 }

@@ -1,6 +1,8 @@
 package proxmoxservers
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -10,15 +12,8 @@ import (
 // Refresh re-discovers a server's inventory (admin): nodes and their state, storages, pools and
 // ISO files. SSH settings of nodes are kept; new nodes appear without them.
 func Refresh(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		cur, err := store.ProxmoxServerGet(c.UserContext(), d.DB, id)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		cur, err := store.ProxmoxServerGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
@@ -27,5 +22,5 @@ func Refresh(d api.Deps) fiber.Handler {
 			return err
 		}
 		return save(c, d, cur, s, cur.Version, "proxmox_server.refresh")
-	}
+	})
 }

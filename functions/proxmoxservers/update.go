@@ -30,35 +30,29 @@ type UpdateRequest struct {
 // If-Match. The network checks run outside any transaction; the write then applies only if the
 // server did not change meanwhile.
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		e, err := api.ReadAdminEdit[UpdateRequest](c)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
+		cur, err := store.ProxmoxServerGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
-		id, ifVersion, req := e.ID, e.IfVersion, e.Body
-		ctx := c.UserContext()
-		cur, err := store.ProxmoxServerGet(ctx, d.DB, id)
-		if err != nil {
-			return err
-		}
-		if ifVersion == 0 {
-			ifVersion = cur.Version
+		if r.IfVersion == 0 {
+			r.IfVersion = cur.Version
 		}
 		s, err := stored(d, cur)
 		if err != nil {
 			return err
 		}
-		api.SetGiven(&s.Name, req.Name)
-		api.SetGiven(&s.APIURL, req.APIURL)
-		api.SetGiven(&s.TokenID, req.TokenID)
-		api.SetGiven(&s.TokenSecret, req.TokenSecret)
-		api.SetGiven(&s.TLSFingerprint, req.TLSFingerprint)
-		api.SetGiven(&s.CACert, req.CACert)
-		api.SetGiven(&s.SSHUser, req.SSHUser)
-		api.SetGiven(&s.SSHPrivateKey, req.SSHPrivateKey)
-		s.Nodes = req.Nodes
-		return save(c, d, cur, s, ifVersion, "proxmox_server.update")
-	}
+		api.SetGiven(&s.Name, r.Body.Name)
+		api.SetGiven(&s.APIURL, r.Body.APIURL)
+		api.SetGiven(&s.TokenID, r.Body.TokenID)
+		api.SetGiven(&s.TokenSecret, r.Body.TokenSecret)
+		api.SetGiven(&s.TLSFingerprint, r.Body.TLSFingerprint)
+		api.SetGiven(&s.CACert, r.Body.CACert)
+		api.SetGiven(&s.SSHUser, r.Body.SSHUser)
+		api.SetGiven(&s.SSHPrivateKey, r.Body.SSHPrivateKey)
+		s.Nodes = r.Body.Nodes
+		return save(c, d, cur, s, r.IfVersion, "proxmox_server.update")
+	})
 }
 
 // stored returns a stored server's settings with its secrets opened.

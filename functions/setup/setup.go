@@ -55,28 +55,24 @@ type Response struct {
 
 // Claim makes the first admin.
 func Claim(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		req, err := api.Decode[Request](c)
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[Request]) error {
 		var p horizon.Problems
-		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
-		horizon.CheckEmail(&p, "email", req.Email)
-		if req.SetupToken == "" {
+		horizon.CheckName(&p, "name", r.Body.Name, horizon.MaxNameLength)
+		horizon.CheckEmail(&p, "email", r.Body.Email)
+		if r.Body.SetupToken == "" {
 			p.Add("setup_token", "is required: the API logs it at start while no admin exists")
 		}
 		if err := p.Err(); err != nil {
 			return err
 		}
 		token := auth.NewToken()
-		user, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (uuid.UUID, error) {
-			user, err := store.SetupClaim(ctx, tx, auth.HashToken(req.SetupToken), req.Name, req.Email, auth.HashToken(token.Reveal()))
+		user, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (uuid.UUID, error) {
+			user, err := store.SetupClaim(ctx, tx, auth.HashToken(r.Body.SetupToken), r.Body.Name, r.Body.Email, auth.HashToken(token.Reveal()))
 			if err != nil {
 				return user, err
 			}
 			return user, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &user, Action: "user.setup", ObjectType: "user", ObjectID: &user,
-				Details: map[string]any{"name": req.Name}})
+				Details: map[string]any{"name": r.Body.Name}})
 		})
 		switch {
 		case errors.Is(err, horizon.ErrConflict):
@@ -88,5 +84,5 @@ func Claim(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.Status(fiber.StatusCreated).JSON(Response{UserID: user, Token: token.Reveal()})
-	}
+	})
 }

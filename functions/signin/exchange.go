@@ -27,16 +27,12 @@ type Exchanged struct {
 // Exchange spends a sign-in code and answers the API token it stands for. It needs no bearer
 // token: the code is the proof.
 func Exchange(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		req, err := api.Decode[ExchangeRequest](c)
-		if err != nil {
-			return err
-		}
-		if req.Code == "" {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[ExchangeRequest]) error {
+		if r.Body.Code == "" {
 			return horizon.Invalid("code", "is required: the #code= of a sign-in link")
 		}
-		hash := auth.HashToken(req.Code)
-		sealed, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) ([]byte, error) {
+		hash := auth.HashToken(r.Body.Code)
+		sealed, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) ([]byte, error) {
 			sealed, tokenID, user, err := store.SignInCodeSpend(ctx, tx, hash)
 			if err != nil {
 				return nil, err
@@ -56,5 +52,5 @@ func Exchange(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.JSON(Exchanged{Token: token.Reveal()})
-	}
+	})
 }

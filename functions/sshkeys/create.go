@@ -25,43 +25,35 @@ type CreateRequest struct {
 // Create registers a public key, answering its SHA256 fingerprint. Garbage, DSA and RSA keys
 // under 2048 bits are refused (422).
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
+		owner := r.Who.UserID
+		if r.Body.UserID != nil {
+			owner = *r.Body.UserID
 		}
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		owner := who.UserID
-		if req.UserID != nil {
-			owner = *req.UserID
-		}
-		if owner != who.UserID && !who.IsAdmin() {
+		if owner != r.Who.UserID && !r.Who.IsAdmin() {
 			return problem.Forbidden("Only admins may register keys for other users.")
 		}
 		var p horizon.Problems
-		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
-		key, kerr := sshkey.Parse(req.PublicKey)
+		horizon.CheckName(&p, "name", r.Body.Name, horizon.MaxNameLength)
+		key, kerr := sshkey.Parse(r.Body.PublicKey)
 		if kerr != nil {
 			p.Add("public_key", "%s", kerr.Error())
 		}
 		if err := p.Err(); err != nil {
 			return err
 		}
-		k, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.SSHKey, error) {
-			if _, err := store.UserGet(ctx, tx, who, owner); errors.Is(err, horizon.ErrNotFound) {
+		k, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.SSHKey, error) {
+			if _, err := store.UserGet(ctx, tx, r.Who, owner); errors.Is(err, horizon.ErrNotFound) {
 				return horizon.SSHKey{}, horizon.Invalid("user_id", "is not a user")
 			} else if err != nil {
 				return horizon.SSHKey{}, err
 			}
-			k, err := store.SSHKeyCreate(ctx, tx, horizon.SSHKey{UserID: owner, Name: req.Name, PublicKey: key.Line,
+			k, err := store.SSHKeyCreate(ctx, tx, horizon.SSHKey{UserID: owner, Name: r.Body.Name, PublicKey: key.Line,
 				Type: key.Type, Bits: key.Bits, Fingerprint: key.Fingerprint})
 			if err != nil {
 				return k, err
 			}
-			return k, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "ssh_key.create",
+			return k, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "ssh_key.create",
 				ObjectType: "ssh_key", ObjectID: &k.ID, Details: map[string]any{"user_id": owner, "fingerprint": k.Fingerprint}})
 		})
 		if err != nil {
@@ -69,5 +61,5 @@ func Create(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderLocation, "/v1/ssh-keys/"+k.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toSSHKey(k))
-	}
+	})
 }

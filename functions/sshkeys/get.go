@@ -1,6 +1,8 @@
 package sshkeys
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,15 +11,8 @@ import (
 
 // Get returns one of the caller's keys (any key, for admins).
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		k, err := store.SSHKeyGet(c.UserContext(), d.DB, api.Principal(c), id)
-		if err != nil {
-			return err
-		}
-		return c.JSON(toSSHKey(k))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		k, err := store.SSHKeyGet(ctx, d.DB, r.Who, r.ID)
+		return api.Object{View: toSSHKey(k)}, err
+	})
 }

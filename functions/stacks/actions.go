@@ -62,7 +62,8 @@ type ActionMachine struct {
 
 // ActionRequest is the body of POST /v1/stacks/{id}/actions/{name}.
 type ActionRequest struct {
-	Parameters map[string]any `json:"parameters"`
+	api.Optional                // the body may be left out
+	Parameters   map[string]any `json:"parameters"`
 	// Inputs given replace their prefills; those left out are resolved when the action runs.
 	Inputs map[string]any `json:"inputs"`
 	// Execution is the index of the machine of the action's job to run on; it may be left out
@@ -73,12 +74,8 @@ type ActionRequest struct {
 // GetActions lists the actions the stack's template version offers, with their prefills
 // resolved from the stack's current outputs.
 func GetActions(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		l, err := load(c.UserContext(), d.DB, api.Principal(c).Scope(), id, false)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		l, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
 		if err != nil {
 			return err
 		}
@@ -92,27 +89,15 @@ func GetActions(d api.Deps) fiber.Handler {
 			items = append(items, toAction(l, &l.def.Actions[i], form.Actions[i].Parameters, outs))
 		}
 		return c.JSON(api.NewList(items, nil))
-	}
+	})
 }
 
 // RunAction starts a run of one of the stack's actions (202 with the run, of kind action).
 func RunAction(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		req, err := api.DecodeOptional[ActionRequest](c)
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[ActionRequest]) error {
 		name := c.Params("name")
-		who := api.Principal(c)
-		run, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			l, err := load(ctx, tx, who.Scope(), id, true)
+		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
+			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
 			if err != nil {
 				return horizon.Run{}, err
 			}
@@ -132,16 +117,16 @@ func RunAction(d api.Deps) fiber.Handler {
 			if err != nil {
 				return horizon.Run{}, err
 			}
-			asked, exec, err := checkAction(d, l, action, req, outs)
+			asked, exec, err := checkAction(d, l, action, r.Body, outs)
 			if err != nil {
 				return horizon.Run{}, err
 			}
 			if action.Kind == template.ActionTerraform {
-				return startTerraformAction(ctx, tx, l, action, asked, who)
+				return startTerraformAction(ctx, tx, l, action, asked, r.Who)
 			}
 			steps := []horizon.Step{{Phase: 0, PhaseName: action.Name, Job: exec.Job, ExecutionID: &exec.ID, ExecutionIndex: &exec.Index,
 				Kind: horizon.StepActionScript}}
-			run, err := startRun(ctx, tx, l, horizon.RunAction, steps, who)
+			run, err := startRun(ctx, tx, l, horizon.RunAction, steps, r.Who)
 			if err != nil {
 				return run, err
 			}
@@ -151,8 +136,8 @@ func RunAction(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		return accepted(c, d, run, who)
-	}
+		return accepted(c, d, run, r.Who)
+	})
 }
 
 // startTerraformAction starts the run of a terraform action: one action_apply step, on a new

@@ -16,8 +16,7 @@ import (
 // runOwner is a stack as the owner of runs (api.RunOwner): writers change its runs, within their
 // teams.
 var runOwner = api.RunOwner{
-	Noun:    "stack",
-	Require: api.RequireWriter,
+	Noun: "stack",
 	Lock: func(ctx context.Context, tx pgx.Tx, who auth.Principal, id uuid.UUID) (api.OwnerRef, error) {
 		s, err := store.StackGetForUpdate(ctx, tx, who.Scope(), id)
 		if err != nil {

@@ -26,18 +26,9 @@ import (
 // problem at once (422), and answers 202 with the run. A repeated Idempotency-Key returns the
 // run created the first time.
 func Deploy(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		// Preflight outside any transaction: it asks Proxmox, which must not hold locks.
-		l, err := load(ctx, d.DB, who.Scope(), id, false)
+		l, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
 		if err != nil {
 			return err
 		}
@@ -68,7 +59,7 @@ func Deploy(d api.Deps) fiber.Handler {
 			return p
 		}
 		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			locked, err := load(ctx, tx, who.Scope(), id, true)
+			locked, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
 			if err != nil {
 				return horizon.Run{}, err
 			}
@@ -84,13 +75,13 @@ func Deploy(d api.Deps) fiber.Handler {
 			if err := reserve(ctx, tx, d, locked, cat, views); err != nil {
 				return horizon.Run{}, err
 			}
-			return startRun(ctx, tx, locked, horizon.RunDeploy, runplan.Apply(locked.def, locked.execs, runplan.All), who)
+			return startRun(ctx, tx, locked, horizon.RunDeploy, runplan.Apply(locked.def, locked.execs, runplan.All), r.Who)
 		})
 		if err != nil {
 			return err
 		}
-		return accepted(c, d, run, who)
-	}
+		return accepted(c, d, run, r.Who)
+	})
 }
 
 // deployable refuses a deploy of a stack that is not a draft or failed, or has a run in

@@ -101,16 +101,8 @@ type DriftCheckAccepted struct {
 // in progress: Horizon is changing them (409). A stack whose last run failed is checked
 // (the periodic checks skip it).
 func CheckDrift(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		ctx := c.UserContext()
-		s, err := store.StackGet(ctx, d.DB, api.Principal(c).Scope(), id)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		s, err := store.StackGet(ctx, d.DB, r.Who.Scope(), r.ID)
 		if err != nil {
 			return err
 		}
@@ -120,7 +112,7 @@ func CheckDrift(d api.Deps) fiber.Handler {
 		case s.State.Busy():
 			return problem.Busy("A run is in progress on the stack: its machines are being changed by Horizon; check when it ends.")
 		}
-		servers, err := store.DriftServersOfStack(ctx, d.DB, id)
+		servers, err := store.DriftServersOfStack(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
@@ -128,16 +120,16 @@ func CheckDrift(d api.Deps) fiber.Handler {
 			return problem.Conflict("The stack has no machine Horizon recorded after an apply: nothing to check for drift.")
 		}
 		for _, srv := range servers {
-			if err := d.Queue.Enqueue(ctx, queue.NewDriftCheck(d.Queues, queue.DriftCheck{ServerID: srv, Stacks: []uuid.UUID{id}}, 0, time.Now())); err != nil {
+			if err := d.Queue.Enqueue(ctx, queue.NewDriftCheck(d.Queues, queue.DriftCheck{ServerID: srv, Stacks: []uuid.UUID{r.ID}}, 0, time.Now())); err != nil {
 				return problem.Unavailable(err, "The drift check could not be queued; try again.")
 			}
 		}
-		checked, _, _, err := store.DriftCheckOfStack(ctx, d.DB, id)
+		checked, _, _, err := store.DriftCheckOfStack(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
-		return c.Status(fiber.StatusAccepted).JSON(DriftCheckAccepted{StackID: id, Servers: len(servers), CheckedAt: checked})
-	}
+		return c.Status(fiber.StatusAccepted).JSON(DriftCheckAccepted{StackID: r.ID, Servers: len(servers), CheckedAt: checked})
+	})
 }
 
 // acceptRequest is the body of POST …/drift/findings/{finding}/accept.
@@ -154,53 +146,32 @@ const maxAcceptReason = 500
 // 412 when the finding changed since. 404 for a finding the stack does not have. An accept that
 // leaves the stack without unaccepted findings announces stack.drift.cleared.
 func AcceptDrift(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		fid, err := api.ParamID(c, "finding")
-		if err != nil {
-			return err
-		}
-		version, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[acceptRequest](c)
-		if err != nil {
-			return err
-		}
-		req.Reason = strings.TrimSpace(req.Reason)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[acceptRequest]) error {
+		r.Body.Reason = strings.TrimSpace(r.Body.Reason)
 		switch {
-		case req.Reason == "":
+		case r.Body.Reason == "":
 			return problem.InvalidField("reason", "Say why the change is accepted.")
-		case len(req.Reason) > maxAcceptReason:
+		case len(r.Body.Reason) > maxAcceptReason:
 			return problem.InvalidField("reason", "At most %d bytes.", maxAcceptReason)
 		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
 		var out store.DriftFinding
 		var s horizon.Stack
 		var wasDrifted, drifted bool
-		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+		err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
 			var err error
-			if s, err = store.StackGetForUpdate(ctx, tx, who.Scope(), id); err != nil {
+			if s, err = store.StackGetForUpdate(ctx, tx, r.Who.Scope(), r.ID); err != nil {
 				return err
 			}
-			out, err = store.DriftFindingAccept(ctx, tx, s.ID, fid, version, who.UserID, req.Reason)
+			out, err = store.DriftFindingAccept(ctx, tx, s.ID, r.Sub, r.IfVersion, r.Who.UserID, r.Body.Reason)
 			if err != nil {
 				return err
 			}
 			if wasDrifted, drifted, err = store.DriftAnnounce(ctx, tx, s.ID); err != nil {
 				return err
 			}
-			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.drift.accept", ObjectType: "stack",
+			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "stack.drift.accept", ObjectType: "stack",
 				ObjectID: &s.ID, TeamID: &s.TeamID, Details: map[string]any{"finding_id": out.ID, "job": out.Job, "execution": out.Index,
-					"path": out.Path, "kind": out.Kind, "reason": req.Reason}})
+					"path": out.Path, "kind": out.Kind, "reason": r.Body.Reason}})
 		})
 		if err != nil {
 			return err
@@ -210,5 +181,5 @@ func AcceptDrift(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(toDriftFinding(out))
-	}
+	})
 }

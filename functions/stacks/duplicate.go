@@ -19,6 +19,7 @@ import (
 
 // DuplicateRequest is the optional body of POST /v1/stacks/{id}/duplicate.
 type DuplicateRequest struct {
+	api.Optional // the body may be left out
 	// Name of the new draft; default "<name>-copy" (or "-copy-2", … when taken).
 	Name *string `json:"name"`
 	// TeamID of the new draft; default the original's. It must be one of the caller's teams.
@@ -31,32 +32,20 @@ type DuplicateRequest struct {
 // stack generates its own). The copy keeps the original's pinned commits, so both build the
 // same code. Preselection runs again (a single free address is filled in).
 func Duplicate(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		req, err := api.DecodeOptional[DuplicateRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[DuplicateRequest]) error {
 		var p horizon.Problems
-		if req.Name != nil {
-			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+		if r.Body.Name != nil {
+			horizon.CheckName(&p, "name", *r.Body.Name, horizon.MaxNameLength)
 		}
-		if req.TeamID != nil && !who.InTeam(*req.TeamID) {
+		if r.Body.TeamID != nil && !r.Who.InTeam(*r.Body.TeamID) {
 			p.Add("team_id", "is not one of your teams")
 		}
 		if err := p.Err(); err != nil {
 			return err
 		}
 		var out Stack
-		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			src, err := load(ctx, tx, who.Scope(), id, false)
+		err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			src, err := load(ctx, tx, r.Who.Scope(), r.ID, false)
 			if err != nil {
 				return err
 			}
@@ -64,16 +53,16 @@ func Duplicate(d api.Deps) fiber.Handler {
 				return problem.Conflict("The stack is removed: its answers are kept only in its activity record.")
 			}
 			team := src.stack.TeamID
-			if req.TeamID != nil {
-				team = *req.TeamID
+			if r.Body.TeamID != nil {
+				team = *r.Body.TeamID
 			}
-			name, err := copyName(ctx, tx, team, src.stack.Name, req.Name)
+			name, err := copyName(ctx, tx, team, src.stack.Name, r.Body.Name)
 			if err != nil {
 				return err
 			}
 			stack, err := store.StackCreate(ctx, tx, horizon.Stack{TeamID: team, Name: name, Description: src.stack.Description,
 				Labels: src.stack.Labels, EnvironmentID: src.stack.EnvironmentID, TemplateID: src.stack.TemplateID,
-				TemplateVersion: src.stack.TemplateVersion, CreatedBy: &who.UserID, ActionCommits: src.stack.ActionCommits})
+				TemplateVersion: src.stack.TemplateVersion, CreatedBy: &r.Who.UserID, ActionCommits: src.stack.ActionCommits})
 			if err != nil {
 				return err
 			}
@@ -90,7 +79,7 @@ func Duplicate(d api.Deps) fiber.Handler {
 			if err != nil {
 				return err
 			}
-			preselected, err := preselect(ctx, tx, src.def, execs, cat, who)
+			preselected, err := preselect(ctx, tx, src.def, execs, cat, r.Who)
 			if err != nil {
 				return err
 			}
@@ -106,22 +95,22 @@ func Duplicate(d api.Deps) fiber.Handler {
 			if err != nil {
 				return err
 			}
-			if err := store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.duplicate", ObjectType: "stack",
+			if err := store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "stack.duplicate", ObjectType: "stack",
 				ObjectID: &stack.ID, TeamID: &stack.TeamID, Details: map[string]any{"from": src.stack.ID, "name": stack.Name}}); err != nil {
 				return err
 			}
-			out = toStack(l, nil, probs, preselected, capabilities(who))
+			out = toStack(l, nil, probs, preselected, capabilities(r.Who))
 			out.NotCopied = notCopied
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		d.Notify(c.UserContext(), events.Event{Type: events.Stack, ID: out.ID, StackID: out.ID, TeamID: out.TeamID, State: out.State})
+		d.Notify(ctx, events.Event{Type: events.Stack, ID: out.ID, StackID: out.ID, TeamID: out.TeamID, State: out.State})
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		c.Set(fiber.HeaderLocation, "/v1/stacks/"+out.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(out)
-	}
+	})
 }
 
 // duplicateExecution copies an execution's answers into a draft execution of stack: no

@@ -18,7 +18,8 @@ import (
 
 // ForceRemoveRequest is the body of POST /v1/stacks/{id}/force-remove.
 type ForceRemoveRequest struct {
-	Confirm bool `json:"confirm"`
+	api.Optional      // the body may be left out
+	Confirm      bool `json:"confirm"`
 }
 
 // ForceRemoveResult answers a force-remove: what was (or, unconfirmed, would be) left behind.
@@ -79,23 +80,10 @@ const actionForceRemove = "stack.force_remove"
 // the stack removed without destroying anything, frees its addresses and VM ids, and records
 // the list in the activity log (GET abandon-manifest downloads it).
 func ForceRemove(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		req, err := api.DecodeOptional[ForceRemoveRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[ForceRemoveRequest]) error {
 		var out ForceRemoveResult
-		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			l, err := load(ctx, tx, who.Scope(), id, true)
+		err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
 			if err != nil {
 				return err
 			}
@@ -109,8 +97,8 @@ func ForceRemove(d api.Deps) fiber.Handler {
 			if err != nil {
 				return err
 			}
-			out = ForceRemoveResult{Confirmed: req.Confirm, Manifest: m}
-			if !req.Confirm {
+			out = ForceRemoveResult{Confirmed: r.Body.Confirm, Manifest: m}
+			if !r.Body.Confirm {
 				return nil
 			}
 			for _, in := range m.ActionInstances {
@@ -130,7 +118,7 @@ func ForceRemove(d api.Deps) fiber.Handler {
 				}
 			}
 			msg := "force-removed: its VMs, workspaces, action instances and Nagios hosts were left behind"
-			if _, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: l.stack.ID, To: horizon.StackRemoved, ActorID: &who.UserID,
+			if _, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: l.stack.ID, To: horizon.StackRemoved, ActorID: &r.Who.UserID,
 				Error: &msg}); err != nil {
 				return err
 			}
@@ -138,45 +126,36 @@ func ForceRemove(d api.Deps) fiber.Handler {
 			if err != nil {
 				return err
 			}
-			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: actionForceRemove, ObjectType: "stack",
+			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: actionForceRemove, ObjectType: "stack",
 				ObjectID: &l.stack.ID, TeamID: &l.stack.TeamID, Details: details})
 		})
 		if err != nil {
 			return err
 		}
-		if req.Confirm {
+		if r.Body.Confirm {
 			d.Notify(ctx, events.Event{Type: events.Stack, ID: out.Manifest.StackID, StackID: out.Manifest.StackID, TeamID: out.Manifest.TeamID,
 				State: string(horizon.StackRemoved)})
 		}
 		return c.JSON(out)
-	}
+	})
 }
 
 // GetAbandonManifest (admins) downloads the manifest a confirmed force-remove recorded.
 func GetAbandonManifest(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		if _, err := store.StackGet(ctx, d.DB, r.Who.Scope(), r.ID); err != nil {
 			return err
 		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
-		if _, err := store.StackGet(ctx, d.DB, who.Scope(), id); err != nil {
-			return err
-		}
-		details, _, err := store.ActivityLatest(ctx, d.DB, "stack", id, actionForceRemove)
+		details, _, err := store.ActivityLatest(ctx, d.DB, "stack", r.ID, actionForceRemove)
 		if errors.Is(err, horizon.ErrNotFound) {
 			return problem.NotFound("An abandon manifest of this stack (it was not force-removed)")
 		}
 		if err != nil {
 			return err
 		}
-		c.Set(fiber.HeaderContentDisposition, `attachment; filename="abandon-`+id.String()+`.json"`)
+		c.Set(fiber.HeaderContentDisposition, `attachment; filename="abandon-`+r.ID.String()+`.json"`)
 		return c.JSON(details)
-	}
+	})
 }
 
 // manifest lists what the stack holds in the world.

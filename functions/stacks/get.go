@@ -14,24 +14,18 @@ import (
 // Get returns a stack with its executions, its problems (for drafts), the run in progress and
 // what can be done to it.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		l, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
-		l, err := load(ctx, d.DB, who.Scope(), id, false)
-		if err != nil {
-			return err
-		}
-		out, err := detail(ctx, d.DB, l, capabilities(who))
+		out, err := detail(ctx, d.DB, l, capabilities(r.Who))
 		if err != nil {
 			return err
 		}
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(out)
-	}
+	})
 }
 
 // detail renders a loaded stack with its run in progress and, for drafts and failed stacks,

@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"context"
+
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -25,20 +27,15 @@ type StateChange struct {
 
 // GetHistory returns the stack's state history: who, when, and the error if any.
 func GetHistory(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
 		}
-		ctx := c.UserContext()
-		if _, err := store.StackGet(ctx, d.DB, api.Principal(c).Scope(), id); err != nil {
+		if _, err := store.StackGet(ctx, d.DB, r.Who.Scope(), r.ID); err != nil {
 			return err
 		}
-		hs, next, err := store.StateHistory(ctx, d.DB, id, page)
+		hs, next, err := store.StateHistory(ctx, d.DB, r.ID, page)
 		if err != nil {
 			return err
 		}
@@ -50,31 +47,25 @@ func GetHistory(d api.Deps) fiber.Handler {
 			}
 			return StateChange{From: from, To: string(h.To), At: h.At, ActorID: h.ActorID, ActorName: h.ActorName, RunID: h.RunID, Error: h.Error}
 		}), next))
-	}
+	})
 }
 
 // GetRuns returns the stack's runs, newest first, each naming who started it.
 func GetRuns(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
-		if _, err := store.StackGet(ctx, d.DB, who.Scope(), id); err != nil {
+		if _, err := store.StackGet(ctx, d.DB, r.Who.Scope(), r.ID); err != nil {
 			return err
 		}
 		kind := horizon.RunKind(c.Query("kind"))
-		runs, next, err := store.RunListOfKind(ctx, d.DB, store.OfStack(id), kind, page)
+		runs, next, err := store.RunListOfKind(ctx, d.DB, store.OfStack(r.ID), kind, page)
 		if err != nil {
 			return err
 		}
-		can := capabilities(who)
+		can := capabilities(r.Who)
 		var actors []uuid.UUID
 		for _, r := range runs {
 			if r.ActorID != nil {
@@ -99,5 +90,5 @@ func GetRuns(d api.Deps) fiber.Handler {
 			out = append(out, run)
 		}
 		return c.JSON(api.NewList(out, next))
-	}
+	})
 }

@@ -47,14 +47,8 @@ const actionUndo = "undo"
 // GetActionInstances lists the stack's terraform action instances that are not undone, newest
 // first.
 func GetActionInstances(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
-		s, err := store.StackGet(ctx, d.DB, who.Scope(), id)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		s, err := store.StackGet(ctx, d.DB, r.Who.Scope(), r.ID)
 		if err != nil {
 			return err
 		}
@@ -65,14 +59,14 @@ func GetActionInstances(d api.Deps) fiber.Handler {
 		busy := notBusy(ctx, d.DB, s) != nil
 		out := make([]ActionInstance, 0, len(ins))
 		for _, in := range ins {
-			a, err := toInstance(ctx, d, s, in, capabilities(who).Write && !busy && undoable(s) == nil)
+			a, err := toInstance(ctx, d, s, in, capabilities(r.Who).Write && !busy && undoable(s) == nil)
 			if err != nil {
 				return err
 			}
 			out = append(out, a)
 		}
 		return c.JSON(api.NewList(out, nil))
-	}
+	})
 }
 
 func toInstance(ctx context.Context, d api.Deps, s horizon.Stack, in horizon.ActionInstance, mayUndo bool) (ActionInstance, error) {
@@ -111,36 +105,24 @@ func undoable(s horizon.Stack) error {
 // action): terraform destroy in its workspace with the code of the template version that made
 // it. An instance already undone, or being undone, is a conflict (409).
 func UndoActionInstance(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		iid, err := api.ParamID(c, "iid")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		run, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			l, err := load(ctx, tx, who.Scope(), id, true)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
+			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
 			if err != nil {
 				return horizon.Run{}, err
 			}
-			in, err := store.ActionInstanceGet(ctx, tx, l.stack.ID, iid)
+			in, err := store.ActionInstanceGet(ctx, tx, l.stack.ID, r.Sub)
 			if errors.Is(err, horizon.ErrNotFound) {
-				return horizon.Run{}, problem.NotFound("Action instance " + iid.String())
+				return horizon.Run{}, problem.NotFound("Action instance " + r.Sub.String())
 			}
 			if err != nil {
 				return horizon.Run{}, err
 			}
 			switch in.State {
 			case horizon.InstanceUndone, horizon.InstanceAbandoned:
-				return horizon.Run{}, problem.Conflict("Action instance %s of %s is already %s.", iid, in.Action, in.State)
+				return horizon.Run{}, problem.Conflict("Action instance %s of %s is already %s.", r.Sub, in.Action, in.State)
 			case horizon.InstanceUndoing:
-				return horizon.Run{}, problem.Conflict("Action instance %s of %s is being undone.", iid, in.Action)
+				return horizon.Run{}, problem.Conflict("Action instance %s of %s is being undone.", r.Sub, in.Action)
 			}
 			if err := notBusy(ctx, tx, l.stack); err != nil {
 				return horizon.Run{}, err
@@ -148,7 +130,7 @@ func UndoActionInstance(d api.Deps) fiber.Handler {
 			if err := undoable(l.stack); err != nil {
 				return horizon.Run{}, err
 			}
-			run, err := startRun(ctx, tx, l, horizon.RunAction, runplan.UndoActions([]horizon.ActionInstance{in}), who)
+			run, err := startRun(ctx, tx, l, horizon.RunAction, runplan.UndoActions([]horizon.ActionInstance{in}), r.Who)
 			if err != nil {
 				return run, err
 			}
@@ -158,8 +140,8 @@ func UndoActionInstance(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		return accepted(c, d, run, who)
-	}
+		return accepted(c, d, run, r.Who)
+	})
 }
 
 // removalSteps plans a stack's removal: its action instances undone, newest first, then every

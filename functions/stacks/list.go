@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"context"
+
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -37,7 +39,7 @@ var stackStates = map[string]bool{"draft": true, "deploying": true, "deployed": 
 // ?team_id=, ?template_id=, ?environment_id=, ?drifted= (with an unaccepted drift finding or
 // without) and ?q= (text in the name or description, or a label).
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
@@ -61,23 +63,22 @@ func List(d api.Deps) fiber.Handler {
 		if f.Drifted, err = api.QueryBool(c, "drifted"); err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		stacks, next, err := store.StackList(c.UserContext(), d.DB, who.Scope(), f, page)
+		stacks, next, err := store.StackList(ctx, d.DB, r.Who.Scope(), f, page)
 		if err != nil {
 			return err
 		}
-		drifted, err := store.DriftedStacks(c.UserContext(), d.DB, api.Map(stacks, func(s horizon.Stack) uuid.UUID { return s.ID }))
+		drifted, err := store.DriftedStacks(ctx, d.DB, api.Map(stacks, func(s horizon.Stack) uuid.UUID { return s.ID }))
 		if err != nil {
 			return err
 		}
-		can := capabilities(who)
+		can := capabilities(r.Who)
 		return c.JSON(api.NewList(api.Map(stacks, func(s horizon.Stack) Summary {
 			return Summary{ID: s.ID.String(), TeamID: s.TeamID.String(), Name: s.Name, Description: s.Description, Labels: nonNilStrings(s.Labels),
 				EnvironmentID: s.EnvironmentID.String(), TemplateID: s.TemplateID.String(), TemplateVersion: s.TemplateVersion, State: string(s.State),
 				AllowedActions: horizon.StackActions(s, s.State.Busy(), can), Drifted: drifted[s.ID], Version: s.Version,
 				CreatedAt: s.CreatedAt.UTC().Format(rfc3339), UpdatedAt: s.UpdatedAt.UTC().Format(rfc3339)}
 		}), next))
-	}
+	})
 }
 
 // maxQueryText bounds ?q=.

@@ -30,12 +30,8 @@ type ExecutionOutputs struct {
 
 // GetOutputs returns the stack's outputs.
 func GetOutputs(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		l, err := load(c.UserContext(), d.DB, api.Principal(c).Scope(), id, false)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		l, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
 		if err != nil {
 			return err
 		}
@@ -55,7 +51,7 @@ func GetOutputs(d api.Deps) fiber.Handler {
 			out.Jobs[e.Job] = append(out.Jobs[e.Job], o)
 		}
 		return c.JSON(out)
-	}
+	})
 }
 
 func secretOutputNames(d api.Deps, e horizon.Execution) ([]string, error) {
@@ -92,23 +88,15 @@ type Revealed struct {
 // revealed, by whom, in the activity log. It is a POST so that the value is never in a URL
 // a proxy or a browser history keeps, and never cached.
 func Reveal(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		job, name := c.Params("job"), c.Params("name")
 		n, err := strconv.Atoi(c.Params("n"))
 		if err != nil || n < 0 {
 			return problem.Malformed("The execution number in the path must be a non-negative integer.")
 		}
-		who := api.Principal(c)
 		var value string
-		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			l, err := load(ctx, tx, who.Scope(), id, false)
+		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			l, err := load(ctx, tx, r.Who.Scope(), r.ID, false)
 			if err != nil {
 				return err
 			}
@@ -125,7 +113,7 @@ func Reveal(d api.Deps) fiber.Handler {
 					break
 				}
 				value = v
-				return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.output.reveal", ObjectType: "stack",
+				return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "stack.output.reveal", ObjectType: "stack",
 					ObjectID: &l.stack.ID, TeamID: &l.stack.TeamID, Details: map[string]any{"job": job, "execution": n, "output": name}})
 			}
 			return problem.NotFound("Secret output " + name + " of " + job + "[" + strconv.Itoa(n) + "]")
@@ -135,33 +123,21 @@ func Reveal(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.JSON(Revealed{Name: name, Value: value})
-	}
+	})
 }
 
 // RevealActionOutput returns one secret output of an action run (a script action's, or the
 // terraform action's whose instance the run made), recorded in the activity log as Reveal's.
 func RevealActionOutput(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		runID, err := api.ParamID(c, "run")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		name := c.Params("name")
-		who := api.Principal(c)
 		var value string
-		err = store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			s, err := store.StackGet(ctx, tx, who.Scope(), id)
+		err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			s, err := store.StackGet(ctx, tx, r.Who.Scope(), r.ID)
 			if err != nil {
 				return err
 			}
-			a, err := store.ActionRunGet(ctx, tx, runID)
+			a, err := store.ActionRunGet(ctx, tx, r.Sub)
 			if err != nil && !errors.Is(err, horizon.ErrNotFound) {
 				return err
 			}
@@ -169,24 +145,24 @@ func RevealActionOutput(d api.Deps) fiber.Handler {
 			if err == nil && a.StackID == s.ID && len(a.SecretOutputs) > 0 {
 				b, err := d.Box.Open(horizon.PurposeActionOutputs, a.SecretOutputs)
 				if err != nil {
-					return fmt.Errorf("open the secret outputs of run %s: %w", runID, err)
+					return fmt.Errorf("open the secret outputs of run %s: %w", r.Sub, err)
 				}
 				if err := json.Unmarshal(b, &values); err != nil {
-					return fmt.Errorf("decode the secret outputs of run %s: %w", runID, err)
+					return fmt.Errorf("decode the secret outputs of run %s: %w", r.Sub, err)
 				}
 			}
 			v, ok := values[name]
 			if !ok {
-				return problem.NotFound("Secret output " + name + " of run " + runID.String())
+				return problem.NotFound("Secret output " + name + " of run " + r.Sub.String())
 			}
 			value = v
-			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.output.reveal", ObjectType: "stack",
-				ObjectID: &s.ID, TeamID: &s.TeamID, Details: map[string]any{"run_id": runID, "action": a.Action, "output": name}})
+			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "stack.output.reveal", ObjectType: "stack",
+				ObjectID: &s.ID, TeamID: &s.TeamID, Details: map[string]any{"run_id": r.Sub, "action": a.Action, "output": name}})
 		})
 		if err != nil {
 			return err
 		}
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.JSON(Revealed{Name: name, Value: value})
-	}
+	})
 }

@@ -67,37 +67,28 @@ type Holder struct {
 
 // GetPipeline returns the pipeline of the stack's latest run that is not an action, or of ?run=.
 func GetPipeline(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		runID, err := api.QueryID(c, "run")
 		if err != nil {
 			return err
 		}
-		return servePipeline(c, d, runID)
-	}
+		return servePipeline(ctx, c, d, r, runID)
+	})
 }
 
 // GetRun returns one run of the stack with its steps, as the pipeline shows them: where the
 // Location of every 202 that starts a run points.
 func GetRun(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		runID, err := api.ParamID(c, "run")
-		if err != nil {
-			return err
-		}
-		return servePipeline(c, d, &runID)
-	}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		return servePipeline(ctx, c, d, r, &r.Sub)
+	})
 }
 
-// servePipeline answers the pipeline of the run (nil: the latest) of the stack :id. A run of
+// servePipeline answers the pipeline of the run (nil: the latest) of the stack r.ID. A run of
 // another stack is not found, like a stack of another team.
-func servePipeline(c *fiber.Ctx, d api.Deps, runID *uuid.UUID) error {
-	id, err := api.ParamID(c, "id")
-	if err != nil {
-		return err
-	}
-	who := api.Principal(c)
-	ctx := c.UserContext()
-	s, err := store.StackGet(ctx, d.DB, who.Scope(), id)
+func servePipeline(ctx context.Context, c *fiber.Ctx, d api.Deps, r api.Req[api.None], runID *uuid.UUID) error {
+	who := r.Who
+	s, err := store.StackGet(ctx, d.DB, who.Scope(), r.ID)
 	if err != nil {
 		return err
 	}

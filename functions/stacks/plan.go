@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -14,21 +16,8 @@ import (
 // in run order, and the stack version it was computed from. It changes nothing. With another
 // template_version it previews upgrade-template.
 func PlanEdit(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
-		l, err := load(ctx, d.DB, who.Scope(), id, false)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
+		l, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
 		if err != nil {
 			return err
 		}
@@ -40,19 +29,19 @@ func PlanEdit(d api.Deps) fiber.Handler {
 		}
 		// Another template version previews upgrade-template.
 		var upgradeTo *int
-		if v := req.TemplateVersion; v != nil && *v != l.stack.TemplateVersion {
-			upgradeTo, req.TemplateVersion = v, nil
+		if v := r.Body.TemplateVersion; v != nil && *v != l.stack.TemplateVersion {
+			upgradeTo, r.Body.TemplateVersion = v, nil
 		}
-		if err := editable(l.stack, req); err != nil {
+		if err := editable(l.stack, r.Body); err != nil {
 			return err
 		}
-		ed, err := planEdit(ctx, d.DB, d, who, l, req, upgradeTo)
+		ed, err := planEdit(ctx, d.DB, d, r.Who, l, r.Body, upgradeTo)
 		if err != nil {
 			return err
 		}
 		c.Set(fiber.HeaderETag, api.ETag(l.stack.Version))
 		return c.JSON(ed.plan())
-	}
+	})
 }
 
 // editable refuses what no edit of a stack in its state may do.

@@ -20,20 +20,11 @@ import (
 // removed and its activity record stays. A removal that fails leaves the stack failed: retry
 // retries the removal.
 func Remove(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		var run *horizon.Run
 		var stack horizon.Stack
-		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			l, err := load(ctx, tx, who.Scope(), id, true)
+		err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
 			if err != nil {
 				return err
 			}
@@ -45,13 +36,13 @@ func Remove(d api.Deps) fiber.Handler {
 			case horizon.StackRemoved:
 				return problem.Conflict("The stack is already removed.")
 			case horizon.StackDraft:
-				return removeDraft(ctx, tx, l, who)
+				return removeDraft(ctx, tx, l, r.Who)
 			}
 			steps, err := removalSteps(ctx, tx, l)
 			if err != nil {
 				return err
 			}
-			r, err := startRun(ctx, tx, l, horizon.RunRemove, steps, who)
+			r, err := startRun(ctx, tx, l, horizon.RunRemove, steps, r.Who)
 			run = &r
 			return err
 		})
@@ -59,11 +50,11 @@ func Remove(d api.Deps) fiber.Handler {
 			return err
 		}
 		if run != nil {
-			return accepted(c, d, *run, who)
+			return accepted(c, d, *run, r.Who)
 		}
 		d.Notify(ctx, events.Event{Type: events.Stack, ID: stack.ID, StackID: stack.ID, TeamID: stack.TeamID, State: string(horizon.StackRemoved)})
 		return c.SendStatus(fiber.StatusNoContent)
-	}
+	})
 }
 
 // removeDraft removes a stack that never deployed: its executions hold nothing.

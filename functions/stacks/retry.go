@@ -19,6 +19,7 @@ import (
 
 // RetryRequest is the body of POST /v1/stacks/{id}/retry.
 type RetryRequest struct {
+	api.Optional // the body may be left out
 	// Mode is "failed" (default: rerun what failed, was canceled, held or pending; what
 	// succeeded is not touched), "force" (the same, after re-resolving each failed job's branch,
 	// and each terraform action's, to its newest commit and pinning it) or "all" (re-apply
@@ -28,30 +29,17 @@ type RetryRequest struct {
 
 // Retry starts a retry run (202). A stack whose last run was a removal retries the removal.
 func Retry(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[RetryRequest]) error {
+		if r.Body.Mode == "" {
+			r.Body.Mode = "failed"
 		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		req, err := api.DecodeOptional[RetryRequest](c)
-		if err != nil {
-			return err
-		}
-		if req.Mode == "" {
-			req.Mode = "failed"
-		}
-		if req.Mode != "failed" && req.Mode != "force" && req.Mode != "all" {
+		if r.Body.Mode != "failed" && r.Body.Mode != "force" && r.Body.Mode != "all" {
 			return horizon.Invalid("mode", "must be failed, force or all")
 		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
 		// Re-resolving branches asks git: before the transaction, which must not wait on it.
 		var pins forcePins
-		if req.Mode == "force" {
-			l, err := load(ctx, d.DB, who.Scope(), id, false)
+		if r.Body.Mode == "force" {
+			l, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
 			if err != nil {
 				return err
 			}
@@ -60,7 +48,7 @@ func Retry(d api.Deps) fiber.Handler {
 			}
 		}
 		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			l, err := load(ctx, tx, who.Scope(), id, true)
+			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
 			if err != nil {
 				return horizon.Run{}, err
 			}
@@ -74,7 +62,7 @@ func Retry(d api.Deps) fiber.Handler {
 			if err != nil {
 				return horizon.Run{}, err
 			}
-			if req.Mode != "all" && l.stack.State != horizon.StackFailed {
+			if r.Body.Mode != "all" && l.stack.State != horizon.StackFailed {
 				return horizon.Run{}, problem.Conflict("The stack is %s: only a failed stack has failed jobs to retry (mode all re-applies everything).", l.stack.State)
 			}
 			if l.stack.State != horizon.StackFailed && l.stack.State != horizon.StackDeployed {
@@ -85,14 +73,14 @@ func Retry(d api.Deps) fiber.Handler {
 				if err != nil {
 					return horizon.Run{}, err
 				}
-				return startRun(ctx, tx, l, horizon.RunRemove, steps, who)
+				return startRun(ctx, tx, l, horizon.RunRemove, steps, r.Who)
 			}
 			steps, err := store.StepsOfRun(ctx, tx, last.ID)
 			if err != nil {
 				return horizon.Run{}, err
 			}
 			sel := runplan.Select(runplan.All)
-			if req.Mode != "all" {
+			if r.Body.Mode != "all" {
 				sel = runplan.RetryFailed(last.ID, steps)
 			}
 			for job, commit := range pins.jobs {
@@ -108,13 +96,13 @@ func Retry(d api.Deps) fiber.Handler {
 			if l.execs, err = store.ExecutionsOfStack(ctx, tx, l.stack.ID, false); err != nil {
 				return horizon.Run{}, err
 			}
-			return startRun(ctx, tx, l, horizon.RunRetry, runplan.Apply(l.def, l.execs, sel), who)
+			return startRun(ctx, tx, l, horizon.RunRetry, runplan.Apply(l.def, l.execs, sel), r.Who)
 		})
 		if err != nil {
 			return err
 		}
-		return accepted(c, d, run, who)
-	}
+		return accepted(c, d, run, r.Who)
+	})
 }
 
 // forcePins are what a force retry re-pins: job → and terraform action → the newest commit of

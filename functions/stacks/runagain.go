@@ -17,22 +17,14 @@ import (
 // RunAgain runs one execution's job again with the same answers (e.g. to refresh a kubeconfig
 // output after certificates were renewed outside Horizon): a run of that one step (202).
 func RunAgain(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		job := c.Params("job")
 		n, err := strconv.Atoi(c.Params("n"))
 		if err != nil || n < 0 {
 			return problem.Malformed("The execution number in the path must be a non-negative integer.")
 		}
-		who := api.Principal(c)
-		run, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			l, err := load(ctx, tx, who.Scope(), id, true)
+		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
+			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
 			if err != nil {
 				return horizon.Run{}, err
 			}
@@ -58,11 +50,11 @@ func RunAgain(d api.Deps) fiber.Handler {
 				return horizon.Run{}, problem.Conflict("%s[%d] has never been applied: retry the stack instead.", job, n)
 			}
 			steps := runplan.Apply(l.def, []horizon.Execution{*target}, runplan.All)
-			return startRun(ctx, tx, l, horizon.RunRunAgain, steps, who)
+			return startRun(ctx, tx, l, horizon.RunRunAgain, steps, r.Who)
 		})
 		if err != nil {
 			return err
 		}
-		return accepted(c, d, run, who)
-	}
+		return accepted(c, d, run, r.Who)
+	})
 }

@@ -38,88 +38,71 @@ type UpdateRequest struct {
 // which finishes what failed — is saved as one re-apply run (202) and needs "confirm": true.
 // POST /plan shows what such a save does.
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireWriter(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		if ifVersion == 0 {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
+		if r.IfVersion == 0 {
 			return problem.New(problem.TypePreconditionRequired, 428, "Send the stack's ETag as If-Match: edits of stacks are never blind.")
 		}
-		req, err := api.Decode[UpdateRequest](c)
+		cur, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
-		cur, err := load(ctx, d.DB, who.Scope(), id, false)
-		if err != nil {
-			return err
-		}
-		if cur.stack.State != horizon.StackDraft && (req.Jobs != nil || !cur.stack.State.Busy() && req.Confirm) {
-			return saveEdit(c, d, cur, req, ifVersion, nil)
+		if cur.stack.State != horizon.StackDraft && (r.Body.Jobs != nil || !cur.stack.State.Busy() && r.Body.Confirm) {
+			return saveEdit(c, d, cur, r.Body, r.IfVersion, nil)
 		}
 		var out Stack
 		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			l, err := load(ctx, tx, who.Scope(), id, true)
+			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
 			if err != nil {
 				return err
 			}
-			if l.stack.Version != ifVersion {
+			if l.stack.Version != r.IfVersion {
 				return horizon.ErrStale
 			}
 			if err := notBusy(ctx, tx, l.stack); err != nil {
 				return err
 			}
-			if err := checkFields(l.stack, req); err != nil {
+			if err := checkFields(l.stack, r.Body); err != nil {
 				return err
 			}
 			draft := l.stack.State == horizon.StackDraft
-			if !draft && req.TemplateVersion != nil && *req.TemplateVersion != l.stack.TemplateVersion {
+			if !draft && r.Body.TemplateVersion != nil && *r.Body.TemplateVersion != l.stack.TemplateVersion {
 				return horizon.Invalid("template_version", "changes only through upgrade-template (admins)")
 			}
 			var preselected []string
-			if draft && (req.Jobs != nil || req.TemplateVersion != nil || req.EnvironmentID != nil) {
-				if preselected, err = replaceDraft(ctx, tx, d, who, l, req); err != nil {
+			if draft && (r.Body.Jobs != nil || r.Body.TemplateVersion != nil || r.Body.EnvironmentID != nil) {
+				if preselected, err = replaceDraft(ctx, tx, d, r.Who, l, r.Body); err != nil {
 					return err
 				}
 			}
-			s, err := store.StackUpdate(ctx, tx, id, store.StackPatch{Name: req.Name, Description: req.Description, Labels: req.Labels,
-				EnvironmentID: req.EnvironmentID, TemplateVersion: req.TemplateVersion}, ifVersion)
+			s, err := store.StackUpdate(ctx, tx, r.ID, store.StackPatch{Name: r.Body.Name, Description: r.Body.Description, Labels: r.Body.Labels,
+				EnvironmentID: r.Body.EnvironmentID, TemplateVersion: r.Body.TemplateVersion}, r.IfVersion)
 			if err != nil {
 				return err
 			}
-			if err := store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.update", ObjectType: "stack",
+			if err := store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "stack.update", ObjectType: "stack",
 				ObjectID: &s.ID, TeamID: &s.TeamID}); err != nil {
 				return err
 			}
-			if l, err = load(ctx, tx, who.Scope(), id, false); err != nil {
+			if l, err = load(ctx, tx, r.Who.Scope(), r.ID, false); err != nil {
 				return err
 			}
-			out, err = detail(ctx, tx, l, capabilities(who))
+			out, err = detail(ctx, tx, l, capabilities(r.Who))
 			out.Preselected = append(out.Preselected, preselected...)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		if req.Labels != nil && cur.stack.DeployedAt != nil {
+		if r.Body.Labels != nil && cur.stack.DeployedAt != nil {
 			// Labels are Proxmox tags on the VMs: written through the API, no Terraform run.
-			if err := d.Queue.Enqueue(ctx, queue.NewStackTags(d.Queues, id)); err != nil {
-				d.Log.WarnContext(ctx, "enqueue tag update", "stack_id", id, "error", err)
+			if err := d.Queue.Enqueue(ctx, queue.NewStackTags(d.Queues, r.ID)); err != nil {
+				d.Log.WarnContext(ctx, "enqueue tag update", "stack_id", r.ID, "error", err)
 			}
 		}
 		d.Notify(ctx, events.Event{Type: events.Stack, ID: out.ID, StackID: out.ID, TeamID: out.TeamID, State: out.State})
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(out)
-	}
+	})
 }
 
 // checkFields validates the plain fields of an edit.

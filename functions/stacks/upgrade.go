@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -24,32 +26,26 @@ type UpgradeRequest struct {
 // and re-applied where that changes what is applied. POST /plan with template_version
 // previews it. If-Match is checked when sent.
 func UpgradeTemplate(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		e, err := api.ReadAdminEdit[UpgradeRequest](c)
-		if err != nil {
-			return err
-		}
-		id, ifVersion, req := e.ID, e.IfVersion, e.Body
-		who := api.Principal(c)
-		l, err := load(c.UserContext(), d.DB, who.Scope(), id, false)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpgradeRequest]) error {
+		l, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
 		if err != nil {
 			return err
 		}
 		var p horizon.Problems
 		switch {
-		case req.TemplateID != nil && *req.TemplateID != l.stack.TemplateID:
+		case r.Body.TemplateID != nil && *r.Body.TemplateID != l.stack.TemplateID:
 			p.Add("template_id", "is another template: a stack is upgraded only to versions of its own template (%s)", l.stack.TemplateID)
-		case req.Version < 1:
+		case r.Body.Version < 1:
 			p.Add("version", "is required (a version number of the stack's template)")
-		case req.Version == l.stack.TemplateVersion:
+		case r.Body.Version == l.stack.TemplateVersion:
 			p.Add("version", "is the stack's version already")
 		}
 		if err := p.Err(); err != nil {
 			return err
 		}
-		if ifVersion == 0 {
-			ifVersion = l.stack.Version
+		if r.IfVersion == 0 {
+			r.IfVersion = l.stack.Version
 		}
-		return saveEdit(c, d, l, UpdateRequest{Confirm: true, Jobs: req.Jobs}, ifVersion, &req.Version)
-	}
+		return saveEdit(c, d, l, UpdateRequest{Confirm: true, Jobs: r.Body.Jobs}, r.IfVersion, &r.Body.Version)
+	})
 }

@@ -36,9 +36,8 @@ const askTimeout = 10 * time.Second
 
 // List returns the machines in boot order.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		ctx := c.UserContext()
-		ms, err := store.MachinesInStartupOrder(ctx, d.DB, api.Principal(c).Scope())
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		ms, err := store.MachinesInStartupOrder(ctx, d.DB, r.Who.Scope())
 		if err != nil {
 			return err
 		}
@@ -53,7 +52,7 @@ func List(d api.Deps) fiber.Handler {
 				Execution: m.Index, Node: m.Node, VMID: m.VMID, State: state}
 		}
 		return c.JSON(fiber.Map{"items": out})
-	}
+	})
 }
 
 // vmStates asks each cluster the machines are on for its VMs' states, in parallel.

@@ -18,26 +18,18 @@ type CreateRequest struct {
 
 // Create adds a team (admin). A taken name is 409.
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
 		var p horizon.Problems
-		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
+		horizon.CheckName(&p, "name", r.Body.Name, horizon.MaxNameLength)
 		if err := p.Err(); err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		t, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Team, error) {
-			t, err := store.TeamCreate(ctx, tx, req.Name)
+		t, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Team, error) {
+			t, err := store.TeamCreate(ctx, tx, r.Body.Name)
 			if err != nil {
 				return t, err
 			}
-			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "team.create",
+			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "team.create",
 				ObjectType: "team", ObjectID: &t.ID, TeamID: &t.ID, Details: map[string]any{"name": t.Name}})
 		})
 		if err != nil {
@@ -46,5 +38,5 @@ func Create(d api.Deps) fiber.Handler {
 		c.Set(fiber.HeaderETag, api.ETag(t.Version))
 		c.Set(fiber.HeaderLocation, "/v1/teams/"+t.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toTeam(t))
-	}
+	})
 }

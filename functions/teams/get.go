@@ -1,6 +1,8 @@
 package teams
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,16 +11,8 @@ import (
 
 // Get returns one team; another team's id is 404 for non-admins.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		t, err := store.TeamGet(c.UserContext(), d.DB, api.Principal(c).Scope(), id)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(t.Version))
-		return c.JSON(toTeam(t))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		t, err := store.TeamGet(ctx, d.DB, r.Who.Scope(), r.ID)
+		return api.Object{View: toTeam(t), Version: t.Version}, err
+	})
 }

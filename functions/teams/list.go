@@ -1,23 +1,19 @@
 package teams
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns the teams the caller may see.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		teams, next, err := store.TeamList(c.UserContext(), d.DB, api.Principal(c).Scope(), page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(teams, toTeam), next))
-	}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.Team, *uuid.UUID, error) {
+		return store.TeamList(ctx, d.DB, r.Who.Scope(), page)
+	}, toTeam)
 }

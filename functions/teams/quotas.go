@@ -52,16 +52,11 @@ func toQuota(q horizon.Quota) Quota {
 // GetQuotas returns a team's quotas (anyone who sees the team; another team's is 404). A team
 // without quotas is unlimited everywhere, with version 0 and no ETag.
 func GetQuotas(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		if _, err := store.TeamGet(ctx, d.DB, r.Who.Scope(), r.ID); err != nil {
 			return err
 		}
-		ctx := c.UserContext()
-		if _, err := store.TeamGet(ctx, d.DB, api.Principal(c).Scope(), id); err != nil {
-			return err
-		}
-		q, err := store.QuotaGet(ctx, d.DB, id)
+		q, err := store.QuotaGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
@@ -69,7 +64,7 @@ func GetQuotas(d api.Deps) fiber.Handler {
 			c.Set(fiber.HeaderETag, api.ETag(q.Version))
 		}
 		return c.JSON(toQuota(q))
-	}
+	})
 }
 
 // PutQuotas replaces a team's quotas (admin), honouring If-Match. Lowering a limit below what
@@ -81,15 +76,15 @@ func PutQuotas(d api.Deps) fiber.Handler { return editQuotas(d, true) }
 func PatchQuotas(d api.Deps) fiber.Handler { return editQuotas(d, false) }
 
 func editQuotas(d api.Deps, replace bool) fiber.Handler {
-	return api.AdminEdit(d, func(ctx context.Context, tx pgx.Tx, e api.Edit[QuotaRequest]) (api.Edited, error) {
-		if _, err := store.TeamGet(ctx, tx, auth.Scope{All: true}, e.ID); err != nil {
-			return api.Edited{}, err
+	return api.Edit(d, func(ctx context.Context, tx pgx.Tx, r api.Req[QuotaRequest]) (api.Object, error) {
+		if _, err := store.TeamGet(ctx, tx, auth.Scope{All: true}, r.ID); err != nil {
+			return api.Object{}, err
 		}
-		cur, err := store.QuotaGet(ctx, tx, e.ID)
+		cur, err := store.QuotaGet(ctx, tx, r.ID)
 		if err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
-		next := horizon.Quota{TeamID: e.ID, Environments: map[uuid.UUID]horizon.Limits{}}
+		next := horizon.Quota{TeamID: r.ID, Environments: map[uuid.UUID]horizon.Limits{}}
 		if !replace {
 			next.Limits = cur.Limits
 			for env, l := range cur.Environments {
@@ -97,16 +92,16 @@ func editQuotas(d api.Deps, replace bool) fiber.Handler {
 			}
 		}
 		var p horizon.Problems
-		next.Limits = readLimits(&p, "limits", e.Body.Limits, next.Limits)
+		next.Limits = readLimits(&p, "limits", r.Body.Limits, next.Limits)
 		var given []uuid.UUID
-		for _, key := range sortedKeys(e.Body.Environments) {
+		for _, key := range sortedKeys(r.Body.Environments) {
 			field := horizon.JoinPath("environments", key)
 			env, err := uuid.Parse(key)
 			if err != nil {
 				p.Add(field, "is not an environment id")
 				continue
 			}
-			raw := e.Body.Environments[key]
+			raw := r.Body.Environments[key]
 			if raw == nil {
 				if replace {
 					p.Add(field, "must be an object of limits (PATCH removes an environment's quota with null)")
@@ -119,20 +114,20 @@ func editQuotas(d api.Deps, replace bool) fiber.Handler {
 		}
 		missing, err := store.EnvironmentsMissing(ctx, tx, given)
 		if err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
 		for _, env := range missing {
 			p.Add(horizon.JoinPath("environments", env.String()), "is not an environment")
 		}
 		if err := p.SortedErr(); err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
-		saved, err := store.QuotaPut(ctx, tx, next, e.IfVersion)
+		saved, err := store.QuotaPut(ctx, tx, next, r.IfVersion)
 		if err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
-		return api.Edited{View: toQuota(saved), Version: saved.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &e.Who.UserID,
-			Action: "team.quotas", ObjectType: "team", ObjectID: &e.ID, TeamID: &e.ID, Details: map[string]any{"version": saved.Version}})
+		return api.Object{View: toQuota(saved), Version: saved.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID,
+			Action: "team.quotas", ObjectType: "team", ObjectID: &r.ID, TeamID: &r.ID, Details: map[string]any{"version": saved.Version}})
 	})
 }
 

@@ -18,21 +18,21 @@ type UpdateRequest struct {
 
 // Update renames a team (admin), honouring If-Match.
 func Update(d api.Deps) fiber.Handler {
-	return api.AdminEdit(d, func(ctx context.Context, tx pgx.Tx, e api.Edit[UpdateRequest]) (api.Edited, error) {
+	return api.Edit(d, func(ctx context.Context, tx pgx.Tx, r api.Req[UpdateRequest]) (api.Object, error) {
 		var p horizon.Problems
-		if e.Body.Name == nil {
+		if r.Body.Name == nil {
 			p.Add("name", "is required")
 		} else {
-			horizon.CheckName(&p, "name", *e.Body.Name, horizon.MaxNameLength)
+			horizon.CheckName(&p, "name", *r.Body.Name, horizon.MaxNameLength)
 		}
 		if err := p.Err(); err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
-		t, err := store.TeamRename(ctx, tx, e.ID, *e.Body.Name, e.IfVersion)
+		t, err := store.TeamRename(ctx, tx, r.ID, *r.Body.Name, r.IfVersion)
 		if err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
-		return api.Edited{View: toTeam(t), Version: t.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &e.Who.UserID,
+		return api.Object{View: toTeam(t), Version: t.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID,
 			Action: "team.update", ObjectType: "team", ObjectID: &t.ID, TeamID: &t.ID, Details: map[string]any{"name": t.Name}})
 	})
 }

@@ -1,6 +1,8 @@
 package teams
 
 import (
+	"context"
+
 	"sort"
 
 	"github.com/gofiber/fiber/v2"
@@ -48,24 +50,19 @@ type Usage struct {
 // GetUsage returns what a team's stacks use, per dimension, with its limits and what remains,
 // in all and per environment (anyone who sees the team, viewers too; another team's is 404).
 func GetUsage(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		if _, err := store.TeamGet(ctx, d.DB, r.Who.Scope(), r.ID); err != nil {
+			return err
+		}
+		qt, err := store.QuotaGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
-		ctx := c.UserContext()
-		if _, err := store.TeamGet(ctx, d.DB, api.Principal(c).Scope(), id); err != nil {
-			return err
-		}
-		qt, err := store.QuotaGet(ctx, d.DB, id)
+		u, err := quota.Count(ctx, d.DB, r.ID, uuid.Nil)
 		if err != nil {
 			return err
 		}
-		u, err := quota.Count(ctx, d.DB, id, uuid.Nil)
-		if err != nil {
-			return err
-		}
-		out := Usage{TeamID: id, Amounts: amounts(u.Total, qt.Limits, nil), Environments: []EnvironmentUsage{}}
+		out := Usage{TeamID: r.ID, Amounts: amounts(u.Total, qt.Limits, nil), Environments: []EnvironmentUsage{}}
 		envs := map[uuid.UUID]bool{}
 		for env := range u.Environments {
 			envs[env] = true
@@ -83,7 +80,7 @@ func GetUsage(d api.Deps) fiber.Handler {
 		}
 		sort.Slice(out.Environments, func(i, j int) bool { return out.Environments[i].Name < out.Environments[j].Name })
 		return c.JSON(out)
-	}
+	})
 }
 
 // amounts pairs usage with limits; within, when given, caps each remaining by the team's.

@@ -1,6 +1,8 @@
 package templates
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -23,27 +25,22 @@ type ChangesResponse struct {
 // commit than v pinned under that job's or action's name (template.Compare). It lists one ref
 // per distinct branch and reads no tree.
 func Changes(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		n, err := paramVersion(c)
 		if err != nil {
 			return err
 		}
-		ctx := c.UserContext()
-		pinned, err := store.TemplateVersionGet(ctx, d.DB, id, n)
+		pinned, err := store.TemplateVersionGet(ctx, d.DB, r.ID, n)
 		if err != nil {
 			return err
 		}
-		t, err := store.TemplateGet(ctx, d.DB, id)
+		t, err := store.TemplateGet(ctx, d.DB, r.ID)
 		if err != nil {
 			return err
 		}
 		latest := pinned
 		if t.LatestVersion != n {
-			if latest, err = store.TemplateVersionGet(ctx, d.DB, id, t.LatestVersion); err != nil {
+			if latest, err = store.TemplateVersionGet(ctx, d.DB, r.ID, t.LatestVersion); err != nil {
 				return err
 			}
 		}
@@ -60,6 +57,6 @@ func Changes(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		return c.JSON(ChangesResponse{TemplateID: id, Version: n, LatestVersion: t.LatestVersion, Changes: ch})
-	}
+		return c.JSON(ChangesResponse{TemplateID: r.ID, Version: n, LatestVersion: t.LatestVersion, Changes: ch})
+	})
 }

@@ -28,33 +28,27 @@ type CreateRequest struct {
 // answers 201 with the template and its version. Every problem is reported at once (422); a
 // taken name is 409; a definition over the size limit is 413.
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
-		}
-		if req.Definition, err = definitionOf(c.UserContext(), d, req.Definition, req.Source); err != nil {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
+		var err error
+		if r.Body.Definition, err = definitionOf(ctx, d, r.Body.Definition, r.Body.Source); err != nil {
 			return err
 		}
 		var p horizon.Problems
-		def, err := parseDefinition(&p, req.Definition)
+		def, err := parseDefinition(&p, r.Body.Definition)
 		if err != nil {
 			return err
 		}
-		t := horizon.Template{Active: req.Active == nil || *req.Active}
+		t := horizon.Template{Active: r.Body.Active == nil || *r.Body.Active}
 		switch {
-		case req.Name != nil:
-			t.Name = *req.Name
+		case r.Body.Name != nil:
+			t.Name = *r.Body.Name
 			horizon.CheckName(&p, "name", t.Name, horizon.MaxNameLength)
 		case def != nil:
 			t.Name = def.Name
 		}
 		switch {
-		case req.Description != nil:
-			t.Description = *req.Description
+		case r.Body.Description != nil:
+			t.Description = *r.Body.Description
 			horizon.CheckText(&p, "description", t.Description, maxDescription)
 		case def != nil:
 			t.Description = def.Description
@@ -62,23 +56,21 @@ func Create(d api.Deps) fiber.Handler {
 		if err := p.Err(); err != nil {
 			return err
 		}
-		ctx := c.UserContext()
 		mods, err := inspect(ctx, d, def)
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		v, err := newVersion(def, mods, who.UserID)
+		v, err := newVersion(def, mods, r.Who.UserID)
 		if err != nil {
 			return err
 		}
-		t.CreatedBy = &who.UserID
+		t.CreatedBy = &r.Who.UserID
 		t, err = store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Template, error) {
 			t, v, err := store.TemplateCreate(ctx, tx, t, v)
 			if err != nil {
 				return t, err
 			}
-			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "template.create",
+			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "template.create",
 				ObjectType: "template", ObjectID: &t.ID, Details: map[string]any{"name": t.Name, "active": t.Active,
 					"version": v.Number, "definition_hash": v.DefinitionHash, "commits": v.JobCommits}})
 		})
@@ -88,5 +80,5 @@ func Create(d api.Deps) fiber.Handler {
 		c.Set(fiber.HeaderETag, api.ETag(t.Version))
 		c.Set(fiber.HeaderLocation, "/v1/templates/"+t.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toDetail(t))
-	}
+	})
 }

@@ -24,33 +24,18 @@ type CreateVersionRequest struct {
 // (412). The same definition may be uploaded again: the new version pins what the branches
 // point to now.
 func CreateVersion(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := api.RequireAdmin(c); err != nil {
-			return err
-		}
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		ifVersion, err := api.IfMatch(c)
-		if err != nil {
-			return err
-		}
-		req, err := api.Decode[CreateVersionRequest](c)
-		if err != nil {
-			return err
-		}
-		ctx := c.UserContext()
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateVersionRequest]) error {
 		// A missing template answers 404 before any git work; one deleted meanwhile fails the
 		// insert below the same way.
-		if _, err := store.TemplateGet(ctx, d.DB, id); err != nil {
+		if _, err := store.TemplateGet(ctx, d.DB, r.ID); err != nil {
 			return err
 		}
-		if req.Definition, err = definitionOf(ctx, d, req.Definition, req.Source); err != nil {
+		var err error
+		if r.Body.Definition, err = definitionOf(ctx, d, r.Body.Definition, r.Body.Source); err != nil {
 			return err
 		}
 		var p horizon.Problems
-		def, err := parseDefinition(&p, req.Definition)
+		def, err := parseDefinition(&p, r.Body.Definition)
 		if err != nil {
 			return err
 		}
@@ -61,25 +46,24 @@ func CreateVersion(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		v, err := newVersion(def, mods, who.UserID)
+		v, err := newVersion(def, mods, r.Who.UserID)
 		if err != nil {
 			return err
 		}
-		v.TemplateID = id
+		v.TemplateID = r.ID
 		v, err = store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.TemplateVersion, error) {
-			v, err := store.TemplateVersionCreate(ctx, tx, v, ifVersion)
+			v, err := store.TemplateVersionCreate(ctx, tx, v, r.IfVersion)
 			if err != nil {
 				return v, err
 			}
-			return v, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "template.version_create",
-				ObjectType: "template", ObjectID: &id, Details: map[string]any{"version": v.Number,
+			return v, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "template.version_create",
+				ObjectType: "template", ObjectID: &r.ID, Details: map[string]any{"version": v.Number,
 					"definition_hash": v.DefinitionHash, "commits": v.JobCommits}})
 		})
 		if err != nil {
 			return err
 		}
-		c.Set(fiber.HeaderLocation, versionPath(id, v.Number))
+		c.Set(fiber.HeaderLocation, versionPath(r.ID, v.Number))
 		return c.Status(fiber.StatusCreated).JSON(toVersion(v))
-	}
+	})
 }

@@ -1,6 +1,8 @@
 package templates
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -12,16 +14,12 @@ import (
 // (template.Form): phases in order, per job a JSON Schema of its parameters, the attachments of
 // each execution, multiplicity and secrets. It reads only the stored version, never git.
 func Form(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		n, err := paramVersion(c)
 		if err != nil {
 			return err
 		}
-		v, err := store.TemplateVersionGet(c.UserContext(), d.DB, id, n)
+		v, err := store.TemplateVersionGet(ctx, d.DB, r.ID, n)
 		if err != nil {
 			return err
 		}
@@ -30,5 +28,5 @@ func Form(d api.Deps) fiber.Handler {
 			return err
 		}
 		return c.JSON(template.Form(def, mods))
-	}
+	})
 }

@@ -1,6 +1,8 @@
 package templates
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,16 +11,8 @@ import (
 
 // Get returns a template with the summaries of its versions.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		t, err := store.TemplateGet(c.UserContext(), d.DB, id)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(t.Version))
-		return c.JSON(toDetail(t))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		t, err := store.TemplateGet(ctx, d.DB, r.ID)
+		return api.Object{View: toDetail(t), Version: t.Version}, err
+	})
 }

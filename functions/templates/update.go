@@ -38,15 +38,15 @@ func (r UpdateRequest) Patch() store.TemplatePatch {
 // Update changes a template's name, description or active flag (admin), honouring If-Match.
 // Versions are immutable: a new definition is a new version.
 func Update(d api.Deps) fiber.Handler {
-	return api.AdminEdit(d, func(ctx context.Context, tx pgx.Tx, e api.Edit[UpdateRequest]) (api.Edited, error) {
-		if err := e.Body.Check(); err != nil {
-			return api.Edited{}, err
+	return api.Edit(d, func(ctx context.Context, tx pgx.Tx, r api.Req[UpdateRequest]) (api.Object, error) {
+		if err := r.Body.Check(); err != nil {
+			return api.Object{}, err
 		}
-		t, err := store.TemplateUpdate(ctx, tx, e.ID, e.Body.Patch(), e.IfVersion)
+		t, err := store.TemplateUpdate(ctx, tx, r.ID, r.Body.Patch(), r.IfVersion)
 		if err != nil {
-			return api.Edited{}, err
+			return api.Object{}, err
 		}
-		return api.Edited{View: toDetail(t), Version: t.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &e.Who.UserID,
+		return api.Object{View: toDetail(t), Version: t.Version}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID,
 			Action: "template.update", ObjectType: "template", ObjectID: &t.ID, Details: map[string]any{"name": t.Name, "active": t.Active}})
 	})
 }

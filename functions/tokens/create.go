@@ -31,24 +31,19 @@ type Created struct {
 
 // Create mints a token.
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
+		owner := r.Who.UserID
+		if r.Body.UserID != nil {
+			owner = *r.Body.UserID
 		}
-		who := api.Principal(c)
-		owner := who.UserID
-		if req.UserID != nil {
-			owner = *req.UserID
-		}
-		if owner != who.UserID && !who.IsAdmin() {
+		if owner != r.Who.UserID && !r.Who.IsAdmin() {
 			return problem.Forbidden("Only admins may mint tokens for other users.")
 		}
 		var p horizon.Problems
-		horizon.CheckName(&p, "name", req.Name, horizon.MaxNameLength)
+		horizon.CheckName(&p, "name", r.Body.Name, horizon.MaxNameLength)
 		scope := auth.TokenFull
-		if req.Scope != nil {
-			scope = *req.Scope
+		if r.Body.Scope != nil {
+			scope = *r.Body.Scope
 			if !scope.Valid() {
 				p.Add("scope", `must be "full", "deploy", "read" or "prometheus"`)
 			}
@@ -57,17 +52,17 @@ func Create(d api.Deps) fiber.Handler {
 			return err
 		}
 		secret := auth.NewToken()
-		t, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Token, error) {
-			if _, err := store.UserGet(ctx, tx, who, owner); errors.Is(err, horizon.ErrNotFound) {
+		t, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Token, error) {
+			if _, err := store.UserGet(ctx, tx, r.Who, owner); errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Token{}, horizon.Invalid("user_id", "is not a user")
 			} else if err != nil {
 				return horizon.Token{}, err
 			}
-			t, err := store.TokenCreate(ctx, tx, owner, req.Name, scope, auth.HashToken(secret.Reveal()))
+			t, err := store.TokenCreate(ctx, tx, owner, r.Body.Name, scope, auth.HashToken(secret.Reveal()))
 			if err != nil {
 				return t, err
 			}
-			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "token.create",
+			return t, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "token.create",
 				ObjectType: "token", ObjectID: &t.ID, Details: map[string]any{"user_id": owner, "name": t.Name, "scope": t.Scope}})
 		})
 		if err != nil {
@@ -75,5 +70,5 @@ func Create(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderLocation, "/v1/tokens/"+t.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(Created{Token: toToken(t), Secret: secret.Reveal()})
-	}
+	})
 }

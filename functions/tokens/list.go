@@ -21,15 +21,8 @@ func List(d api.Deps) fiber.Handler {
 
 // Get returns one token of the caller's (any, for admins): its metadata, never its secret.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		t, err := store.TokenGet(c.UserContext(), d.DB, api.Principal(c), id)
-		if err != nil {
-			return err
-		}
-		return c.JSON(toToken(t))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		t, err := store.TokenGet(ctx, d.DB, r.Who, r.ID)
+		return api.Object{View: toToken(t)}, err
+	})
 }

@@ -1,6 +1,8 @@
 package users
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
 
 	"horizon/functions/api"
@@ -9,16 +11,8 @@ import (
 
 // Get returns one user the caller may see.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "id")
-		if err != nil {
-			return err
-		}
-		u, err := store.UserGet(c.UserContext(), d.DB, api.Principal(c), id)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(u.Version))
-		return c.JSON(ToUser(u))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		u, err := store.UserGet(ctx, d.DB, r.Who, r.ID)
+		return api.Object{View: ToUser(u), Version: u.Version}, err
+	})
 }

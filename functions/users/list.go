@@ -1,23 +1,19 @@
 package users
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns the users the caller may see.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
-		users, next, err := store.UserList(c.UserContext(), d.DB, api.Principal(c), page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(users, ToUser), next))
-	}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.User, *uuid.UUID, error) {
+		return store.UserList(ctx, d.DB, r.Who, page)
+	}, ToUser)
 }

@@ -24,51 +24,45 @@ type UpdateRequest struct {
 // Update changes a user (admin), honouring If-Match. An admin cannot demote themselves, so an
 // installation cannot lose its last admin by accident.
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		e, err := api.ReadAdminEdit[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
-		id, ifVersion, req := e.ID, e.IfVersion, e.Body
-		who := api.Principal(c)
-		u, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.User, error) {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
+		u, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.User, error) {
 			var p horizon.Problems
-			patch := store.UserPatch{Name: req.Name, Email: req.Email, Teams: req.Teams}
-			if req.Name != nil {
-				horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+			patch := store.UserPatch{Name: r.Body.Name, Email: r.Body.Email, Teams: r.Body.Teams}
+			if r.Body.Name != nil {
+				horizon.CheckName(&p, "name", *r.Body.Name, horizon.MaxNameLength)
 			}
-			if req.Email != nil {
-				horizon.CheckEmail(&p, "email", *req.Email)
+			if r.Body.Email != nil {
+				horizon.CheckEmail(&p, "email", *r.Body.Email)
 			}
-			if req.Role != nil {
-				checkRole(&p, *req.Role)
-				r := auth.Role(*req.Role)
-				patch.Role = &r
-				if id == who.UserID && r != auth.RoleAdmin {
+			if r.Body.Role != nil {
+				checkRole(&p, *r.Body.Role)
+				role := auth.Role(*r.Body.Role)
+				patch.Role = &role
+				if r.ID == r.Who.UserID && role != auth.RoleAdmin {
 					p.Add("role", "you cannot remove your own admin role")
 				}
 			}
-			if req.Teams != nil {
-				if err := checkTeams(ctx, tx, &p, *req.Teams); err != nil {
+			if r.Body.Teams != nil {
+				if err := checkTeams(ctx, tx, &p, *r.Body.Teams); err != nil {
 					return horizon.User{}, err
 				}
 			}
 			if err := p.Err(); err != nil {
 				return horizon.User{}, err
 			}
-			u, err := store.UserUpdate(ctx, tx, id, patch, ifVersion)
+			u, err := store.UserUpdate(ctx, tx, r.ID, patch, r.IfVersion)
 			if err != nil {
 				return u, err
 			}
-			return u, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "user.update",
+			return u, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "user.update",
 				ObjectType: "user", ObjectID: &u.ID, Details: map[string]any{"role": u.Role, "teams": u.Teams}})
 		})
 		if err != nil {
 			return err
 		}
 		// Role and teams live in cached principals: drop them everywhere.
-		d.Auth.Forget(c.UserContext(), d.Log, nil, &u.ID)
+		d.Auth.Forget(ctx, d.Log, nil, &u.ID)
 		c.Set(fiber.HeaderETag, api.ETag(u.Version))
 		return c.JSON(ToUser(u))
-	}
+	})
 }

@@ -33,43 +33,37 @@ type Created struct {
 // Create makes a subscription, with a new signing secret shown once. Enabled, it first sends a
 // test message (verify).
 func Create(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		req, err := api.Decode[CreateRequest](c)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		if err := canManage(who, req.TeamID); err != nil {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[CreateRequest]) error {
+		if err := canManage(r.Who, r.Body.TeamID); err != nil {
 			return err
 		}
 		kind := string(notify.KindStandard)
-		api.SetGiven(&kind, req.Kind)
-		ctx := c.UserContext()
+		api.SetGiven(&kind, r.Body.Kind)
 		var p horizon.Problems
-		check(ctx, d, &p, req.Name, kind, req.URL, req.Events)
+		check(ctx, d, &p, r.Body.Name, kind, r.Body.URL, r.Body.Events)
 		if err := p.Err(); err != nil {
 			return err
 		}
 		secret := notify.NewSecret()
 		id := uuid.Must(uuid.NewV7())
-		if req.Enabled {
-			if err := verify(ctx, d, kind, req.URL, secret, req.TeamID, id); err != nil {
+		if r.Body.Enabled {
+			if err := verify(ctx, d, kind, r.Body.URL, secret, r.Body.TeamID, id); err != nil {
 				return err
 			}
 		}
 		w, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Webhook, error) {
-			if req.TeamID != nil {
-				if _, err := store.TeamGet(ctx, tx, who.Scope(), *req.TeamID); err != nil {
+			if r.Body.TeamID != nil {
+				if _, err := store.TeamGet(ctx, tx, r.Who.Scope(), *r.Body.TeamID); err != nil {
 					return horizon.Webhook{}, horizon.Invalid("team_id", "is not a team")
 				}
 			}
-			w, err := store.WebhookCreate(ctx, tx, horizon.Webhook{ID: id, TeamID: req.TeamID, Name: req.Name, Kind: kind,
-				URLSealed: d.Box.SealString(notify.PurposeURL, req.URL), URLShown: notify.Redact(req.URL), Events: req.Events,
-				Enabled: req.Enabled, SecretSealed: d.Box.SealString(notify.PurposeSecret, secret)})
+			w, err := store.WebhookCreate(ctx, tx, horizon.Webhook{ID: id, TeamID: r.Body.TeamID, Name: r.Body.Name, Kind: kind,
+				URLSealed: d.Box.SealString(notify.PurposeURL, r.Body.URL), URLShown: notify.Redact(r.Body.URL), Events: r.Body.Events,
+				Enabled: r.Body.Enabled, SecretSealed: d.Box.SealString(notify.PurposeSecret, secret)})
 			if err != nil {
 				return w, err
 			}
-			return w, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "webhook.create", ObjectType: "webhook",
+			return w, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "webhook.create", ObjectType: "webhook",
 				ObjectID: &w.ID, TeamID: w.TeamID, Details: map[string]any{"name": w.Name, "kind": w.Kind, "events": w.Events, "enabled": w.Enabled}})
 		})
 		if err != nil {
@@ -78,5 +72,5 @@ func Create(d api.Deps) fiber.Handler {
 		c.Set(fiber.HeaderLocation, "/v1/webhooks/"+w.ID.String())
 		c.Set(fiber.HeaderETag, api.ETag(w.Version))
 		return c.Status(fiber.StatusCreated).JSON(Created{Webhook: toWebhook(w), Secret: secret})
-	}
+	})
 }

@@ -1,59 +1,51 @@
 package webhooks
 
 import (
+	"context"
+
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
 
 // List returns the subscriptions the caller sees (their teams'; admins also the global ones),
 // of one team with ?team_id=.
 func List(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.Webhook, *uuid.UUID, error) {
 		team, err := api.QueryID(c, "team_id")
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		ws, next, err := store.WebhookList(c.UserContext(), d.DB, api.Principal(c).Scope(), team, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(ws, toWebhook), next))
-	}
+		return store.WebhookList(ctx, d.DB, r.Who.Scope(), team, page)
+	}, toWebhook)
 }
 
 // Get returns one subscription.
 func Get(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		w, err := get(c, d)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(w.Version))
-		return c.JSON(toWebhook(w))
-	}
+	return api.Get(func(ctx context.Context, r api.Req[api.None]) (api.Object, error) {
+		w, err := get(ctx, d, r)
+		return api.Object{View: toWebhook(w), Version: w.Version}, err
+	})
 }
 
 // ListDeliveries returns a subscription's delivery log, newest first.
 func ListDeliveries(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
 		page, err := api.ParsePage(c)
 		if err != nil {
 			return err
 		}
-		w, err := get(c, d)
+		w, err := get(ctx, d, r)
 		if err != nil {
 			return err
 		}
-		ds, next, err := store.DeliveryList(c.UserContext(), d.DB, w.ID, page)
+		ds, next, err := store.DeliveryList(ctx, d.DB, w.ID, page)
 		if err != nil {
 			return err
 		}
 		return c.JSON(api.NewList(api.Map(ds, toDelivery), next))
-	}
+	})
 }

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"horizon/functions/api"
@@ -98,22 +97,18 @@ func requireWriter(who auth.Principal) error {
 }
 
 // get loads the subscription of the path's {id} that the caller sees.
-func get(c *fiber.Ctx, d api.Deps) (horizon.Webhook, error) {
-	id, err := api.ParamID(c, "id")
-	if err != nil {
-		return horizon.Webhook{}, err
-	}
-	return store.WebhookGet(c.UserContext(), d.DB, api.Principal(c).Scope(), id)
+func get[B any](ctx context.Context, d api.Deps, r api.Req[B]) (horizon.Webhook, error) {
+	return store.WebhookGet(ctx, d.DB, r.Who.Scope(), r.ID)
 }
 
 // getManaged is get for a change: the subscription of the path, which the caller must be
 // allowed to manage (canManage).
-func getManaged(c *fiber.Ctx, d api.Deps) (horizon.Webhook, error) {
-	w, err := get(c, d)
+func getManaged[B any](ctx context.Context, d api.Deps, r api.Req[B]) (horizon.Webhook, error) {
+	w, err := get(ctx, d, r)
 	if err != nil {
 		return w, err
 	}
-	return w, canManage(api.Principal(c), w.TeamID)
+	return w, canManage(r.Who, w.TeamID)
 }
 
 // check validates a subscription's fields, naming the first bad one of each.

@@ -25,31 +25,21 @@ type UpdateRequest struct {
 // Update changes a subscription, honouring If-Match. Enabling it (or changing the destination of
 // an enabled one) first sends a test message (verify).
 func Update(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		ifVersion, err := api.IfMatch(c)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
+		w, err := getManaged(ctx, d, r)
 		if err != nil {
 			return err
 		}
-		req, err := api.Decode[UpdateRequest](c)
-		if err != nil {
-			return err
-		}
-		w, err := getManaged(c, d)
-		if err != nil {
-			return err
-		}
-		who := api.Principal(c)
-		ctx := c.UserContext()
 		url, secrets, err := notify.Unseal(d.Box, w, d.Now())
 		if err != nil {
 			return err
 		}
 		wasEnabled := w.Enabled
-		api.SetGiven(&w.Name, req.Name)
-		api.SetGiven(&w.Kind, req.Kind)
-		newURL := api.SetGiven(&url, req.URL)
-		api.SetGiven(&w.Events, req.Events)
-		api.SetGiven(&w.Enabled, req.Enabled)
+		api.SetGiven(&w.Name, r.Body.Name)
+		api.SetGiven(&w.Kind, r.Body.Kind)
+		newURL := api.SetGiven(&url, r.Body.URL)
+		api.SetGiven(&w.Events, r.Body.Events)
+		api.SetGiven(&w.Enabled, r.Body.Enabled)
 		var p horizon.Problems
 		check(ctx, d, &p, w.Name, w.Kind, url, w.Events)
 		if err := p.Err(); err != nil {
@@ -62,11 +52,11 @@ func Update(d api.Deps) fiber.Handler {
 		}
 		w.URLSealed, w.URLShown = d.Box.SealString(notify.PurposeURL, url), notify.Redact(url)
 		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Webhook, error) {
-			out, err := store.WebhookUpdate(ctx, tx, w, ifVersion)
+			out, err := store.WebhookUpdate(ctx, tx, w, r.IfVersion)
 			if err != nil {
 				return out, err
 			}
-			return out, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "webhook.update", ObjectType: "webhook",
+			return out, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "webhook.update", ObjectType: "webhook",
 				ObjectID: &out.ID, TeamID: out.TeamID, Details: map[string]any{"name": out.Name, "kind": out.Kind, "events": out.Events, "enabled": out.Enabled}})
 		})
 		if err != nil {
@@ -74,28 +64,27 @@ func Update(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(toWebhook(out))
-	}
+	})
 }
 
 // Delete removes a subscription and its delivery log; its pending deliveries are dropped.
 func Delete(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		w, err := getManaged(c, d)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		w, err := getManaged(ctx, d, r)
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
-		if err := store.WithTx(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) error {
+		if err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
 			if err := store.WebhookDelete(ctx, tx, w.ID); err != nil {
 				return err
 			}
-			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "webhook.delete", ObjectType: "webhook",
+			return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "webhook.delete", ObjectType: "webhook",
 				ObjectID: &w.ID, TeamID: w.TeamID, Details: map[string]any{"name": w.Name}})
 		}); err != nil {
 			return err
 		}
 		return c.SendStatus(fiber.StatusNoContent)
-	}
+	})
 }
 
 // SecretGrace is how long the previous signing secret keeps signing after a rotation, so that
@@ -105,19 +94,18 @@ const SecretGrace = 24 * time.Hour
 // RotateSecret makes a new signing secret, shown once; the previous one signs too for
 // SecretGrace.
 func RotateSecret(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		w, err := getManaged(c, d)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		w, err := getManaged(ctx, d, r)
 		if err != nil {
 			return err
 		}
-		who := api.Principal(c)
 		secret := notify.NewSecret()
-		out, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Webhook, error) {
+		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Webhook, error) {
 			out, err := store.WebhookRotateSecret(ctx, tx, w.ID, d.Box.SealString(notify.PurposeSecret, secret), d.Now().Add(SecretGrace))
 			if err != nil {
 				return out, err
 			}
-			return out, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "webhook.rotate_secret",
+			return out, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &r.Who.UserID, Action: "webhook.rotate_secret",
 				ObjectType: "webhook", ObjectID: &out.ID, TeamID: out.TeamID})
 		})
 		if err != nil {
@@ -125,39 +113,35 @@ func RotateSecret(d api.Deps) fiber.Handler {
 		}
 		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return c.JSON(Created{Webhook: toWebhook(out), Secret: secret})
-	}
+	})
 }
 
 // Test queues a test message to the subscription (enabled or not); its delivery is in the log.
 func Test(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		w, err := getManaged(c, d)
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		w, err := getManaged(ctx, d, r)
 		if err != nil {
 			return err
 		}
-		del, err := store.DeliveryCreateTest(c.UserContext(), d.DB, w.ID)
+		del, err := store.DeliveryCreateTest(ctx, d.DB, w.ID)
 		if err != nil {
 			return err
 		}
 		return c.Status(fiber.StatusAccepted).JSON(toDelivery(del))
-	}
+	})
 }
 
 // Redeliver sends a delivery's event again, as a new delivery (same webhook-id).
 func Redeliver(d api.Deps) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		id, err := api.ParamID(c, "delivery_id")
+	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
+		w, err := getManaged(ctx, d, r)
 		if err != nil {
 			return err
 		}
-		w, err := getManaged(c, d)
-		if err != nil {
-			return err
-		}
-		del, err := store.DeliveryRedeliver(c.UserContext(), d.DB, w.ID, id)
+		del, err := store.DeliveryRedeliver(ctx, d.DB, w.ID, r.Sub)
 		if err != nil {
 			return err
 		}
 		return c.Status(fiber.StatusAccepted).JSON(toDelivery(del))
-	}
+	})
 }
