@@ -361,16 +361,40 @@ func (s *soak) teamLoop(ctx context.Context, tm *team) {
 				s.reveal(tm, id)
 			}
 		}
-		if state == "busy" {
-			continue // left for the final check to judge
+		s.removeStack(ctx, tm, id)
+	}
+}
+
+// removeStack removes the stack before the team's next one: the team's addresses come free only
+// then (a team that moved on with its stack left would have every later deploy refused). A
+// removal that a fault refused or failed is tried again, as an operator would, after a pause
+// that outlasts a fault (a node is offline for up to 15 s); once ctx is done, a few times only.
+func (s *soak) removeStack(ctx context.Context, tm *team, id string) {
+	removing := false // whether the stack's last run is a removal
+	for try := 0; try < 30; try++ {
+		if try > 0 {
+			if ctx.Err() != nil && try > 3 {
+				break
+			}
+			time.Sleep(time.Duration(min(try, 6)) * 5 * time.Second)
 		}
-		// A removal that a fault failed is retried, as an operator would, so that the team's
-		// addresses come free for its next stack.
-		s.retried("remove", http.MethodDelete, "/v1/stacks/"+id, tm.token, nil)
-		for try := 0; try < 3 && s.waitIdle(tm, id, 5*time.Minute) == "failed"; try++ {
-			s.retried("retry-remove", http.MethodPost, "/v1/stacks/"+id+"/retry", tm.token, nil)
+		switch s.waitIdle(tm, id, 5*time.Minute) {
+		case "removed":
+			return
+		case "busy":
+			continue // a run still works on it: wait again
+		case "failed":
+			if removing {
+				if st, _ := s.retried("retry-remove", http.MethodPost, "/v1/stacks/"+id+"/retry", tm.token, nil); st == 202 {
+					continue
+				}
+			}
+		}
+		if st, _ := s.retried("remove", http.MethodDelete, "/v1/stacks/"+id, tm.token, nil); st == 202 {
+			removing = true
 		}
 	}
+	s.count("removal given up") // the final check judges what is left
 }
 
 // dayTwo runs one operation on a deployed stack, picked at random.
@@ -623,14 +647,28 @@ type sample struct {
 }
 
 func (s *soak) sample(ctx context.Context) {
-	for {
+	for n := 1; ; n++ {
 		s.sampleOnce()
+		if n%30 == 0 { // every 5 minutes: what a run that is stopped early has shown
+			s.progress()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(10 * time.Second):
 		}
 	}
+}
+
+// progress logs the operations and faults so far and the latest sample.
+func (s *soak) progress() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.samples[len(s.samples)-1]
+	s.t.Logf("soak progress at %s: ops %v; faults %v; problems %d, log findings %d; API+sandbox RSS %.0f KiB, %.0f fds, %.0f goroutines; "+
+		"workers RSS %.0f KiB, %.0f fds, %.0f threads; database %.0f KiB; Redis %.0f KiB, %.0f keys; load %s",
+		time.Now().UTC().Format(time.TimeOnly), s.ops, s.faultLog, len(s.problems), len(s.logIssues), x.apiRSS, x.apiFDs, x.goroutines,
+		x.workerRSS, x.workerFDs, x.threads, x.dbBytes/1024, x.redisBytes/1024, x.redisKeys, loadAvg())
 }
 
 func (s *soak) sampleOnce() {
