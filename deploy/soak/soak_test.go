@@ -26,8 +26,10 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"horizon/deploy/sandbox/pve"
+	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
 	"horizon/shared/auth"
+	"horizon/shared/testkit"
 	"horizon/workers/worker/workertest"
 )
 
@@ -54,6 +56,7 @@ func TestSoak(t *testing.T) {
 		wg.Go(func() { s.teamLoop(ctx, s.teams[i]) })
 	}
 	wg.Go(func() { s.faults(ctx) })
+	wg.Go(func() { s.isoLoop(ctx) })
 	wg.Go(func() { s.sample(ctx) })
 	s.streams(ctx, &wg)
 	wg.Wait()
@@ -61,6 +64,11 @@ func TestSoak(t *testing.T) {
 	// Every acknowledged run gets time to end: the workers' reconciler (every 5 s here) takes
 	// over what a killed worker left.
 	s.settle(t, 5*time.Minute)
+	// Every log follower reads its run to the end; one still waiting a minute after the runs
+	// ended gives up (and says so).
+	stopFollowers := time.AfterFunc(time.Minute, s.stopFollow)
+	s.followers.Wait()
+	stopFollowers.Stop()
 	s.client.CloseIdleConnections()
 	time.Sleep(5 * time.Second) // closed streams and connections wind down
 	s.sampleOnce()
@@ -74,6 +82,13 @@ type soak struct {
 	lab    *labtest.Lab
 	client *http.Client
 	bin    string
+	pg     *testkit.Postgres
+	redis  *testkit.RedisServer
+	iso    isoSource
+
+	followers  sync.WaitGroup
+	followCtx  context.Context
+	stopFollow context.CancelFunc
 
 	mu        sync.Mutex
 	workers   []*workerProc
@@ -85,6 +100,16 @@ type soak struct {
 	problems  []string // unexpected answers (5xx, malformed)
 	faultLog  map[string]int
 	samples   []sample
+	// redisOutages are the times the soak stopped Redis: a follower whose run spans a crash
+	// may miss lines Redis lost (appendfsync everysec) without a notice.
+	redisOutages []redisOutage
+	logIssues    []string // log followers' findings
+	logGaps      []string // lines missed live without a notice after a Redis restart (a known gap)
+}
+
+type redisOutage struct {
+	at    time.Time
+	crash bool
 }
 
 // workerProc is one workers process; dead once the soak killed it.
@@ -111,9 +136,16 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 }
 
 func newSoak(t *testing.T) *soak {
-	lab := labtest.New(t, labtest.Options{Sandbox: func(c *pve.Config) { c.TaskDuration = 200 * time.Millisecond }})
+	// A Postgres and a Redis of the soak's own, so that it can restart them.
+	pg := testkit.StartPostgres(t, "horizon_soak")
+	rs := testkit.StartRedis(t)
+	lab := labtest.New(t, labtest.Options{API: &apitest.Options{DatabaseURL: pg.URL("horizon_soak"), RedisURL: rs.URL()},
+		Sandbox: func(c *pve.Config) { c.TaskDuration = 200 * time.Millisecond }})
 	s := &soak{t: t, lab: lab, client: &http.Client{Timeout: 30 * time.Second}, bin: workertest.Build(t), ops: map[string]int{},
-		faultLog: map[string]int{}}
+		faultLog: map[string]int{}, pg: pg, redis: rs}
+	s.iso = newISOSource(t, s)
+	s.followCtx, s.stopFollow = context.WithCancel(context.Background())
+	t.Cleanup(s.stopFollow)
 	if len(lab.Addrs) < 3*soakTeams {
 		t.Fatalf("the lab has %d addresses, want %d", len(lab.Addrs), 3*soakTeams)
 	}
@@ -141,7 +173,8 @@ func (s *soak) startWorker() {
 	api := s.lab.API
 	p := workertest.Process(s.t, s.bin, workertest.ProcessConfig{DatabaseURL: api.DB.Config().ConnString(), Namespace: api.Deps.Namespace,
 		SecretKey: api.SecretKey, Output: buf,
-		Env: []string{"HORIZON_RECONCILE_INTERVAL=5s", "HORIZON_WORKERS_LISTEN=127.0.0.1:0", "HORIZON_LOG_LEVEL=info"}})
+		Env: []string{"HORIZON_REDIS_URL=" + s.redis.URL(), "HORIZON_RECONCILE_INTERVAL=5s", "HORIZON_WORKERS_LISTEN=127.0.0.1:0",
+			"HORIZON_LOG_LEVEL=info"}})
 	s.mu.Lock()
 	s.workers = append(s.workers, &workerProc{cmd: p})
 	s.workerLog = append(s.workerLog, buf)
@@ -222,17 +255,21 @@ func (s *soak) count(op string) {
 	s.ops[op]++
 }
 
-// started records an acknowledged run.
-func (s *soak) started(op string, status int, run map[string]any) bool {
+// started records an acknowledged run: the answer is the run, or an ISO with its run in
+// current_run. It returns the run's id ("" when the answer is not a 202).
+func (s *soak) started(op string, status int, answer map[string]any) string {
 	if status != 202 {
-		return false
+		return ""
 	}
-	id, _ := run["id"].(string)
+	id, _ := answer["id"].(string)
+	if run, ok := answer["current_run"].(map[string]any); ok {
+		id, _ = run["id"].(string)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ops[op]++
 	s.acked = append(s.acked, id)
-	return true
+	return id
 }
 
 // retried sends a request that starts work like a bot does: with an Idempotency-Key, and again
@@ -248,7 +285,9 @@ func (s *soak) retried(op, method, path, token string, body any) (int, map[strin
 		}
 		time.Sleep(time.Second)
 	}
-	if !s.started(op, st, m) {
+	if run := s.started(op, st, m); run != "" {
+		s.follow(path, token, run, m)
+	} else {
 		s.refused(op, st, m)
 	}
 	return st, m
@@ -328,16 +367,40 @@ func (s *soak) teamLoop(ctx context.Context, tm *team) {
 				s.reveal(tm, id)
 			}
 		}
-		if state == "busy" {
-			continue // left for the final check to judge
+		s.removeStack(ctx, tm, id)
+	}
+}
+
+// removeStack removes the stack before the team's next one: the team's addresses come free only
+// then (a team that moved on with its stack left would have every later deploy refused). A
+// removal that a fault refused or failed is tried again, as an operator would, after a pause
+// that outlasts a fault (a node is offline for up to 15 s); once ctx is done, a few times only.
+func (s *soak) removeStack(ctx context.Context, tm *team, id string) {
+	removing := false // whether the stack's last run is a removal
+	for try := 0; try < 30; try++ {
+		if try > 0 {
+			if ctx.Err() != nil && try > 3 {
+				break
+			}
+			time.Sleep(time.Duration(min(try, 6)) * 5 * time.Second)
 		}
-		// A removal that a fault failed is retried, as an operator would, so that the team's
-		// addresses come free for its next stack.
-		s.retried("remove", http.MethodDelete, "/v1/stacks/"+id, tm.token, nil)
-		for try := 0; try < 3 && s.waitIdle(tm, id, 5*time.Minute) == "failed"; try++ {
-			s.retried("retry-remove", http.MethodPost, "/v1/stacks/"+id+"/retry", tm.token, nil)
+		switch s.waitIdle(tm, id, 5*time.Minute) {
+		case "removed":
+			return
+		case "busy":
+			continue // a run still works on it: wait again
+		case "failed":
+			if removing {
+				if st, _ := s.retried("retry-remove", http.MethodPost, "/v1/stacks/"+id+"/retry", tm.token, nil); st == 202 {
+					continue
+				}
+			}
+		}
+		if st, _ := s.retried("remove", http.MethodDelete, "/v1/stacks/"+id, tm.token, nil); st == 202 {
+			removing = true
 		}
 	}
+	s.count("removal given up") // the final check judges what is left
 }
 
 // dayTwo runs one operation on a deployed stack, picked at random.
@@ -355,7 +418,9 @@ func (s *soak) dayTwo(tm *team, id string) {
 		})
 		body["confirm"] = true
 		st, m := s.call(http.MethodPatch, "/v1/stacks/"+id, tm.token, body, map[string]string{"If-Match": etag})
-		s.started("edit", st, m)
+		if run := s.started("edit", st, m); run != "" {
+			s.follow("/v1/stacks/"+id, tm.token, run, m)
+		}
 	case 1: // add a machine, or remove it again
 		body := editBody(detail, nil)
 		apps := body["jobs"].(map[string]any)["app"].(map[string]any)
@@ -369,7 +434,9 @@ func (s *soak) dayTwo(tm *team, id string) {
 		apps["executions"] = exs
 		body["confirm"] = true
 		st, m := s.call(http.MethodPatch, "/v1/stacks/"+id, tm.token, body, map[string]string{"If-Match": etag})
-		s.started("add/remove machine", st, m)
+		if run := s.started("add/remove machine", st, m); run != "" {
+			s.follow("/v1/stacks/"+id, tm.token, run, m)
+		}
 	case 2:
 		s.retried("run-again", http.MethodPost, "/v1/stacks/"+id+"/jobs/app/executions/0/run-again", tm.token, nil)
 	case 3:
@@ -443,14 +510,20 @@ func (s *soak) reveal(tm *team, id string) {
 // faults injects one random fault every 10–25 s until ctx ends.
 func (s *soak) faults(ctx context.Context) {
 	cluster := s.lab.Sandbox.Cluster("demo")
+	var bag []int // the kinds in a random order, each once per round: even over an hour, and most of them in a short run
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(time.Duration(10+mrand.IntN(15)) * time.Second):
 		}
-		switch mrand.IntN(4) {
-		case 0:
+		if len(bag) == 0 {
+			bag = mrand.Perm(8)
+		}
+		kind := bag[0]
+		bag = bag[1:]
+		switch kind {
+		case 0, 5: // the workers' crash, twice as often as the others
 			s.mu.Lock()
 			var alive []*workerProc
 			for _, w := range s.workers {
@@ -473,21 +546,53 @@ func (s *soak) faults(ctx context.Context) {
 			time.Sleep(2 * time.Second)
 			s.startWorker()
 		case 1:
-			// What a Postgres restart does to its clients: every connection of the soak's
-			// database goes, mid-query or idle.
-			_, err := s.lab.API.DB.Exec(context.Background(),
-				`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
-			if err == nil {
-				s.fault("postgres connections killed")
+			// An operator's restart: sessions terminated, a shutdown checkpoint, down for the
+			// seconds that takes.
+			if err := s.pg.Restart("fast"); err != nil {
+				s.problem("postgres restart: %v", err)
+			} else {
+				s.fault("postgres restart (fast)")
 			}
 		case 2:
+			// A crash: no checkpoint, recovery from the WAL at start.
+			if err := s.pg.Restart("immediate"); err != nil {
+				s.problem("postgres crash: %v", err)
+			} else {
+				s.fault("postgres crash (immediate)")
+			}
+		case 3:
+			// A crash: what the append-only file had not synced (up to a second) is lost, and
+			// Redis is down for 1–5 s.
+			s.mu.Lock()
+			s.redisOutages = append(s.redisOutages, redisOutage{at: time.Now(), crash: true})
+			s.mu.Unlock()
+			_ = s.redis.Kill()
+			time.Sleep(time.Duration(1+mrand.IntN(5)) * time.Second)
+			if err := s.redis.Start(); err != nil {
+				s.problem("redis start after a crash: %v", err)
+			} else {
+				s.fault("redis SIGKILL")
+			}
+		case 4:
+			// An operator's restart: the append-only file is synced, nothing is lost.
+			s.mu.Lock()
+			s.redisOutages = append(s.redisOutages, redisOutage{at: time.Now()})
+			s.mu.Unlock()
+			_ = s.redis.Shutdown()
+			time.Sleep(time.Duration(1+mrand.IntN(3)) * time.Second)
+			if err := s.redis.Start(); err != nil {
+				s.problem("redis start after a shutdown: %v", err)
+			} else {
+				s.fault("redis restart")
+			}
+		case 6:
 			node := []string{"pve1", "pve2", "pve3"}[mrand.IntN(3)]
 			if cluster.SetNodeOnline(node, false) == nil {
 				s.fault("node offline")
 				time.Sleep(time.Duration(5+mrand.IntN(10)) * time.Second)
 				_ = cluster.SetNodeOnline(node, true)
 			}
-		case 3:
+		case 7:
 			// A VM creation that does not finish: the apply hangs on it until released.
 			s.lab.Sandbox.HangTasks("qmcreate")
 			s.fault("hung VM creation")
@@ -545,17 +650,34 @@ type sample struct {
 	workerRSS  float64 // KiB, summed over the live workers processes
 	workerFDs  float64
 	threads    float64
+	dbBytes    float64 // the soak's database (pg_database_size)
+	redisBytes float64 // the soak's Redis (used_memory)
+	redisKeys  float64
 }
 
 func (s *soak) sample(ctx context.Context) {
-	for {
+	for n := 1; ; n++ {
 		s.sampleOnce()
+		if n%30 == 0 { // every 5 minutes: what a run that is stopped early has shown
+			s.progress()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(10 * time.Second):
 		}
 	}
+}
+
+// progress logs the operations and faults so far and the latest sample.
+func (s *soak) progress() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.samples[len(s.samples)-1]
+	s.t.Logf("soak progress at %s: ops %v; faults %v; problems %d, log findings %d; API+sandbox RSS %.0f KiB, %.0f fds, %.0f goroutines; "+
+		"workers RSS %.0f KiB, %.0f fds, %.0f threads; database %.0f KiB; Redis %.0f KiB, %.0f keys; load %s",
+		time.Now().UTC().Format(time.TimeOnly), s.ops, s.faultLog, len(s.problems), len(s.logIssues), x.apiRSS, x.apiFDs, x.goroutines,
+		x.workerRSS, x.workerFDs, x.threads, x.dbBytes/1024, x.redisBytes/1024, x.redisKeys, loadAvg())
 }
 
 func (s *soak) sampleOnce() {
@@ -567,6 +689,25 @@ func (s *soak) sampleOnce() {
 		x.workerRSS += rss
 		x.threads += threads
 		x.workerFDs += openFiles(pid)
+	}
+	// While a store restarts, the previous sample's sizes stand in.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var prev sample
+	s.mu.Lock()
+	if len(s.samples) > 0 {
+		prev = s.samples[len(s.samples)-1]
+	}
+	s.mu.Unlock()
+	if err := s.lab.API.DB.QueryRow(ctx, `SELECT pg_database_size(current_database())::float8`).Scan(&x.dbBytes); err != nil {
+		x.dbBytes = prev.dbBytes
+	}
+	x.redisBytes, x.redisKeys = prev.redisBytes, prev.redisKeys
+	if info, err := s.lab.API.Redis.Info(ctx, "memory").Result(); err == nil {
+		x.redisBytes = infoField(info, "used_memory")
+	}
+	if n, err := s.lab.API.Redis.DBSize(ctx).Result(); err == nil {
+		x.redisKeys = float64(n)
 	}
 	s.mu.Lock()
 	s.samples = append(s.samples, x)
@@ -631,6 +772,9 @@ func (s *soak) check(t *testing.T) {
 	for _, p := range s.problems {
 		t.Errorf("unexpected answer: %s", p)
 	}
+	for _, p := range s.logIssues {
+		t.Errorf("log follower: %s", p)
+	}
 
 	// Every acknowledged run ended.
 	rows, err := db.Query(ctx, `SELECT id::text, kind, state FROM runs WHERE id::text = ANY($1) AND state NOT IN ('succeeded', 'failed', 'canceled')`, s.acked)
@@ -657,6 +801,17 @@ func (s *soak) check(t *testing.T) {
 	rows.Close()
 	if len(busyStacks) > 0 {
 		t.Errorf("stacks left busy: %v", busyStacks)
+	}
+	var busyISOs []string
+	rows, _ = db.Query(ctx, `SELECT name || ' ' || state FROM isos WHERE state IN ('building', 'removing')`)
+	for rows.Next() {
+		var v string
+		_ = rows.Scan(&v)
+		busyISOs = append(busyISOs, v)
+	}
+	rows.Close()
+	if len(busyISOs) > 0 {
+		t.Errorf("ISOs left busy: %v", busyISOs)
 	}
 
 	// One VM per active execution that has one, and no VM that no execution owns.
@@ -695,8 +850,8 @@ func (s *soak) check(t *testing.T) {
 	// Every finished run that started has its log ended, and its live lines are all durable.
 	var unended []string
 	// A removed stack's logs are deleted with it (workers/runs): only the others' are checked.
-	rows, _ = db.Query(ctx, `SELECT r.id::text || ' ' || r.kind || ' ' || r.state FROM runs r JOIN stacks s ON s.id = r.stack_id
-		WHERE s.state <> 'removed' AND r.started_at IS NOT NULL
+	rows, _ = db.Query(ctx, `SELECT r.id::text || ' ' || r.kind || ' ' || r.state FROM runs r LEFT JOIN stacks s ON s.id = r.stack_id
+		WHERE (s.state <> 'removed' OR r.iso_id IS NOT NULL) AND r.started_at IS NOT NULL
 		AND r.state IN ('succeeded', 'failed', 'canceled') AND NOT EXISTS (SELECT 1 FROM log_ends e WHERE e.run_id = r.id)`)
 	for rows.Next() {
 		var v string
@@ -714,8 +869,8 @@ func (s *soak) check(t *testing.T) {
 	for _, k := range keys {
 		run := strings.TrimPrefix(k, ns+":log:")
 		var kept bool
-		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs r JOIN stacks s ON s.id = r.stack_id WHERE r.id::text = $1
-			AND s.state <> 'removed')`, run).Scan(&kept); err != nil || !kept {
+		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs r LEFT JOIN stacks s ON s.id = r.stack_id WHERE r.id::text = $1
+			AND (s.state <> 'removed' OR r.iso_id IS NOT NULL))`, run).Scan(&kept); err != nil || !kept {
 			continue
 		}
 		entries, err := rdb.XRange(ctx, k, "-", "+").Result()
@@ -851,19 +1006,33 @@ func (s *soak) report(t *testing.T, duration time.Duration) {
 		line("workers processes RSS, sum (KiB)", "KiB", func(x sample) float64 { return x.workerRSS })
 		line("workers processes open files, sum", "", func(x sample) float64 { return x.workerFDs })
 		line("workers processes threads, sum", "", func(x sample) float64 { return x.threads })
+		line("Postgres database size (KiB)", "KiB", func(x sample) float64 { return x.dbBytes / 1024 })
+		line("Redis used_memory (KiB)", "KiB", func(x sample) float64 { return x.redisBytes / 1024 })
+		line("Redis keys", "", func(x sample) float64 { return x.redisKeys })
 		fmt.Fprintf(&b, "(workers processes are restarted by the SIGKILL fault: their sums drop and rise with them)\n")
 	}
 
-	fmt.Fprintf(&b, "Postgres tables (size, live rows, dead rows):\n")
-	rows, _ = s.lab.API.DB.Query(ctx, `SELECT relname, pg_size_pretty(pg_total_relation_size(relid)), n_live_tup, n_dead_tup
+	// Live rows are counted: a crash (immediate shutdown) resets the statistics' counters, so
+	// the dead rows shown are those since the last crash.
+	fmt.Fprintf(&b, "Postgres tables (size, rows counted, dead rows in the statistics):\n")
+	type table struct {
+		name, size string
+		dead       int64
+	}
+	var tables []table
+	rows, _ = s.lab.API.DB.Query(ctx, `SELECT relname, pg_size_pretty(pg_total_relation_size(relid)), n_dead_tup
 		FROM pg_stat_user_tables WHERE pg_total_relation_size(relid) > 16384 ORDER BY pg_total_relation_size(relid) DESC LIMIT 15`)
 	for rows.Next() {
-		var name, size string
-		var live, dead int64
-		_ = rows.Scan(&name, &size, &live, &dead)
-		fmt.Fprintf(&b, "  %-28s %10s %8d live %8d dead\n", name, size, live, dead)
+		var x table
+		_ = rows.Scan(&x.name, &x.size, &x.dead)
+		tables = append(tables, x)
 	}
 	rows.Close()
+	for _, x := range tables {
+		var live int64
+		_ = s.lab.API.DB.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %q`, x.name)).Scan(&live)
+		fmt.Fprintf(&b, "  %-28s %10s %8d rows %8d dead\n", x.name, x.size, live, x.dead)
+	}
 
 	rdb := s.lab.API.Redis
 	keys, _ := rdb.Keys(ctx, s.lab.API.Deps.Namespace+"*").Result()
@@ -873,13 +1042,13 @@ func (s *soak) report(t *testing.T, duration time.Duration) {
 		bytesUsed += n
 	}
 	info, _ := rdb.Info(ctx, "memory").Result()
-	used := ""
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory_human:"); ok {
-			used = v
-		}
+	fmt.Fprintf(&b, "Redis: %d keys in the namespace, %d KiB (MEMORY USAGE); the soak's server uses %.0f KiB in all\n", len(keys), bytesUsed>>10,
+		infoField(info, "used_memory")/1024)
+	fmt.Fprintf(&b, "log followers' findings: %d; lines missed live after a Redis restart without the notice (shared/logstream gap): %d runs\n",
+		len(s.logIssues), len(s.logGaps))
+	for _, g := range s.logGaps {
+		fmt.Fprintf(&b, "  %s\n", g)
 	}
-	fmt.Fprintf(&b, "Redis: %d keys in the namespace, %d KiB (MEMORY USAGE); the shared server uses %s in all\n", len(keys), bytesUsed>>10, used)
 	t.Log(b.String())
 }
 
@@ -926,4 +1095,15 @@ func loadAvg() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// infoField is a numeric field of Redis's INFO text.
+func infoField(info, field string) float64 {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n
+		}
+	}
+	return 0
 }

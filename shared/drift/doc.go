@@ -28,5 +28,9 @@
 //   - A VM whose node is offline shows status "unknown": nothing is concluded about it, and no
 //     finding is raised or cleared.
 //   - Locks that PVE takes for routine work and drops by itself (backup, snapshot,
-//     snapshot-delete, migrate) are not drift.
+//     snapshot-delete, rollback, migrate) are not drift.
+//   - A snapshot rollback (qmrollback) puts the snapshot's settings back: it is a finding only
+//     for the keys Horizon set that then differ (and "stopped" when it leaves the VM off, as PVE
+//     does without start=1), attributed to the rollback; its task makes the check read the
+//     config at once, since a key the listing does not show may have changed.
 package drift

@@ -100,7 +100,7 @@ var unusedRE = regexp.MustCompile(`^unused\d+$`)
 func managed(key string) bool { return !ignoredKeys[key] && !unusedRE.MatchString(key) }
 
 // transientLocks are the locks PVE takes for routine operations and releases by itself.
-var transientLocks = map[string]bool{"backup": true, "snapshot": true, "snapshot-delete": true, "migrate": true}
+var transientLocks = map[string]bool{"backup": true, "snapshot": true, "snapshot-delete": true, "rollback": true, "migrate": true}
 
 // Capture is what a config answer (GET …/config) says about a machine: the keys a module may
 // have set, as strings, the digest, and its identity (smbios1 uuid, meta ctime).
@@ -320,10 +320,10 @@ type Task struct {
 var explainedBy = map[Kind][]string{
 	Missing:  {"qmdestroy"},
 	Moved:    {"qmigrate"},
-	Stopped:  {"qmstop", "qmshutdown"},
-	Changed:  {"qmconfig", "resize", "qmstart", "qmreboot"},
-	Added:    {"qmconfig"},
-	Removed:  {"qmconfig"},
+	Stopped:  {"qmstop", "qmshutdown", "qmrollback"},
+	Changed:  {"qmconfig", "resize", "qmstart", "qmreboot", "qmrollback"},
+	Added:    {"qmconfig", "qmrollback"},
+	Removed:  {"qmconfig", "qmrollback"},
 	Replaced: {"qmcreate", "qmclone", "qmrestore", "qmdestroy"},
 }
 
@@ -356,7 +356,7 @@ func Attribute(rec Record, findings []Finding, tasks []Task) {
 func Mentions(tasks []Task, rec Record) bool {
 	id := strconv.Itoa(rec.VMID)
 	for _, t := range tasks {
-		if t.ID == id && t.StartTime > rec.RecordedAt.Unix() && slices.Contains([]string{"qmconfig", "resize", "qmcreate", "qmclone", "qmrestore", "qmdestroy", "qmigrate"}, t.Type) {
+		if t.ID == id && t.StartTime > rec.RecordedAt.Unix() && slices.Contains([]string{"qmconfig", "resize", "qmrollback", "qmcreate", "qmclone", "qmrestore", "qmdestroy", "qmigrate"}, t.Type) {
 			return true
 		}
 	}

@@ -8,8 +8,8 @@
 //   - Cost per check of a server: one GET /cluster/resources?type=vm, one task-log read per
 //     node that holds a checked machine (PVE has no cluster-wide task listing), and one config
 //     read per machine whose listing row shows memory, CPUs or the boot disk changed, whose
-//     node's task log names it (qmconfig, resize, migration…), that has an open config
-//     finding, or that the rolling sweep reaches. PVE shows a config's digest only in the
+//     node's task log names it (qmconfig, resize, a snapshot rollback, migration…), that has an
+//     open config finding, or that the rolling sweep reaches. PVE shows a config's digest only in the
 //     config itself, and a synchronous config edit (PUT …/config, what the web UI's hardware
 //     and options panels do) leaves no task; the sweep reads the configs not read for longest,
 //     ceil(machines / Sweep) per check, so every config is read at least once every Sweep

@@ -3,6 +3,7 @@ package pve
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -13,6 +14,8 @@ func (c *Cluster) snapshotRoutes() []route {
 	return []route{
 		{method: "GET", pattern: "/nodes/{node}/qemu/{vmid}/snapshot", handle: c.listSnapshots},
 		{method: "POST", pattern: "/nodes/{node}/qemu/{vmid}/snapshot", params: []string{"snapname", "description", "vmstate"}, handle: c.createSnapshot},
+		{method: "POST", pattern: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback", params: []string{"start"}, handle: c.rollbackSnapshot},
+		{method: "DELETE", pattern: "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}", params: []string{"force"}, handle: c.deleteSnapshot},
 		{method: "POST", pattern: "/nodes/{node}/qemu/{vmid}/migrate", handle: c.migrateVM,
 			params: []string{"target", "online", "with-local-disks", "force", "bwlimit", "migration_network", "migration_type", "targetstorage", "with-conntrack-state"}},
 	}
@@ -92,6 +95,141 @@ func (c *Cluster) createSnapshot(k *call) (any, error) {
 		t.logf("snapshotting '%s'", name)
 		return nil
 	}), nil
+}
+
+// rollbackSnapshot puts the VM's config back as it was at the snapshot, in a qmrollback task,
+// as PVE does (PVE::AbstractConfig::snapshot_rollback): a running VM is stopped first (the
+// sandbox takes no RAM state, so it stays stopped unless start=1); the current notes
+// (description) and unused disks are kept; the config's parent becomes the snapshot; the
+// disks go back to their sizes at the snapshot. Settings changed since the snapshot revert,
+// so drift checks see exactly the keys that differ from what Horizon set.
+func (c *Cluster) rollbackSnapshot(k *call) (any, error) {
+	name := k.vars["snapname"]
+	start := k.p.bool("start", false)
+	if err := k.p.err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, err := c.lookupVM(k)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.Snapshots[name]; !ok {
+		return nil, failf("snapshot '%s' does not exist", name)
+	}
+	if l := v.Conf["lock"]; l != "" {
+		return nil, failf("VM is locked (%s)", l)
+	}
+	v.Conf["lock"] = "rollback"
+	return c.startTask(v.Node, "qmrollback", vmidString(v.VMID), k.user, nil, func(t *task) error {
+		delete(v.Conf, "lock")
+		if c.vms[v.VMID] != v {
+			return fmt.Errorf("VM %d does not exist any more", v.VMID)
+		}
+		snap, ok := v.Snapshots[name]
+		if !ok {
+			return fmt.Errorf("snapshot '%s' does not exist", name)
+		}
+		if err := c.stopVM(v, t); err != nil {
+			return err
+		}
+		conf := copyMap(snap)
+		delete(conf, "snaptime")
+		delete(conf, "description") // the snapshot's own comment, not the VM's notes
+		for key, val := range v.Conf {
+			if key == "description" || unusedKeyRE.MatchString(key) {
+				conf[key] = val
+			}
+		}
+		conf["parent"] = name
+		for key, val := range conf {
+			if !isDriveKey(key) {
+				continue
+			}
+			d, err := parseDrive(val)
+			if err != nil {
+				continue
+			}
+			if vol := c.volumes[volumeOf(val)]; vol != nil {
+				if size, ok := parseSize(d.opts["size"]); ok {
+					vol.Size = size
+				}
+			}
+		}
+		v.Conf = conf
+		t.logf("rollback to snapshot '%s'", name)
+		if start {
+			return c.startVM(v, t)
+		}
+		return nil
+	}), nil
+}
+
+// deleteSnapshot removes a snapshot's section in a qmdelsnapshot task, as PVE does: the
+// snapshots (and the config) whose parent it was take its parent.
+func (c *Cluster) deleteSnapshot(k *call) (any, error) {
+	name := k.vars["snapname"]
+	k.p.bool("force", false)
+	if err := k.p.err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, err := c.lookupVM(k)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.Snapshots[name]; !ok {
+		return nil, failf("snapshot '%s' does not exist", name)
+	}
+	if l := v.Conf["lock"]; l != "" {
+		return nil, failf("VM is locked (%s)", l)
+	}
+	v.Conf["lock"] = "snapshot-delete"
+	return c.startTask(v.Node, "qmdelsnapshot", vmidString(v.VMID), k.user, nil, func(t *task) error {
+		delete(v.Conf, "lock")
+		if c.vms[v.VMID] != v {
+			return fmt.Errorf("VM %d does not exist any more", v.VMID)
+		}
+		snap, ok := v.Snapshots[name]
+		if !ok {
+			return fmt.Errorf("snapshot '%s' does not exist", name)
+		}
+		reparent := func(m map[string]string) {
+			if m["parent"] != name {
+				return
+			}
+			if p := snap["parent"]; p != "" {
+				m["parent"] = p
+			} else {
+				delete(m, "parent")
+			}
+		}
+		delete(v.Snapshots, name)
+		for _, other := range v.Snapshots {
+			reparent(other)
+		}
+		reparent(v.Conf)
+		t.logf("delete snapshot '%s'", name)
+		return nil
+	}), nil
+}
+
+// unusedKeyRE matches the unusedN keys a rollback keeps.
+var unusedKeyRE = regexp.MustCompile(`^unused\d+$`)
+
+// parseSize reads a size= value ("32G", "512M", bytes) as bytes.
+func parseSize(s string) (int64, bool) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil || m[1] != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(m[2], 64)
+	if err != nil {
+		return 0, false
+	}
+	return int64(n * float64(map[string]int64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m[3]])), true
 }
 
 // migrateVM moves a VM to another node of the cluster in a qmigrate task on the source node.

@@ -2,6 +2,7 @@ package pve
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -61,4 +62,62 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("config on the old node: %d", r.status)
 	}
 	mustOK(t, e.call(t, "GET", "/nodes/pve2/qemu/100/config", nil))
+}
+
+// TestSnapshotRollbackAndDelete: a rollback, as in PVE, puts back the settings of the
+// snapshot (memory, a disk's size), keeps the current notes, makes the snapshot the parent,
+// stops a running VM unless start=1; a deletion hands the snapshot's parent to its children.
+func TestSnapshotRollbackAndDelete(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.mustTaskOK(t, "POST", "/nodes/pve1/qemu", url.Values{"vmid": {"100"}, "scsi0": {"local-lvm:4"}, "name": {"a"}, "memory": {"512"}})
+	e.mustTaskOK(t, "POST", "/nodes/pve1/qemu/100/status/start", nil)
+	config := func() map[string]any {
+		return mustOK(t, e.call(t, "GET", "/nodes/pve1/qemu/100/config", nil)).(map[string]any)
+	}
+	e.mustTaskOK(t, "POST", "/nodes/pve1/qemu/100/snapshot", url.Values{"snapname": {"first"}, "description": {"before the upgrade"}})
+	if err := e.putConfig(t, url.Values{"memory": {"2048"}, "description": {"upgraded by Bob"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustTaskOK(t, "PUT", "/nodes/pve1/qemu/100/resize", url.Values{"disk": {"scsi0"}, "size": {"8G"}})
+	e.mustTaskOK(t, "POST", "/nodes/pve1/qemu/100/snapshot", url.Values{"snapname": {"second"}})
+
+	if r := e.call(t, "POST", "/nodes/pve1/qemu/100/snapshot/nope/rollback", nil); r.status != 500 || r.reason != "snapshot 'nope' does not exist" {
+		t.Fatalf("rollback to an unknown snapshot: %d %q", r.status, r.reason)
+	}
+	tk := e.mustTaskOK(t, "POST", "/nodes/pve1/qemu/100/snapshot/first/rollback", nil)
+	if tk.Type != "qmrollback" || tk.ID != "100" {
+		t.Fatalf("rollback task %+v", tk)
+	}
+	c := config()
+	if c["memory"] != "512" || !strings.Contains(c["scsi0"].(string), "size=4G") || c["description"] != "upgraded by Bob" ||
+		c["parent"] != "first" || c["snaptime"] != nil {
+		t.Fatalf("after a rollback to first: %v", c)
+	}
+	if v := e.vm(t, 100); v.Status != "stopped" {
+		t.Fatalf("a rollback without start left the VM %s", v.Status)
+	}
+	e.mustTaskOK(t, "POST", "/nodes/pve1/qemu/100/snapshot/second/rollback", url.Values{"start": {"1"}})
+	if c := config(); c["memory"] != "2048" || !strings.Contains(c["scsi0"].(string), "size=8G") || c["parent"] != "second" || e.vm(t, 100).Status != "running" {
+		t.Fatalf("after a rollback to second with start: %v, %s", c, e.vm(t, 100).Status)
+	}
+
+	// second's parent is first: deleting first gives second no parent; deleting second then
+	// leaves the config without one.
+	before := config()["digest"]
+	tk = e.mustTaskOK(t, "DELETE", "/nodes/pve1/qemu/100/snapshot/first", nil)
+	if tk.Type != "qmdelsnapshot" {
+		t.Fatalf("delete task %+v", tk)
+	}
+	snaps := mustOK(t, e.call(t, "GET", "/nodes/pve1/qemu/100/snapshot", nil)).([]any)
+	if len(snaps) != 2 || snaps[0].(map[string]any)["name"] != "second" || snaps[0].(map[string]any)["parent"] != nil {
+		t.Fatalf("after deleting first: %v", snaps)
+	}
+	e.mustTaskOK(t, "DELETE", "/nodes/pve1/qemu/100/snapshot/second", nil)
+	if c := config(); c["parent"] != nil || c["digest"] == before || c["memory"] != "2048" {
+		t.Fatalf("after deleting second: %v", c)
+	}
+	if r := e.call(t, "DELETE", "/nodes/pve1/qemu/100/snapshot/second", nil); r.status != 500 {
+		t.Fatalf("deleting a deleted snapshot: %d %q", r.status, r.reason)
+	}
 }
