@@ -72,6 +72,12 @@ func consoleLink(console string, data map[string]any) string {
 
 var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
+// mattermostEscaper keeps a name or an error line from pinging (@channel, @all, @here, @user: a
+// zero-width space after the @ breaks the mention, as chat bots do) and from becoming Markdown
+// (a link, an image, emphasis): Markdown's backslash escapes.
+var mattermostEscaper = strings.NewReplacer("@", "@\u200b", "\\", "\\\\", "[", "\\[", "]", "\\]", "(", "\\(", ")", "\\)",
+	"<", "\\<", ">", "\\>", "!", "\\!", "`", "\\`", "*", "\\*", "_", "\\_", "~", "\\~", "#", "\\#", "|", "\\|")
+
 // Text is the one-line chat message of an event.
 func Text(kind Kind, t EventType, data map[string]any) string {
 	s := func(k string) string {
@@ -105,6 +111,8 @@ func Text(kind Kind, t EventType, data map[string]any) string {
 		// Slack reads <…> as links and mentions (<!channel>): a name or an error line carrying
 		// them would ping a channel or show a foreign link. Its documented escapes are these three.
 		msg = slackEscaper.Replace(msg)
+	} else if kind == KindMattermost {
+		msg = mattermostEscaper.Replace(msg)
 	}
 	if link := s("console_url"); link != "" {
 		if kind == KindSlack {

@@ -34,12 +34,13 @@ type mattermostBody struct {
 // TestChatBodiesHaveTheDocumentedShape renders every event type for Slack and Mattermost and
 // decodes the body strictly against the fields each documents: a non-empty text, nothing else
 // unknown; Slack's text escapes &, < and > (so that an error line cannot ping a channel with
-// <!channel>) and links as <url|label>, Mattermost's as Markdown.
+// <!channel>) and links as <url|label>; Mattermost's breaks mentions and escapes Markdown, its
+// own link excepted.
 func TestChatBodiesHaveTheDocumentedShape(t *testing.T) {
 	t.Parallel()
 	data := map[string]any{"run_id": "r1", "run_kind": "deploy", "result": "failed", "stack_id": "s1", "stack_name": "web",
 		"team_id": "t1", "team_name": "ops & co", "actor_name": "ann", "from_state": "deploying", "to_state": "failed",
-		"iso_id": "i1", "iso_name": "debian", "state": "built", "findings": 2, "error": "boom <!channel> a<b",
+		"iso_id": "i1", "iso_name": "debian", "state": "built", "findings": 2, "error": "boom <!channel> a<b @channel @all [x](https://evil.example) **b**",
 		"at": time.Now().UTC().Format(time.RFC3339)}
 	for _, typ := range []EventType{RunFinished, ActionFinished, StackStateChanged, ISOBuilt, ISOFailed, DriftFound, DriftCleared, Test} {
 		for _, kind := range []Kind{KindSlack, KindMattermost} {
@@ -69,8 +70,13 @@ func TestChatBodiesHaveTheDocumentedShape(t *testing.T) {
 				if !strings.HasSuffix(msg, "|Open in Horizon>") || !strings.Contains(msg, "<https://console.example.test/") {
 					t.Errorf("slack %s: no <url|label> link in %q", typ, msg)
 				}
-			} else if !strings.Contains(msg, "[Open in Horizon](https://console.example.test/") {
-				t.Errorf("mattermost %s: no Markdown link in %q", typ, msg)
+			} else {
+				if !strings.HasSuffix(msg, ")") || !strings.Contains(msg, " [Open in Horizon](https://console.example.test/") {
+					t.Errorf("mattermost %s: no Markdown link in %q", typ, msg)
+				}
+				if strings.Contains(msg, "@channel") || strings.Contains(msg, "@all") || strings.Contains(msg, "[x](") || strings.Contains(msg, "**b**") {
+					t.Errorf("mattermost %s: a mention or Markdown from the data survives in %q", typ, msg)
+				}
 			}
 		}
 	}
