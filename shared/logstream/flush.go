@@ -38,6 +38,7 @@ func (w *Writer) flushLoop() {
 			done := n == 0 && w.closing
 			w.mu.Unlock()
 			if done {
+				w.noticeAtClose()
 				return
 			}
 			if n == 0 {
@@ -93,6 +94,22 @@ func (w *Writer) assign(batch []Line) []Line {
 	w.mu.Unlock()
 	w.unnoticed += len(batch) - sent
 	return batch
+}
+
+// noticeAtClose tells live followers, once more at the end, about lines that only reached
+// Postgres: the notice otherwise rides on the next batch, and a step that ends while Redis is
+// failing, or within RedisRetry of its return, has none. Redis is tried now whatever the
+// retry interval; if it still fails the notice is stored like the lines it speaks of.
+func (w *Writer) noticeAtClose() {
+	if w.unnoticed == 0 || w.abandoned() {
+		return
+	}
+	w.retryAt = time.Time{}
+	batch := w.assign(nil)
+	w.mu.Lock()
+	w.copying = append(w.copying, batch...)
+	kick(w.copyKick)
+	w.mu.Unlock()
 }
 
 // xadd adds lines to the stream in order and returns how many Redis took, all of them unless

@@ -271,3 +271,30 @@ func TestWriterKeepsEveryLineWhenRedisFails(t *testing.T) {
 		t.Fatalf("%d rows with fallback ids (%v), want %d", fallbacks, err, stats.Fallback)
 	}
 }
+
+// TestWriterNoticesAtCloseWhatRedisMissed: lines written during an outage, then Close right
+// after Redis is back (within the retry interval, so no batch tried Redis again): the stream
+// still gets the notice, so a live follower learns that the download holds more.
+func TestWriterNoticesAtCloseWhatRedisMissed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, logstream.Config{})
+	p := testkit.NewProxy(t, e.rdb.Options().Addr)
+	c := logstream.New(redisVia(t, p), e.db, logstream.Config{Prefix: e.ns, RedisRetry: time.Hour})
+	run, stack := uuid.New(), uuid.New()
+	w := c.NewWriter(run, stack, &secrets.Masker{})
+	p.Cut()
+	for i := range 10 {
+		if err := w.Line(uuid.Nil, "", 0, logstream.Stdout, fmt.Sprintf("during %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "lines given fallback ids", func() bool { return w.Stats().Fallback == 10 })
+	p.Restore()
+	if err := w.Close(context.Background()); !errors.Is(err, logstream.ErrNotStreamed) {
+		t.Fatalf("close: got %v, want ErrNotStreamed", err)
+	}
+	live := texts(e.backfill(run, rstream.ID{}, logstream.Filter{}))
+	if len(live) != 1 || !strings.Contains(live[0], "10 log lines were written while the live log was unavailable") {
+		t.Fatalf("stream holds %q, want the notice of the 10 lines alone", live)
+	}
+}
