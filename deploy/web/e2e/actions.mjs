@@ -25,7 +25,10 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
     await pool.getByRole("button", { name: "Run create-pool…" }).click();
     const form = page.getByRole("form", { name: "Run create-pool" });
     const dbHost = form.getByLabel("db_host");
-    check(/^\d+\.\d+\.\d+\.\d+$/.test(await dbHost.inputValue()), `db_host is prefilled with the db's address: ${await dbHost.inputValue()}`);
+    check(
+      /^\d+\.\d+\.\d+\.\d+$/.test(await dbHost.inputValue()),
+      `db_host is prefilled with the db's address: ${await dbHost.inputValue()}`,
+    );
     await form.getByText("from db.outputs.ip").waitFor();
     await form.getByLabel(/^pool/).fill(name);
     await form.getByLabel(/^comment/).fill(comment);
@@ -35,9 +38,14 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
     // The action's run shows here (#29): in the history, named in a notice until it ends…
     await section.locator('tr[data-action-run="create-pool"]').first().waitFor({ timeout: 30_000 });
     await instance(n).and(page.locator('[data-state="active"]')).waitFor({ timeout: 90_000 });
-    await page.waitForFunction(() => document.querySelector('[data-testid="action-started"]')?.textContent === "", null, { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelector('[data-testid="action-started"]')?.textContent === "", null, {
+      timeout: 30_000,
+    });
     // …and the stack's job pipeline stays, with its Run again buttons.
-    check((await page.locator("h2", { hasText: "Pipeline" }).textContent()).replace(/started .*/, "") === pipelineRun.replace(/started .*/, ""), `the pipeline still shows the stack's run: ${pipelineRun}`);
+    check(
+      (await page.locator("h2", { hasText: "Pipeline" }).textContent()).replace(/started .*/, "") === pipelineRun.replace(/started .*/, ""),
+      `the pipeline still shows the stack's run: ${pipelineRun}`,
+    );
     check((await page.getByRole("button", { name: /^Run again: app #/ }).count()) > 0, "the job cards keep their Run again");
     check((await instance(n).textContent()).includes(`pool=${name}`), `instance #${n} holds its answers`);
   };
@@ -52,7 +60,10 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
   await instance(1).getByRole("button", { name: "Undo create-pool #1" }).click();
   const confirm = section.getByRole("alertdialog");
   await confirm.getByText("Undo create-pool #1?").waitFor();
-  check(await confirm.getByRole("button", { name: "No" }).evaluate((b) => b === document.activeElement), "the undo confirmation focuses the safe answer");
+  check(
+    await confirm.getByRole("button", { name: "No" }).evaluate((b) => b === document.activeElement),
+    "the undo confirmation focuses the safe answer",
+  );
   await screen(page, "actions-undo-confirm");
   await confirm.getByRole("button", { name: "Yes, undo create-pool #1" }).click();
   await instance(1).and(page.locator('[data-state="undone"]')).waitFor({ timeout: 90_000 });
@@ -69,7 +80,9 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
   const machine = form.getByLabel("Machine *");
   check((await machine.inputValue()) === "", "no machine is preselected among two");
   check(await form.getByRole("button", { name: "Start rotate-api-key" }).isDisabled(), "it waits for a machine");
-  const choices = await machine.locator("option:not([disabled])").evaluateAll((os) => os.map((o) => [o.value, o.textContent]).filter(([v]) => v !== ""));
+  const choices = await machine
+    .locator("option:not([disabled])")
+    .evaluateAll((os) => os.map((o) => [o.value, o.textContent]).filter(([v]) => v !== ""));
   check(choices.length === 2, `two built machines to pick: ${JSON.stringify(choices)}`);
   const [value, label] = choices[1];
   await machine.selectOption(value);
@@ -79,7 +92,10 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
   const row = section.locator('tr[data-action-run="rotate-api-key"]').first();
   await row.locator(".state-succeeded").waitFor({ timeout: 90_000 });
   const machineName = label.replace(/ \(.*$/, "");
-  check((await row.locator("td").nth(3).textContent()) === machineName, `it ran on the chosen machine ${machineName}: ${await row.locator("td").nth(3).textContent()}`);
+  check(
+    (await row.locator("td").nth(3).textContent()) === machineName,
+    `it ran on the chosen machine ${machineName}: ${await row.locator("td").nth(3).textContent()}`,
+  );
   check((await row.textContent()).includes("key_bytes=24"), "its parameters are listed");
   const runId = await row.getAttribute("data-run");
   const secret = await apiAs(MEMBER, "POST", `/v1/stacks/${stackId}/runs/${runId}/outputs/api_key/reveal`);

@@ -7,7 +7,11 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { signInLink } from "./signin.mjs";
 
-const env = (k) => process.env[k] ?? (() => { throw new Error(`${k} is not set`); })();
+const env = (k) =>
+  process.env[k] ??
+  (() => {
+    throw new Error(`${k} is not set`);
+  })();
 const [CONSOLE, API, MEMBER, STACK, STREAM, DIST] = ["CONSOLE_URL", "API_URL", "MEMBER_TOKEN", "STACK_ID", "STREAM_FILE", "DIST"].map(env);
 
 // 1. Initial JS and CSS, gzip: what index.html loads.
@@ -19,13 +23,18 @@ console.log(`initial JS+CSS: ${assets.join(", ")}: ${(gz / 1024).toFixed(1)} KB 
 
 // The server's floor: the same log read without a browser, as SSE and as the NDJSON download.
 async function token() {
-  const r = await fetch(`${API}/v1/stream-tokens`, { method: "POST", headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json" }, body: JSON.stringify({ purpose: "logs", stack_id: STACK }) });
+  const r = await fetch(`${API}/v1/stream-tokens`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ purpose: "logs", stack_id: STACK }),
+  });
   return (await r.json()).token;
 }
 async function timed(url, headers, count) {
   const t = Date.now();
   const r = await fetch(url, { headers });
-  let n = 0, tail = "";
+  let n = 0,
+    tail = "";
   for await (const chunk of r.body) {
     const s = tail + Buffer.from(chunk).toString("utf8");
     const parts = s.split("\n");
@@ -38,20 +47,35 @@ async function timed(url, headers, count) {
 {
   const [n, ms] = await timed(`${API}/v1/stacks/${STACK}/logs/stream?stream_token=${await token()}`, {}, (l) => l === "event: line");
   console.log(`server floor: ${n} lines as SSE in ${ms} ms`);
-  const [m, ms2] = await timed(`${API}/v1/stacks/${STACK}/logs`, { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" }, (l) => l.startsWith("{"));
+  const [m, ms2] = await timed(
+    `${API}/v1/stacks/${STACK}/logs`,
+    { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" },
+    (l) => l.startsWith("{"),
+  );
   console.log(`server floor: ${m} lines as the NDJSON download in ${ms2} ms`);
 }
 
 const browser = await chromium.launch({
   executablePath: env("CHROMIUM"),
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--enable-precise-memory-info"],
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-precise-memory-info",
+  ],
 });
 try {
   const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
   await page.addInitScript(() => {
     window.__long = [];
-    new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__long.push({ at: e.startTime, ms: e.duration }); }).observe({ type: "longtask", buffered: true });
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) window.__long.push({ at: e.startTime, ms: e.duration });
+    }).observe({ type: "longtask", buffered: true });
   });
   // Sign in first (a separate page load), so the measured navigation is the detail alone.
   await page.goto(await signInLink(CONSOLE, API, MEMBER));
@@ -68,7 +92,11 @@ try {
   await page.getByRole("button", { name: "Resume" }).waitFor();
   const interactive = Date.now() - t0;
   await page.getByRole("button", { name: "Resume" }).click();
-  await page.waitForFunction(() => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 100000, null, { timeout: 120_000, polling: 50 });
+  await page.waitForFunction(
+    () => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 100000,
+    null,
+    { timeout: 120_000, polling: 50 },
+  );
   const full = Date.now() - t0;
   const t1 = Date.now();
   await page.getByRole("button", { name: "Pause" }).click();
@@ -76,26 +104,41 @@ try {
   await page.getByRole("button", { name: "Resume" }).click();
   const click = Date.now() - t1;
   const lines = await page.locator(".log-tools [aria-live]").textContent();
-  console.log(`detail: cards after ${firstCards} ms; interactive (the log's end shown, Pause answered) after ${interactive} ms (goal ≤ 1000 ms); ${lines} loaded after ${full} ms; a click then answered in ${click} ms`);
+  console.log(
+    `detail: cards after ${firstCards} ms; interactive (the log's end shown, Pause answered) after ${interactive} ms (goal ≤ 1000 ms); ${lines} loaded after ${full} ms; a click then answered in ${click} ms`,
+  );
   const longBefore = await page.evaluate(() => window.__long.filter((e) => e.ms > 50));
-  console.log(`long tasks while loading the 100 000 lines: ${longBefore.length}, longest ${Math.max(0, ...longBefore.map((e) => e.ms)).toFixed(0)} ms${longBefore.length ? ` (at ${longBefore.map((e) => `${e.at.toFixed(0)} ms for ${e.ms.toFixed(0)}`).join(", ")} after navigation)` : ""}`);
+  console.log(
+    `long tasks while loading the 100 000 lines: ${longBefore.length}, longest ${Math.max(0, ...longBefore.map((e) => e.ms)).toFixed(0)} ms${longBefore.length ? ` (at ${longBefore.map((e) => `${e.at.toFixed(0)} ms for ${e.ms.toFixed(0)}`).join(", ")} after navigation)` : ""}`,
+  );
 
   // 3. 1 000 lines/s for 20 s: a run again whose script prints them.
   writeFileSync(STREAM, "1");
   const mark = await page.evaluate(() => performance.now());
-  const r = await fetch(`${API}/v1/stacks/${STACK}/jobs/app/executions/0/run-again`, { method: "POST", headers: { Authorization: `Bearer ${MEMBER}` } });
+  const r = await fetch(`${API}/v1/stacks/${STACK}/jobs/app/executions/0/run-again`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${MEMBER}` },
+  });
   if (r.status !== 202) throw new Error(`run again: ${r.status} ${await r.text()}`);
-  await page.waitForFunction(() => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 120000, null, { timeout: 180_000, polling: 200 });
+  await page.waitForFunction(
+    () => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 120000,
+    null,
+    { timeout: 180_000, polling: 200 },
+  );
   rmSync(STREAM);
   const end = await page.evaluate(() => performance.now());
   const during = await page.evaluate(([a, b]) => window.__long.filter((e) => e.at >= a && e.at <= b && e.ms > 50), [mark, end]);
-  console.log(`while receiving 20 000 lines at ~1 000/s (${((end - mark) / 1000).toFixed(1)} s): ${during.length} long tasks > 50 ms (goal: none)${during.length ? `, longest ${Math.max(...during.map((e) => e.ms)).toFixed(0)} ms` : ""}`);
+  console.log(
+    `while receiving 20 000 lines at ~1 000/s (${((end - mark) / 1000).toFixed(1)} s): ${during.length} long tasks > 50 ms (goal: none)${during.length ? `, longest ${Math.max(...during.map((e) => e.ms)).toFixed(0)} ms` : ""}`,
+  );
 
   // 4. Heap after that, after a garbage collection.
   const cdp = await page.context().newCDPSession(page);
   await cdp.send("HeapProfiler.collectGarbage");
   const { usedSize } = await cdp.send("Runtime.getHeapUsage");
-  console.log(`heap after: ${(usedSize / 1048576).toFixed(1)} MB with ${await page.locator(".log-tools [aria-live]").textContent()} (the buffer keeps at most 200 000 lines)`);
+  console.log(
+    `heap after: ${(usedSize / 1048576).toFixed(1)} MB with ${await page.locator(".log-tools [aria-live]").textContent()} (the buffer keeps at most 200 000 lines)`,
+  );
 } finally {
   await browser.close();
 }

@@ -23,8 +23,10 @@ export async function isoDay2({ ai, apiAs, screen, check, log, ADMIN, MEMBER, is
   for (const s of servers) {
     await ai.getByLabel("Proxmox server *").selectOption(s.id);
     const got = await nodeChoices();
-    check(got.length === s.nodes.length && s.nodes.every((n) => got.some((g) => g.startsWith(n.name))),
-      `the nodes of ${s.name} only: got ${got}, want ${s.nodes.map((n) => n.name)}`);
+    check(
+      got.length === s.nodes.length && s.nodes.every((n) => got.some((g) => g.startsWith(n.name))),
+      `the nodes of ${s.name} only: got ${got}, want ${s.nodes.map((n) => n.name)}`,
+    );
   }
   await ai.getByRole("button", { name: "Cancel" }).click();
   log("the ISO build form lists the chosen server's nodes only");
@@ -35,10 +37,15 @@ export async function isoDay2({ ai, apiAs, screen, check, log, ADMIN, MEMBER, is
   await runs.locator("tr[data-run]").first().waitFor();
   check((await runs.locator("tr[data-run]").count()) === 1, "one run in the ISO's history");
   await runs.locator("tr[data-run]").first().getByText("build", { exact: true }).waitFor();
-  const [dl] = await Promise.all([ai.waitForEvent("download"), ai.getByRole("toolbar", { name: "Log" }).getByRole("button", { name: "Download" }).click()]);
+  const [dl] = await Promise.all([
+    ai.waitForEvent("download"),
+    ai.getByRole("toolbar", { name: "Log" }).getByRole("button", { name: "Download" }).click(),
+  ]);
   const text = readFileSync(await dl.path(), "utf8");
-  check(text.split("\n").filter(Boolean).length > 0 && !text.includes('"type":"urn:horizon'),
-    `the ISO's log is downloaded:\n${text.slice(0, 300)}`);
+  check(
+    text.split("\n").filter(Boolean).length > 0 && !text.includes('"type":"urn:horizon'),
+    `the ISO's log is downloaded:\n${text.slice(0, 300)}`,
+  );
   log(`downloaded the ISO's log: ${text.split("\n").length} lines`);
 
   // A stack uses the ISO: a template whose db machine boots from an ISO, and a member's draft
@@ -53,13 +60,22 @@ export async function isoDay2({ ai, apiAs, screen, check, log, ADMIN, MEMBER, is
   const job = def.phases[0].jobs[0].name;
   const jobs = { [job]: { executions: [{ proxmox_server_id: iso.proxmox_server_id, node: iso.node, iso_id: iso.id }] } };
   const stack = await apiAs(MEMBER, "POST", "/v1/stacks", {
-    team_id: me.teams[0], name: "boots-installer", environment_id: env.id, template_id: isoTmpl.id, template_version: 1, jobs,
+    team_id: me.teams[0],
+    name: "boots-installer",
+    environment_id: env.id,
+    template_id: isoTmpl.id,
+    template_version: 1,
+    jobs,
   });
 
   // Delete while used: refused, the refusal links the stack.
   const del = () => ai.getByRole("group", { name: "ISO actions" });
-  await del().getByRole("button", { name: `Delete ${isoName}` }).click();
-  await del().getByRole("button", { name: `Yes, delete ${isoName}` }).click();
+  await del()
+    .getByRole("button", { name: `Delete ${isoName}` })
+    .click();
+  await del()
+    .getByRole("button", { name: `Yes, delete ${isoName}` })
+    .click();
   const refusal = del().getByRole("alert");
   await refusal.getByText(/is used by stack boots-installer/).waitFor();
   const link = refusal.getByRole("link", { name: "boots-installer" });
@@ -74,8 +90,12 @@ export async function isoDay2({ ai, apiAs, screen, check, log, ADMIN, MEMBER, is
   await apiAs(MEMBER, "DELETE", `/v1/stacks/${stack.id}`);
   await ai.goBack();
   await ai.getByRole("heading", { name: new RegExp(isoName) }).waitFor();
-  await del().getByRole("button", { name: `Delete ${isoName}` }).click();
-  await del().getByRole("button", { name: `Yes, delete ${isoName}` }).click();
+  await del()
+    .getByRole("button", { name: `Delete ${isoName}` })
+    .click();
+  await del()
+    .getByRole("button", { name: `Yes, delete ${isoName}` })
+    .click();
   await ai.getByRole("heading", { name: new RegExp(`${isoName} (removing|removed)`) }).waitFor();
   await ai.getByRole("heading", { name: new RegExp(`${isoName} removed`) }).waitFor({ timeout: 30_000 });
   await ai.getByTestId("iso-runs").locator("tr[data-run]").nth(1).waitFor();

@@ -6,14 +6,28 @@
 import { chromium } from "playwright-core";
 import { join } from "node:path";
 
-const env = (k) => process.env[k] ?? (() => { throw new Error(`${k} is not set`); })();
+const env = (k) =>
+  process.env[k] ??
+  (() => {
+    throw new Error(`${k} is not set`);
+  })();
 const [CONSOLE, API, SETUP, OUT] = ["CONSOLE_URL", "API_URL", "SETUP_TOKEN", "OUT_DIR"].map(env);
-const check = (cond, msg) => { if (!cond) throw new Error(`check failed: ${msg}`); };
+const check = (cond, msg) => {
+  if (!cond) throw new Error(`check failed: ${msg}`);
+};
 
 const browser = await chromium.launch({
   executablePath: env("CHROMIUM"),
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
 });
 try {
   const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
@@ -34,8 +48,11 @@ try {
   // The token shown works for the API, and the setup token is spent.
   const me = await fetch(`${API}/v1/me`, { headers: { Authorization: `Bearer ${token}` } });
   check(me.ok && (await me.json()).role === "admin", "the shown token is the admin's");
-  const again = await fetch(`${API}/v1/setup`, { method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ setup_token: SETUP, name: "Eve", email: "eve@example.org" }) });
+  const again = await fetch(`${API}/v1/setup`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ setup_token: SETUP, name: "Eve", email: "eve@example.org" }),
+  });
   check(again.status === 409 || again.status === 401, `the setup token is spent (got ${again.status})`);
   console.log("the first admin was made in the console and signed in");
 } finally {

@@ -39,7 +39,10 @@ export async function notificationsJourney({ browser, page, CONSOLE, API, MEMBER
   await form.getByLabel("Name *").fill("chat-ops");
   await form.getByLabel("Team *").selectOption(me.teams[0]);
   await form.getByLabel("URL *").fill("ftp://bots.example.org/horizon");
-  check(await form.getByLabel("A run finished (deploy, retry, removal…, with its result)").isChecked(), "run results are wanted by default");
+  check(
+    await form.getByLabel("A run finished (deploy, retry, removal…, with its result)").isChecked(),
+    "run results are wanted by default",
+  );
   await form.getByLabel("A stack changed state").check();
   await form.getByLabel("Enabled").check();
   await form.getByRole("button", { name: "Save" }).click();
@@ -62,7 +65,10 @@ export async function notificationsJourney({ browser, page, CONSOLE, API, MEMBER
   await row.locator('[data-enabled="true"]').waitFor();
   check((await row.textContent()).includes("A stack changed state"), "the row lists the events in words");
   const verified = (await received()).filter((m) => m.path === "/hook");
-  check(verified.length >= 1 && verified.every((m) => signedWith(m, secret)), `enabling sent a message signed with the shown secret (${verified.length})`);
+  check(
+    verified.length >= 1 && verified.every((m) => signedWith(m, secret)),
+    `enabling sent a message signed with the shown secret (${verified.length})`,
+  );
   log("added an enabled subscription; its secret was shown once and signs what the receiver got");
 
   // Send test: delivered, in the log with the receiver's answer; then redelivered.
@@ -71,7 +77,10 @@ export async function notificationsJourney({ browser, page, CONSOLE, API, MEMBER
   const delivered = deliveries.locator('tr[data-delivery="webhook.test"][data-state="delivered"]');
   await delivered.first().waitFor({ timeout: 30_000 });
   const line = await delivered.first().textContent();
-  check(line.includes("HTTP 200") && line.includes("received by the console's test receiver") && /\d+ ms/.test(line), `the log shows status, latency and answer: ${line}`);
+  check(
+    line.includes("HTTP 200") && line.includes("received by the console's test receiver") && /\d+ ms/.test(line),
+    `the log shows status, latency and answer: ${line}`,
+  );
   await row.getByTestId("last-delivery").getByText("HTTP 200").waitFor();
   await screen(page, "notifications-log");
   await delivered.first().getByRole("button", { name: "Redeliver" }).click();
@@ -97,7 +106,8 @@ export async function notificationsJourney({ browser, page, CONSOLE, API, MEMBER
   const edit = page.locator("form.resource-form");
   await edit.getByLabel("Name *").fill("chat-ops-bot");
   const bump = await fetch(`${API}/v1/webhooks/${hook.id}`, {
-    method: "PATCH", headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json", "If-Match": `"${hook.version}"` },
+    method: "PATCH",
+    headers: { Authorization: `Bearer ${MEMBER}`, "Content-Type": "application/json", "If-Match": `"${hook.version}"` },
     body: JSON.stringify({ events: ["run.finished", "stack.state_changed", "iso.built"] }),
   });
   check(bump.ok, `the bot's change: ${bump.status} ${await bump.text()}`);
@@ -106,16 +116,27 @@ export async function notificationsJourney({ browser, page, CONSOLE, API, MEMBER
   await row.getByText("An ISO was built").waitFor();
   await edit.getByRole("button", { name: "Save" }).click();
   await page.locator('tr[data-webhook="chat-ops-bot"]').waitFor();
-  const renamed = (await apiAs(MEMBER, "GET", `/v1/webhooks/${hook.id}`));
-  check(renamed.name === "chat-ops-bot" && renamed.events.includes("iso.built"), `the second save kept the other change: ${JSON.stringify(renamed)}`);
+  const renamed = await apiAs(MEMBER, "GET", `/v1/webhooks/${hook.id}`);
+  check(
+    renamed.name === "chat-ops-bot" && renamed.events.includes("iso.built"),
+    `the second save kept the other change: ${JSON.stringify(renamed)}`,
+  );
   log("an edit against a stale version was refused, re-read, and saved");
 
   // Enabling a destination that refuses: 422 on the row; then deleted after typing its name.
-  await apiAs(MEMBER, "POST", "/v1/webhooks", { team_id: me.teams[0], name: "refusing", url: `${RECEIVER}/refuse`, events: ["run.finished"] });
+  await apiAs(MEMBER, "POST", "/v1/webhooks", {
+    team_id: me.teams[0],
+    name: "refusing",
+    url: `${RECEIVER}/refuse`,
+    events: ["run.finished"],
+  });
   await page.reload();
   const refusing = page.locator('tr[data-webhook="refusing"]');
   await refusing.getByRole("button", { name: "Enable refusing" }).click();
-  await refusing.locator(".field-errors").getByText(/enabled only once its destination accepts a test message/).waitFor();
+  await refusing
+    .locator(".field-errors")
+    .getByText(/enabled only once its destination accepts a test message/)
+    .waitFor();
   check((await refusing.locator('[data-enabled="false"]').count()) === 1, "the refused subscription stays disabled");
   await screen(page, "notifications-enable-refused");
   await refusing.getByRole("button", { name: "Delete refusing" }).click();
@@ -133,8 +154,12 @@ export async function notificationsJourney({ browser, page, CONSOLE, API, MEMBER
   await viewer.goto(await signInLink(CONSOLE, API, VIEWER, "#/notifications"));
   const vrow = viewer.locator('tr[data-webhook="chat-ops-bot"]');
   await vrow.waitFor();
-  check((await viewer.getByRole("button", { name: /^(Add a subscription|Send test|Edit .*|Delete .*|Enable .*|Disable .*|Rotate secret)$/ }).count()) === 0,
-    "a viewer is offered no change");
+  check(
+    (await viewer
+      .getByRole("button", { name: /^(Add a subscription|Send test|Edit .*|Delete .*|Enable .*|Disable .*|Rotate secret)$/ })
+      .count()) === 0,
+    "a viewer is offered no change",
+  );
   await vrow.getByRole("button", { name: "Delivery log" }).click();
   await viewer.getByRole("region", { name: "Deliveries of chat-ops-bot" }).locator('tr[data-state="delivered"]').first().waitFor();
   check((await viewer.getByRole("button", { name: "Redeliver" }).count()) === 0, "nor redelivery");
@@ -150,13 +175,18 @@ export async function notificationsJourney({ browser, page, CONSOLE, API, MEMBER
   await mint.getByLabel("Name *").fill("chat-ops-reader");
   check((await mint.getByLabel("Scope *").inputValue()) === "full", "full is the default scope");
   const offered = await mint.getByLabel("Scope *").locator("option").allTextContents();
-  check(["Full —", "Deploy —", "Read —", "Prometheus —"].every((s) => offered.some((o) => o.startsWith(s))), `each scope is offered with its line: ${offered}`);
+  check(
+    ["Full —", "Deploy —", "Read —", "Prometheus —"].every((s) => offered.some((o) => o.startsWith(s))),
+    `each scope is offered with its line: ${offered}`,
+  );
   await mint.getByLabel("Scope *").selectOption("read");
   await page.getByRole("button", { name: "Mint", exact: true }).click();
   const token = await page.locator('[data-token="minted"]').textContent();
   await page.getByRole("button", { name: "Done, hide it" }).click();
   await page.locator('tr[data-token-name="chat-ops-reader"]').getByText("read", { exact: true }).waitFor();
-  const as = async (method, path) => (await fetch(`${API}${path}`, { method, headers: { Authorization: `Bearer ${token}`, "Idempotency-Key": crypto.randomUUID() } })).status;
+  const as = async (method, path) =>
+    (await fetch(`${API}${path}`, { method, headers: { Authorization: `Bearer ${token}`, "Idempotency-Key": crypto.randomUUID() } }))
+      .status;
   check((await as("GET", `/v1/webhooks/${hook.id}/deliveries`)) === 200, "the read token reads the log");
   check((await as("POST", `/v1/webhooks/${hook.id}/test`)) === 403, "and may not send a test");
   await screen(page, "people-tokens-scopes");

@@ -53,8 +53,16 @@ export async function quotaJourney({ ai, page, apiAs, screen, check, log, ADMIN,
   // Deploying it is refused before anything starts, the machine named on its execution.
   await page.getByRole("button", { name: "Deploy" }).click();
   // The server names the first machine (in job order) that the quota cannot hold.
-  await page.locator(".exec").getByText(/exceeds the machines quota: needs \d+ machines? more, but the team has 0 of its 0 left/).first().waitFor();
-  await page.getByTestId("error-summary").getByText(/(app|db) #0/).first().waitFor();
+  await page
+    .locator(".exec")
+    .getByText(/exceeds the machines quota: needs \d+ machines? more, but the team has 0 of its 0 left/)
+    .first()
+    .waitFor();
+  await page
+    .getByTestId("error-summary")
+    .getByText(/(app|db) #0/)
+    .first()
+    .waitFor();
   await screen(page, "create-over-quota");
   const stack = (await apiAs(MEMBER, "GET", "/v1/stacks?limit=200")).items.find((s) => s.name === "over-quota");
   check(stack?.state === "draft", `the refused stack stays a draft (got ${stack?.state})`);

@@ -23,8 +23,14 @@ const env = (k) => {
   if (!v) throw new Error(`${k} is not set`);
   return v;
 };
-const CONSOLE = env("CONSOLE_URL"), API = env("API_URL"), MEMBER = env("MEMBER_TOKEN"), VIEWER = env("VIEWER_TOKEN"), ADMIN = env("ADMIN_TOKEN");
-const HANG = env("HANG_FILE"), OUT = env("OUT_DIR"), RECEIVER = env("WEBHOOK_RECEIVER");
+const CONSOLE = env("CONSOLE_URL"),
+  API = env("API_URL"),
+  MEMBER = env("MEMBER_TOKEN"),
+  VIEWER = env("VIEWER_TOKEN"),
+  ADMIN = env("ADMIN_TOKEN");
+const HANG = env("HANG_FILE"),
+  OUT = env("OUT_DIR"),
+  RECEIVER = env("WEBHOOK_RECEIVER");
 const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const t0 = Date.now();
 const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
@@ -49,14 +55,33 @@ async function screen(page, name) {
   await page.evaluate(axeSource);
   const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
   const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-  check(bad.length === 0, `axe on ${name}: ${bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`).join("; ")}`);
+  check(
+    bad.length === 0,
+    `axe on ${name}: ${bad
+      .map(
+        (v) =>
+          `${v.id} (${v.impact}): ${v.nodes
+            .slice(0, 3)
+            .map((n) => n.target.join(" "))
+            .join(", ")}`,
+      )
+      .join("; ")}`,
+  );
   log(`screen ${name}: screenshot saved, axe clean`);
 }
 
 const browser = await chromium.launch({
   executablePath: env("CHROMIUM"),
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
 });
 try {
   const ctx = await browser.newContext({ viewport: { width: 1360, height: 900 } });
@@ -67,7 +92,9 @@ try {
   page.on("request", (r) => hosts.add(new URL(r.url()).origin));
   page.on("pageerror", (e) => log("page error:", e.message));
   let navigations = 0;
-  page.on("framenavigated", (f) => { if (f === page.mainFrame()) navigations++; });
+  page.on("framenavigated", (f) => {
+    if (f === page.mainFrame()) navigations++;
+  });
 
   // Sign in by pasting the token.
   await page.goto(CONSOLE);
@@ -87,7 +114,8 @@ try {
 
   // Create: the form drawn from the template's form schema.
   await page.getByRole("link", { name: "New stack" }).first().click();
-  const db = page.locator('fieldset[data-job="db"]'), app = page.locator('fieldset[data-job="app"]');
+  const db = page.locator('fieldset[data-job="db"]'),
+    app = page.locator('fieldset[data-job="app"]');
   await db.waitFor();
   check((await page.getByRole("region", { name: /^Phase \d: / }).count()) === 2, "one section per phase");
   check((await page.getByLabel("Template *").inputValue()) !== "", "the single template is preselected");
@@ -95,7 +123,10 @@ try {
   check((await page.getByLabel("Environment *").inputValue()) !== "", "the single environment is preselected");
   // A fresh lab (#29): no SSH key is registered, and the form says where to add one.
   check((await db.getByLabel("SSH key *").locator("option").count()) === 1, "no SSH key to choose on a fresh lab");
-  check(await db.locator('[data-empty="ssh_key"]').getByRole("link", { name: "Add an SSH key" }).isVisible(), "the empty key list links to adding one");
+  check(
+    await db.locator('[data-empty="ssh_key"]').getByRole("link", { name: "Add an SSH key" }).isVisible(),
+    "the empty key list links to adding one",
+  );
   check((await db.getByLabel("Proxmox server *").inputValue()) !== "", "the single server is preselected");
   check((await app.locator(".exec").count()) === 1, "a multiple job starts with one execution");
   // Deploy on the empty form (#29): every required field is flagged at once, in words, and
@@ -105,7 +136,8 @@ try {
   await summary.waitFor();
   check(await summary.evaluate((el) => el === document.activeElement), "the error summary has the focus");
   const said = await summary.textContent();
-  for (const w of ["Name", "db #0 · Address", "db #0 · Node", "app #0 · Address", "app #0 · Node"]) check(said.includes(w), `the summary names ${w}: ${said}`);
+  for (const w of ["Name", "db #0 · Address", "db #0 · Node", "app #0 · Address", "app #0 · Node"])
+    check(said.includes(w), `the summary names ${w}: ${said}`);
   check(!said.includes("jobs.") && !said.includes("_id"), `no API path in the summary: ${said}`);
   check((await db.getByLabel("Address *").getAttribute("aria-invalid")) === "true", "db's address is flagged on its field");
   check((await app.getByLabel("Node *").getAttribute("aria-invalid")) === "true", "app's node is flagged on its field");
@@ -137,7 +169,10 @@ try {
   log("added the first SSH key from the form's link and came back to the draft");
   // Fill what is asked: 1 db + 2 apps, each on its own address and node.
   await app.getByRole("button", { name: "Add machine to app" }).click();
-  check((await app.locator(".exec").nth(1).getByLabel("SSH key *").inputValue()) !== "", "a new machine has the single SSH key preselected");
+  check(
+    (await app.locator(".exec").nth(1).getByLabel("SSH key *").inputValue()) !== "",
+    "a new machine has the single SSH key preselected",
+  );
   const fill = async (scope, i) => {
     await scope.getByLabel("Address *").selectOption({ index: i + 1 });
     await scope.getByLabel("Node *").selectOption(`pve${(i % 3) + 1}`);
@@ -192,7 +227,7 @@ try {
   await screen(page, "detail-deploying");
   await page.getByRole("button", { name: /^\d+ new lines$/ }).focus();
   await page.keyboard.press("Enter"); // resumes, from the keyboard
-  await page.locator('.page-head .state-deployed').waitFor({ timeout: 150_000 });
+  await page.locator(".page-head .state-deployed").waitFor({ timeout: 150_000 });
   const states = await page.locator(".card").evaluateAll((cs) => cs.map((c) => c.getAttribute("data-state")));
   check(states.length === 3 && states.every((s) => s === "succeeded"), `three green cards, got ${states}`);
   check(navigations - before <= 2, `no reload while deploying (${navigations - before} navigations)`);
@@ -213,14 +248,19 @@ try {
   check(/^\d\d:\d\d:\d\d$/.test(await page.locator(".log-lines .line .lts").first().textContent()), "a line says when it was written");
   // Each step's lines are a section under a header whose button folds and unfolds them (#29):
   // folded, the next row under the header is the next section's header (or nothing).
-  await page.locator(".log-lines").evaluate((el) => { el.scrollTop = 0; });
-  await page.waitForFunction(() => [...document.querySelectorAll(".log-lines > div > *")].some((e) => e.style.transform === "translateY(0px)"));
+  await page.locator(".log-lines").evaluate((el) => {
+    el.scrollTop = 0;
+  });
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll(".log-lines > div > *")].some((e) => e.style.transform === "translateY(0px)"),
+  );
   const stepHead = page.locator(".log-lines .log-step").first().getByRole("button");
   check((await stepHead.getAttribute("aria-expanded")) === "true", "a step's section starts unfolded");
-  const rowUnder = () => page.evaluate(() => {
-    const r = [...document.querySelectorAll(".log-lines > div > *")].find((e) => e.style.transform === "translateY(18px)");
-    return r ? r.className.split(" ")[0] : "";
-  });
+  const rowUnder = () =>
+    page.evaluate(() => {
+      const r = [...document.querySelectorAll(".log-lines > div > *")].find((e) => e.style.transform === "translateY(18px)");
+      return r ? r.className.split(" ")[0] : "";
+    });
   check((await rowUnder()) === "line", "an unfolded section's lines are under its header");
   await stepHead.click();
   await page.waitForFunction(() => document.querySelector(".log-lines .log-step button")?.getAttribute("aria-expanded") === "false");
@@ -237,7 +277,10 @@ try {
   // Download the (filtered) log through a link: it lands on disk with the app's lines only.
   const [dl] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download" }).click()]);
   const text = readFileSync(await dl.path(), "utf8");
-  check(text.includes("warming up the app: step 20 of 20") && !text.includes("apply of db"), `the download holds app's log only:\n${text.slice(0, 400)}`);
+  check(
+    text.includes("warming up the app: step 20 of 20") && !text.includes("apply of db"),
+    `the download holds app's log only:\n${text.slice(0, 400)}`,
+  );
   log(`downloaded the log: ${text.split("\n").length} lines`);
 
   // Copy a secret: the clipboard holds it, the page never shows it.
@@ -289,13 +332,15 @@ try {
   await vpage.getByRole("link", { name: "Stacks" }).first().click();
   await vpage.locator('tr[data-stack="web-e2e"]').getByText("deployed").waitFor();
   let viewerNavs = 0;
-  vpage.on("framenavigated", (f) => { if (f === vpage.mainFrame()) viewerNavs++; });
+  vpage.on("framenavigated", (f) => {
+    if (f === vpage.mainFrame()) viewerNavs++;
+  });
 
   // Run one card again: a run of that execution only.
   await page.getByRole("button", { name: "Run again: app #1" }).click();
   await page.locator('h2 [data-run-kind="run_again"]').waitFor({ timeout: 30_000 });
   check(!(await page.locator("h2", { hasText: "Pipeline" }).textContent()).includes("run_again"), "the run's kind is said in words");
-  await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
+  await page.locator(".page-head .state-deployed").waitFor({ timeout: 90_000 });
   await page.waitForFunction(() => document.querySelector('.card[data-card="app #1"]')?.getAttribute("data-state") === "succeeded");
   log("ran app #1 again");
 
@@ -306,7 +351,7 @@ try {
   await page.getByRole("button", { name: "Cancel run" }).click();
   await screen(page, "detail-cancel-confirm");
   await page.getByRole("button", { name: "Yes, cancel the run" }).click();
-  await page.locator('.page-head .state-failed').waitFor({ timeout: 60_000 });
+  await page.locator(".page-head .state-failed").waitFor({ timeout: 60_000 });
   rmSync(HANG);
   log("canceled the hung run");
   // A member is offered no force-remove; an admin is, with what would be left behind.
@@ -322,9 +367,15 @@ try {
   check((await force.locator("tr[data-vm]").count()) === 3, "the three VMs that would be left behind are listed");
   check(await force.getByRole("button", { name: "Yes, force-remove" }).isDisabled(), "force-remove waits for the name");
   await screen(apage, "detail-force-remove-confirm");
-  const [mdl] = await Promise.all([apage.waitForEvent("download"), force.getByRole("button", { name: "Download the abandon manifest" }).click()]);
+  const [mdl] = await Promise.all([
+    apage.waitForEvent("download"),
+    force.getByRole("button", { name: "Download the abandon manifest" }).click(),
+  ]);
   const manifest = JSON.parse(readFileSync(await mdl.path(), "utf8"));
-  check(manifest.stack_id === stackId && manifest.vms.length === 3 && manifest.addresses.length === 3, `the manifest lists the VMs and addresses: ${JSON.stringify(manifest).slice(0, 300)}`);
+  check(
+    manifest.stack_id === stackId && manifest.vms.length === 3 && manifest.addresses.length === 3,
+    `the manifest lists the VMs and addresses: ${JSON.stringify(manifest).slice(0, 300)}`,
+  );
   await force.getByRole("button", { name: "No" }).click();
   await actx.close();
   log("force-remove previewed by an admin: 3 VMs listed, manifest downloaded, not confirmed");
@@ -345,7 +396,7 @@ try {
   await page.locator("summary", { hasText: "Retry" }).click();
   await page.getByRole("menuitem", { name: "Retry failed jobs" }).click();
   await page.locator('h2 [data-run-kind="retry"]').waitFor({ timeout: 30_000 });
-  await page.locator('.page-head .state-deployed').waitFor({ timeout: 90_000 });
+  await page.locator(".page-head .state-deployed").waitFor({ timeout: 90_000 });
   log("retried the failed jobs: deployed again");
 
   // The history names who acted.
@@ -357,11 +408,22 @@ try {
   const firstRun = page.getByRole("table", { name: "Runs" }).locator("tbody tr").first();
   await firstRun.locator("td").nth(4).filter({ hasText: /\S/ }).waitFor();
   const retryRow = await firstRun.locator("td").allTextContents();
-  check(retryRow[0] === "retry" && retryRow[1] === me.name && retryRow[4] !== "" && /^\d+(s|m \d\ds)$/.test(retryRow[5]), `the retry's row: ${retryRow}`);
+  check(
+    retryRow[0] === "retry" && retryRow[1] === me.name && retryRow[4] !== "" && /^\d+(s|m \d\ds)$/.test(retryRow[5]),
+    `the retry's row: ${retryRow}`,
+  );
   // An older run's log is that run's alone, not followed into the later ones.
   const runList = (await apiAs(MEMBER, "GET", `/v1/stacks/${stackId}/runs?limit=20`)).items;
   const deployRun = runList.find((r) => r.kind === "deploy");
-  const deployLines = (await (await fetch(`${API}/v1/stacks/${stackId}/logs?run=${deployRun.id}`, { headers: { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" } })).text()).trim().split("\n").length;
+  const deployLines = (
+    await (
+      await fetch(`${API}/v1/stacks/${stackId}/logs?run=${deployRun.id}`, {
+        headers: { Authorization: `Bearer ${MEMBER}`, Accept: "application/x-ndjson" },
+      })
+    ).text()
+  )
+    .trim()
+    .split("\n").length;
   await page.getByRole("table", { name: "Runs" }).getByRole("link", { name: "deploy", exact: true }).click();
   await page.locator('h2 [data-run-kind="deploy"]').waitFor();
   // The chosen run is shown where its pipeline starts (#29), not at the bottom of the page.
@@ -446,7 +508,10 @@ try {
   await page.getByLabel("Labels").fill("e2e, web, edited");
   await page.getByRole("button", { name: "Save", exact: true }).click();
   await page.getByText("This stack was changed meanwhile").waitFor();
-  check((await page.getByRole("status").filter({ hasText: "meanwhile" }).textContent()).includes("description"), "the stale save names what changed");
+  check(
+    (await page.getByRole("status").filter({ hasText: "meanwhile" }).textContent()).includes("description"),
+    "the stale save names what changed",
+  );
   check((await page.getByLabel("Description").inputValue()) === "described by a bot", "the form shows the stack as it is now");
   await page.getByLabel("Labels").fill("e2e, web, edited");
   await page.getByRole("button", { name: "Save", exact: true }).click();
@@ -456,7 +521,11 @@ try {
   log("plain edit saved without a run, after a 412 that named the change");
 
   // Raise app #1's memory: the plan re-applies that machine alone and says why.
-  await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).selectOption("1024");
+  await app
+    .locator(".exec")
+    .nth(1)
+    .getByLabel(/^memory_mb/)
+    .selectOption("1024");
   const planned = page.locator('[data-plan-entry="app #1"]');
   await planned.getByText("memory_mb: 512 → 1024").waitFor();
   check((await planned.getAttribute("data-action")) === "reapply", "app #1 is re-applied");
@@ -477,14 +546,30 @@ try {
   // The run ends: the form comes back, enabled, with the new memory.
   await page.waitForFunction(() => !document.querySelector("#f-labels")?.disabled, null, { timeout: 90_000 });
   await page.getByText("No machine is touched").waitFor();
-  check((await app.locator(".exec").nth(1).getByLabel(/^memory_mb/).inputValue()) === "1024", "the edit is kept");
+  check(
+    (await app
+      .locator(".exec")
+      .nth(1)
+      .getByLabel(/^memory_mb/)
+      .inputValue()) === "1024",
+    "the edit is kept",
+  );
   await page.getByRole("link", { name: "Back to the stack" }).click();
-  await page.locator("h2", { has: page.locator('[data-run-kind="reapply"]') }).locator(".state-succeeded").waitFor({ timeout: 30_000 });
-  const reapplied = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
+  await page
+    .locator("h2", { has: page.locator('[data-run-kind="reapply"]') })
+    .locator(".state-succeeded")
+    .waitFor({ timeout: 30_000 });
+  const reapplied = await page
+    .locator(".card")
+    .evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
   check(reapplied.join(",") === "app #0=skipped,app #1=succeeded,db #0=skipped", `only app #1 ran: ${reapplied}`);
   log("save and re-apply ran app #1 only:", reapplied.join(","));
   // The re-apply's columns are numbered as the template's phases (#29), not by the run's slots.
-  const columns = async () => page.getByRole("list", { name: "Pipeline" }).getByRole("listitem").evaluateAll((cs) => cs.map((c) => c.getAttribute("aria-label")));
+  const columns = async () =>
+    page
+      .getByRole("list", { name: "Pipeline" })
+      .getByRole("listitem")
+      .evaluateAll((cs) => cs.map((c) => c.getAttribute("aria-label")));
   check((await columns()).join(" | ") === "Phase 1: database | Phase 2: application", `phases 1 and 2 of the template: ${await columns()}`);
 
   // Replace app #0 by adding first: the plan says so, the old one's cleanup runs before it is
@@ -514,13 +599,24 @@ try {
   await page.waitForURL(new RegExp(`#/stacks/${stackId}$`));
   // This run's pipeline has a card for the new machine; wait for it, and for the run to end.
   await page.locator('.card[data-card="app #2"]').waitFor({ timeout: 30_000 });
-  await page.locator("h2", { has: page.locator('[data-run-kind="reapply"]') }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
-  const replaced = await page.locator(".card").evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
-  check(replaced.join(",") === "app #0=succeeded,app #1=skipped,app #2=succeeded,db #0=skipped", `the new app #2 was built and app #0 destroyed, nothing else: ${replaced}`);
+  await page
+    .locator("h2", { has: page.locator('[data-run-kind="reapply"]') })
+    .locator(".state-succeeded")
+    .waitFor({ timeout: 90_000 });
+  const replaced = await page
+    .locator(".card")
+    .evaluateAll((cs) => cs.map((c) => `${c.getAttribute("data-card")}=${c.getAttribute("data-state")}`).sort());
+  check(
+    replaced.join(",") === "app #0=succeeded,app #1=skipped,app #2=succeeded,db #0=skipped",
+    `the new app #2 was built and app #0 destroyed, nothing else: ${replaced}`,
+  );
   await page.getByRole("toolbar", { name: "Log" }).getByLabel("Search").fill("deregistering");
   await page.getByText(/^\d+ found/).waitFor();
   log("replaced app #0 by adding first; its cleanup ran:", replaced.join(","));
-  check((await columns()).join(" | ") === "Phase 1: database | Phase 2: application | Phase 2: application (remove after replacing)", `replacing stays in phase 2: ${await columns()}`);
+  check(
+    (await columns()).join(" | ") === "Phase 1: database | Phase 2: application | Phase 2: application (remove after replacing)",
+    `replacing stays in phase 2: ${await columns()}`,
+  );
 
   // Actions (#17): terraform instances made and undone, a script on a chosen machine.
   await actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, MEMBER, apiAs, screen, check, log });
@@ -532,9 +628,15 @@ try {
   const dupId = /stacks\/([0-9a-f-]+)\/edit/.exec(page.url())[1];
   await page.getByRole("heading", { name: /^Draft / }).waitFor();
   await db.waitFor();
-  check((await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "", "answers copied, addresses left empty");
+  check(
+    (await db.getByLabel("memory_mb").inputValue()) !== "" && (await db.getByLabel("Address *").inputValue()) === "",
+    "answers copied, addresses left empty",
+  );
   // The draft opens with a notice of what the copy left out (the duplicate's not_copied).
-  await page.getByTestId("duplicate-notice").getByText(/^db #0 · address: /).waitFor();
+  await page
+    .getByTestId("duplicate-notice")
+    .getByText(/^db #0 · address: /)
+    .waitFor();
   await screen(page, "duplicate-draft");
   await page.goto(`${CONSOLE}/#/stacks/${stackId}`);
   await page.locator(".card").first().waitFor();
@@ -543,8 +645,13 @@ try {
   // Startup: the stack's three machines, with their host and the state Proxmox reports.
   await page.getByRole("link", { name: "Startup" }).click();
   await page.locator('tr[data-machine="web-e2e app #1"]').waitFor();
-  const machines = await page.locator('tr[data-machine^="web-e2e "]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
-  check(machines.length === 3 && machines.every((m) => /^pve\d$/.test(m[4]) && /^\d+$/.test(m[5]) && m[6] !== ""), `three machines with host, VM and state: ${JSON.stringify(machines)}`);
+  const machines = await page
+    .locator('tr[data-machine^="web-e2e "]')
+    .evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
+  check(
+    machines.length === 3 && machines.every((m) => /^pve\d$/.test(m[4]) && /^\d+$/.test(m[5]) && m[6] !== ""),
+    `three machines with host, VM and state: ${JSON.stringify(machines)}`,
+  );
   await screen(page, "startup");
   // The network's addresses say which stack holds them.
   await page.getByRole("link", { name: "Catalogue" }).click();
@@ -557,14 +664,16 @@ try {
   await page.getByRole("link", { name: "web-e2e" }).first().click();
   await page.locator(".card").first().waitFor();
 
-
   // Templates: a member reads them and is offered no write; an admin adds a version, after
   // a definition the API refuses with its problems named.
   await page.getByRole("link", { name: "Templates" }).click();
   await page.getByRole("link", { name: "sandbox-vm" }).click();
   await page.getByText("The first version.").waitFor();
   await page.locator('.preview fieldset[data-job="app"]').waitFor();
-  check((await page.getByRole("button", { name: /^(New version|New template|Deactivate.*)$/ }).count()) === 0, "a member is offered no template write");
+  check(
+    (await page.getByRole("button", { name: /^(New version|New template|Deactivate.*)$/ }).count()) === 0,
+    "a member is offered no template write",
+  );
   const a2 = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
   a2.setDefaultTimeout(20_000);
   a2.on("request", (r) => hosts.add(new URL(r.url()).origin));
@@ -577,7 +686,10 @@ try {
   check((await a2.getByLabel("Repository *").inputValue()) !== "", "the repository is prefilled");
   await a2.getByLabel("Path", { exact: true }).fill("nope.yaml");
   await a2.getByRole("button", { name: "Create version" }).click();
-  await a2.locator(".field.has-error").getByText(/is not a file of main/).waitFor({ timeout: 60_000 });
+  await a2
+    .locator(".field.has-error")
+    .getByText(/is not a file of main/)
+    .waitFor({ timeout: 60_000 });
   await screen(a2, "template-version-from-git-refused");
   await a2.getByLabel("pasted here").check();
   const defText = await a2.getByLabel("Definition (YAML or JSON) *").inputValue();
@@ -610,9 +722,16 @@ try {
   await screen(a2, "upgrade-plan");
   await upgrade.click();
   await a2.waitForURL(new RegExp(`#/stacks/${stackId}$`));
-  await a2.locator("h2", { has: a2.locator('[data-run-kind="upgrade"]') }).locator(".state-succeeded").waitFor({ timeout: 90_000 });
+  await a2
+    .locator("h2", { has: a2.locator('[data-run-kind="upgrade"]') })
+    .locator(".state-succeeded")
+    .waitFor({ timeout: 90_000 });
   const upgraded = await apiAs(ADMIN, "GET", `/v1/stacks/${stackId}`);
-  check(upgraded.template_version === 2 && (upgraded.jobs.app === undefined || upgraded.jobs.app.executions.every((e) => e.state === "removed")), `upgraded to v2 without apps: ${JSON.stringify(upgraded.jobs).slice(0, 300)}`);
+  check(
+    upgraded.template_version === 2 &&
+      (upgraded.jobs.app === undefined || upgraded.jobs.app.executions.every((e) => e.state === "removed")),
+    `upgraded to v2 without apps: ${JSON.stringify(upgraded.jobs).slice(0, 300)}`,
+  );
   log("upgraded the stack to v2: the apps were destroyed");
 
   // Remove: what happens, in order, and the name typed to confirm.
@@ -622,7 +741,10 @@ try {
   // The dialog draws its steps once the stack's jobs are loaded.
   await rm.locator("li").nth(2).waitFor();
   check((await rm.locator("li").count()) === 3, `the removal's steps are listed: ${await rm.locator("li").allTextContents()}`);
-  check((await rm.locator("li").first().textContent()).includes("Its 1 execution is destroyed"), `what is destroyed first: ${await rm.locator("li").first().textContent()}`);
+  check(
+    (await rm.locator("li").first().textContent()).includes("Its 1 execution is destroyed"),
+    `what is destroyed first: ${await rm.locator("li").first().textContent()}`,
+  );
   check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "remove waits for the name");
   await rm.getByLabel(/Type the stack's name/).fill("web-e2");
   check(await rm.getByRole("button", { name: "Yes, remove" }).isDisabled(), "a wrong name does not confirm");
@@ -647,7 +769,12 @@ try {
   const dupName = await page.getByLabel("Name *").inputValue();
   // Addresses by name: the free list moved while the first stack was removed.
   const place = async (scope, addr, node) => {
-    await scope.getByLabel("Address *").selectOption(await scope.getByLabel("Address *").locator("option", { hasText: `${addr} (` }).getAttribute("value"));
+    await scope.getByLabel("Address *").selectOption(
+      await scope
+        .getByLabel("Address *")
+        .locator("option", { hasText: `${addr} (` })
+        .getAttribute("value"),
+    );
     await scope.getByLabel("Node *").selectOption(node);
     const pool = scope.getByLabel(/^Resource pool/);
     if (await pool.count()) await pool.selectOption("dev");
@@ -670,7 +797,10 @@ try {
   await fr.getByLabel(/Type the stack's name/).fill(dupName);
   const [fdl] = await Promise.all([a2.waitForEvent("download"), fr.getByRole("button", { name: "Yes, force-remove" }).click()]);
   const abandoned = JSON.parse(readFileSync(await fdl.path(), "utf8"));
-  check(abandoned.stack_id === dupId && abandoned.vms.length === leftVMs && leftVMs >= 1, `the manifest lists the ${leftVMs} VMs shown: ${JSON.stringify(abandoned).slice(0, 300)}`);
+  check(
+    abandoned.stack_id === dupId && abandoned.vms.length === leftVMs && leftVMs >= 1,
+    `the manifest lists the ${leftVMs} VMs shown: ${JSON.stringify(abandoned).slice(0, 300)}`,
+  );
   await a2.locator(".page-head .state-removed").waitFor();
   await a2.getByText(/It was force-removed/).waitFor();
   await screen(a2, "detail-force-removed");
@@ -696,7 +826,10 @@ try {
   await reg.getByLabel("SSH private key *").fill(readFileSync(env("NODE_KEY_FILE"), "utf8"));
   await reg.getByLabel("Nodes' SSH").fill(sandbox.nodes.map((n) => `${n.name} ${n.ssh_address} ${n.ssh_host_key_fingerprint}`).join("\n"));
   await reg.getByRole("button", { name: "Check and register" }).click();
-  await reg.locator(".field.has-error").getByText(/refused the API token/).waitFor({ timeout: 30_000 });
+  await reg
+    .locator(".field.has-error")
+    .getByText(/refused the API token/)
+    .waitFor({ timeout: 30_000 });
   check((await reg.getByLabel("API token secret *").getAttribute("aria-invalid")) === "true", "the refusal is on the secret's field");
   await screen(a2, "catalogue-register-refused");
   await reg.getByLabel("API token secret *").fill(env("PVE_TOKEN_SECRET"));
@@ -749,18 +882,27 @@ try {
   await uf.getByRole("button", { name: "Save" }).click();
   await a2.locator('tr[data-user="nora@example.org"]').getByText("ops", { exact: true }).waitFor();
   await a2.getByRole("link", { name: "Teams" }).click();
-  await a2.locator('tr[data-team="ops"]').getByText(/Nora Ops \(member\)/).waitFor();
+  await a2
+    .locator('tr[data-team="ops"]')
+    .getByText(/Nora Ops \(member\)/)
+    .waitFor();
   log("an admin added a user to a team after a refused e-mail");
   await a2.context().close();
   // A member reads the catalogue and is offered no write but its own SSH keys.
   await page.getByRole("link", { name: "Catalogue" }).click();
   await page.locator(`tr[data-server="${sandbox.name}"]`).waitFor();
-  check((await page.getByRole("button", { name: /^(Register a Proxmox server|Refresh inventory)$/ }).count()) === 0, "a member registers no server");
+  check(
+    (await page.getByRole("button", { name: /^(Register a Proxmox server|Refresh inventory)$/ }).count()) === 0,
+    "a member registers no server",
+  );
   await page.getByRole("link", { name: "Environments" }).click();
   await page.locator('tr[data-environment="lab"]').waitFor();
   check((await page.getByRole("button", { name: /^(Add an environment|Edit .*)$/ }).count()) === 0, "a member edits no environment");
   await page.getByRole("link", { name: "SSH keys" }).click();
-  await page.locator('tr[data-key="laptop"]').getByText(/^SHA256:/).waitFor();
+  await page
+    .locator('tr[data-key="laptop"]')
+    .getByText(/^SHA256:/)
+    .waitFor();
   await screen(page, "catalogue-ssh-keys");
   log("the catalogue: admins write, members read (and keep their own keys)");
 
@@ -783,7 +925,10 @@ try {
   check(!(await page.content()).includes(minted), "the token is never shown again");
   await page.getByRole("button", { name: "Revoke ci-pipeline" }).click();
   await page.getByRole("button", { name: "Yes, revoke ci-pipeline" }).click();
-  await page.locator('tr[data-token-name="ci-pipeline"]').getByText(/^revoked/).waitFor();
+  await page
+    .locator('tr[data-token-name="ci-pipeline"]')
+    .getByText(/^revoked/)
+    .waitFor();
   check((await meWith(minted)) === 401, "the revoked token is refused");
   await screen(page, "people-tokens");
   log("minted a token, copied it once, revoked it");
@@ -795,8 +940,15 @@ try {
   const imageServer = createServer((_, res) => res.end(image));
   await new Promise((r) => imageServer.listen(0, "127.0.0.1", r));
   await apiAs(ADMIN, "POST", "/v1/iso-templates", {
-    name: "installer-e2e", kind: "iso",
-    spec: { source: { url: `http://127.0.0.1:${imageServer.address().port}/installer-e2e.iso`, checksum: createHash("sha256").update(image).digest("hex") }, storage: "local" },
+    name: "installer-e2e",
+    kind: "iso",
+    spec: {
+      source: {
+        url: `http://127.0.0.1:${imageServer.address().port}/installer-e2e.iso`,
+        checksum: createHash("sha256").update(image).digest("hex"),
+      },
+      storage: "local",
+    },
   });
   const ai = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
   ai.setDefaultTimeout(20_000);
@@ -811,8 +963,12 @@ try {
   await screen(ai, "iso-build-form");
   await ai.getByRole("button", { name: "Build", exact: true }).click();
   await ai.getByRole("heading", { name: /installer-e2e on pve1/ }).waitFor();
-  for (const stage of ["preflight", "image"]) await ai.locator(`.card[data-card="${stage}"][data-state="succeeded"]`).waitFor({ timeout: 30_000 });
-  await ai.getByTestId("iso-summary").getByText(/done: preflight: every check passed, image: downloaded/).waitFor();
+  for (const stage of ["preflight", "image"])
+    await ai.locator(`.card[data-card="${stage}"][data-state="succeeded"]`).waitFor({ timeout: 30_000 });
+  await ai
+    .getByTestId("iso-summary")
+    .getByText(/done: preflight: every check passed, image: downloaded/)
+    .waitFor();
   await ai.locator('[data-testid="log-lines"] .line').first().waitFor();
   await ai.getByRole("heading", { name: /installer-e2e on pve1 built/ }).waitFor();
   await screen(ai, "iso-detail");
@@ -830,7 +986,8 @@ try {
 } catch (e) {
   // What each page showed when it failed, for the one reading the test's output.
   for (const c of browser.contexts())
-    for (const [i, p] of c.pages().entries()) await p.screenshot({ path: join(OUT, `failed-${browser.contexts().indexOf(c)}-${i}.png`), fullPage: true }).catch(() => {});
+    for (const [i, p] of c.pages().entries())
+      await p.screenshot({ path: join(OUT, `failed-${browser.contexts().indexOf(c)}-${i}.png`), fullPage: true }).catch(() => {});
   throw e;
 } finally {
   await browser.close();

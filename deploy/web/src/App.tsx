@@ -82,7 +82,12 @@ function Shell() {
   else if (section === "notifications") page = <Notifications />;
   else if (section === "templates") page = id ? <TemplateDetail id={id} /> : <TemplatesList />;
   else if (section === "isos") page = !id ? <IsosList /> : id === "new" ? <BuildIso /> : <IsoDetail id={id} />;
-  else if (section !== "stacks") page = <p>Not found. <a href="#/stacks">Go to stacks</a></p>;
+  else if (section !== "stacks")
+    page = (
+      <p>
+        Not found. <a href="#/stacks">Go to stacks</a>
+      </p>
+    );
   else if (!id) page = <StacksList />;
   else if (id === "new") page = <CreateStack />;
   else if (sub === "edit") page = <CreateStack stackId={id} />;
@@ -90,11 +95,20 @@ function Shell() {
   return (
     <>
       {/* biome-ignore lint/a11y/useValidAnchor: a skip link is a link; the hash is the router's, so it focuses #main itself */}
-      <a className="skip" href="#main" onClick={(e) => { e.preventDefault(); document.getElementById("main")?.focus(); }}>
+      <a
+        className="skip"
+        href="#main"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById("main")?.focus();
+        }}
+      >
         Skip to content
       </a>
       <header className="top">
-        <a className="brand" href={href("/stacks")}>Horizon</a>
+        <a className="brand" href={href("/stacks")}>
+          Horizon
+        </a>
         <nav aria-label="Main">
           <a href={href("/stacks")}>Stacks</a>
           {me.data?.role !== "viewer" && me.data && <a href={href("/stacks/new")}>New stack</a>}
@@ -111,7 +125,13 @@ function Shell() {
             {me.data.name} <span className="badge">{me.data.role}</span>
           </span>
         )}
-        <button type="button" onClick={() => { client.clear(); setToken(null); }}>
+        <button
+          type="button"
+          onClick={() => {
+            client.clear();
+            setToken(null);
+          }}
+        >
           Sign out
         </button>
       </header>
@@ -120,7 +140,9 @@ function Shell() {
           Connection to Horizon lost — live updates resume when it is back.
         </div>
       )}
-      <main id="main" tabIndex={-1}>{page}</main>
+      <main id="main" tabIndex={-1}>
+        {page}
+      </main>
     </>
   );
 }

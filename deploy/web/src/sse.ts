@@ -37,9 +37,7 @@ export function openStream(o: StreamOptions): () => void {
     let token: string;
     connecting = true;
     try {
-      const t = await call(
-        api.POST("/v1/stream-tokens", { body: o.token }),
-      );
+      const t = await call(api.POST("/v1/stream-tokens", { body: o.token }));
       token = t.token;
     } catch {
       connecting = false;

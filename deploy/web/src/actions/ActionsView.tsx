@@ -33,27 +33,40 @@ import {
 const RUNS = 100;
 
 function useUsers() {
-  return useQuery({ queryKey: ["users"], retry: false, staleTime: 60_000, queryFn: () => call(api.GET("/v1/users", { params: { query: { limit: "200" } } })) });
+  return useQuery({
+    queryKey: ["users"],
+    retry: false,
+    staleTime: 60_000,
+    queryFn: () => call(api.GET("/v1/users", { params: { query: { limit: "200" } } })),
+  });
 }
 
 export function ActionsSection({ stack, role }: { stack: Stack; role: string | undefined }) {
   const id = stack.id;
-  const actions = useQuery({ queryKey: ["stack", id, "actions"], queryFn: () => call(api.GET("/v1/stacks/{id}/actions", { params: { path: { id } } })) });
-  const instances = useQuery({ queryKey: ["stack", id, "action-instances"], queryFn: () => call(api.GET("/v1/stacks/{id}/action-instances", { params: { path: { id } } })) });
+  const actions = useQuery({
+    queryKey: ["stack", id, "actions"],
+    queryFn: () => call(api.GET("/v1/stacks/{id}/actions", { params: { path: { id } } })),
+  });
+  const instances = useQuery({
+    queryKey: ["stack", id, "action-instances"],
+    queryFn: () => call(api.GET("/v1/stacks/{id}/action-instances", { params: { path: { id } } })),
+  });
   const runs = useQuery({
     queryKey: ["stack", id, "runs", "action"],
     queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { kind: "action", limit: String(RUNS) } } })),
   });
   const users = useUsers();
-  const who = (uid: string | null | undefined) => (uid ? (users.data?.items.find((u) => u.id === uid)?.name ?? uid.slice(0, 8)) : "Horizon");
+  const who = (uid: string | null | undefined) =>
+    uid ? (users.data?.items.find((u) => u.id === uid)?.name ?? uid.slice(0, 8)) : "Horizon";
   const blocked = actionsBlocked(stack, role);
   const [open, setOpen] = useState("");
   // The run an action form started here: named in a notice until it ends.
   const [started, setStarted] = useState<{ name: string; run: string } | null>(null);
   const startedRun = started ? runs.data?.items.find((r) => r.id === started.run) : undefined;
-  const notice = started && !(startedRun && ["succeeded", "failed", "canceled"].includes(startedRun.state))
-    ? `${started.name} started (${startedRun?.state ?? "queued"}); its result goes to the history below.`
-    : "";
+  const notice =
+    started && !(startedRun && ["succeeded", "failed", "canceled"].includes(startedRun.state))
+      ? `${started.name} started (${startedRun?.state ?? "queued"}); its result goes to the history below.`
+      : "";
   const reasonId = useId();
   const list = actions.data?.items ?? [];
   const rows = useMemo(
@@ -65,7 +78,11 @@ export function ActionsSection({ stack, role }: { stack: Stack; role: string | u
       <h2 id="actions-title">Actions</h2>
       <ProblemBox error={actions.error} />
       {actions.data && !list.length && <p className="muted">Its template offers no action.</p>}
-      {blocked && list.length > 0 && <p id={reasonId} className="small muted">{blocked}</p>}
+      {blocked && list.length > 0 && (
+        <p id={reasonId} className="small muted">
+          {blocked}
+        </p>
+      )}
       <ul className="action-list">
         {list.map((a) => (
           <li key={a.name} data-action={a.name}>
@@ -102,7 +119,9 @@ export function ActionsSection({ stack, role }: { stack: Stack; role: string | u
           </li>
         ))}
       </ul>
-      <p role="status" className="small" data-testid="action-started">{notice}</p>
+      <p role="status" className="small" data-testid="action-started">
+        {notice}
+      </p>
       <h3 id="instances-title">Instances</h3>
       <InstancesView stack={stack} rows={rows} blocked={blocked} who={who} error={instances.error ?? runs.error} />
       <h3 id="action-history-title">Action history</h3>
@@ -111,7 +130,17 @@ export function ActionsSection({ stack, role }: { stack: Stack; role: string | u
   );
 }
 
-function ActionForm({ stack, a, onClose, onStarted }: { stack: Stack; a: StackAction; onClose: () => void; onStarted: (run: string) => void }) {
+function ActionForm({
+  stack,
+  a,
+  onClose,
+  onStarted,
+}: {
+  stack: Stack;
+  a: StackAction;
+  onClose: () => void;
+  onStarted: (run: string) => void;
+}) {
   const qc = useQueryClient();
   const [v, setV] = useState<ActionValues>(() => initialActionValues(a));
   const [err, setErr] = useState<unknown>(null);
@@ -120,7 +149,11 @@ function ActionForm({ stack, a, onClose, onStarted }: { stack: Stack; a: StackAc
   const baseId = useId();
   const problems = err instanceof ApiError ? (err.problem.errors ?? []) : [];
   const errs = fieldErrors(problems);
-  const known = new Set<string>(["execution", ...orderedParameters(a).map(([n]) => `parameters.${n}`), ...a.inputs.map((i) => `inputs.${i.name}`)]);
+  const known = new Set<string>([
+    "execution",
+    ...orderedParameters(a).map(([n]) => `parameters.${n}`),
+    ...a.inputs.map((i) => `inputs.${i.name}`),
+  ]);
   const others = unplaced(errs, known);
   const run = async () => {
     setErr(null);
@@ -208,7 +241,9 @@ function ActionForm({ stack, a, onClose, onStarted }: { stack: Stack; a: StackAc
                   value={v.inputs[i.name] ?? ""}
                   onChange={(e) => setV({ ...v, inputs: { ...v.inputs, [i.name]: e.target.value } })}
                 />
-                <span className="hint" id={`${fid}-from`}>{prefillSource(i)}</span>
+                <span className="hint" id={`${fid}-from`}>
+                  {prefillSource(i)}
+                </span>
                 <FieldErrorList msgs={ie} />
               </div>
             );
@@ -219,13 +254,21 @@ function ActionForm({ stack, a, onClose, onStarted }: { stack: Stack; a: StackAc
         <button type="submit" className="primary" disabled={sending || (a.kind === "script" && v.execution === null)}>
           {sending ? "Starting…" : `Start ${a.name}`}
         </button>
-        <button type="button" onClick={onClose}>Cancel</button>
+        <button type="button" onClick={onClose}>
+          Cancel
+        </button>
       </div>
     </form>
   );
 }
 
-function InstancesView({ stack, rows, blocked, who, error }: {
+function InstancesView({
+  stack,
+  rows,
+  blocked,
+  who,
+  error,
+}: {
   stack: Stack;
   rows: InstanceRow[];
   blocked: string;
@@ -238,7 +281,11 @@ function InstancesView({ stack, rows, blocked, who, error }: {
   const undo = async (iid: string) => {
     setErr(null);
     try {
-      await call(api.DELETE("/v1/stacks/{id}/action-instances/{iid}", { params: { path: { id: stack.id, iid }, header: { "Idempotency-Key": idempotencyKey() } } }));
+      await call(
+        api.DELETE("/v1/stacks/{id}/action-instances/{iid}", {
+          params: { path: { id: stack.id, iid }, header: { "Idempotency-Key": idempotencyKey() } },
+        }),
+      );
       setConfirm("");
       void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
     } catch (e) {
@@ -254,11 +301,16 @@ function InstancesView({ stack, rows, blocked, who, error }: {
       {target && (
         <div className="confirm" role="alertdialog" aria-labelledby="undo-text">
           <p id="undo-text">
-            Undo {label(target)}? Terraform destroys what it made, with the code of template version {target.instance?.template_version}; the other instances stay.
+            Undo {label(target)}? Terraform destroys what it made, with the code of template version {target.instance?.template_version};
+            the other instances stay.
           </p>
           {/* The safe answer has the focus: Enter on a confirmation destroys nothing. */}
-          <button type="button" className="danger" onClick={() => void undo(target.id)}>Yes, undo {label(target)}</button>
-          <button type="button" autoFocus onClick={() => setConfirm("")}>No</button>
+          <button type="button" className="danger" onClick={() => void undo(target.id)}>
+            Yes, undo {label(target)}
+          </button>
+          <button type="button" autoFocus onClick={() => setConfirm("")}>
+            No
+          </button>
         </div>
       )}
       {rows.length === 0 ? (
@@ -267,7 +319,12 @@ function InstancesView({ stack, rows, blocked, who, error }: {
         <table aria-labelledby="instances-title">
           <thead>
             <tr>
-              <th scope="col">Instance</th><th scope="col">State</th><th scope="col">Answers</th><th scope="col">Outputs</th><th scope="col">Made</th><th scope="col">Undo</th>
+              <th scope="col">Instance</th>
+              <th scope="col">State</th>
+              <th scope="col">Answers</th>
+              <th scope="col">Outputs</th>
+              <th scope="col">Made</th>
+              <th scope="col">Undo</th>
             </tr>
           </thead>
           <tbody>
@@ -276,23 +333,39 @@ function InstancesView({ stack, rows, blocked, who, error }: {
               return (
                 <tr key={r.id} data-instance={label(r)} data-state={r.state}>
                   <th scope="row">{label(r)}</th>
-                  <td><StateBadge state={r.state} /></td>
-                  <td><code>{answers(r.parameters, r.inputs)}</code></td>
-                  <td><Outputs id={stack.id} run={r.runId} outputs={r.outputs} /></td>
+                  <td>
+                    <StateBadge state={r.state} />
+                  </td>
+                  <td>
+                    <code>{answers(r.parameters, r.inputs)}</code>
+                  </td>
+                  <td>
+                    <Outputs id={stack.id} run={r.runId} outputs={r.outputs} />
+                  </td>
                   <td>
                     {who(r.createdBy)}, {when(r.createdAt)}
-                    {r.state === "undone" && <div className="small muted">undone by {who(r.undoneBy)}, {when(r.undoneAt)}</div>}
+                    {r.state === "undone" && (
+                      <div className="small muted">
+                        undone by {who(r.undoneBy)}, {when(r.undoneAt)}
+                      </div>
+                    )}
                   </td>
                   <td>
                     {r.state === "undone" ? (
                       <span className="muted">undone</span>
                     ) : why ? (
                       <>
-                        <button type="button" disabled aria-describedby={`why-${r.id}`}>Undo {label(r)}</button>
-                        <div id={`why-${r.id}`} className="small muted">{why}</div>
+                        <button type="button" disabled aria-describedby={`why-${r.id}`}>
+                          Undo {label(r)}
+                        </button>
+                        <div id={`why-${r.id}`} className="small muted">
+                          {why}
+                        </div>
                       </>
                     ) : (
-                      <button type="button" className="danger" onClick={() => setConfirm(r.id)}>Undo {label(r)}</button>
+                      <button type="button" className="danger" onClick={() => setConfirm(r.id)}>
+                        Undo {label(r)}
+                      </button>
                     )}
                   </td>
                 </tr>
@@ -318,7 +391,11 @@ function Outputs({ id, run, outputs }: { id: string; run: string; outputs: unkno
             <Secret
               name={name}
               reveal={() =>
-                call(api.POST("/v1/stacks/{id}/runs/{run}/outputs/{name}/reveal", { params: { path: { id, run, name }, header: { "Idempotency-Key": idempotencyKey() } } }))
+                call(
+                  api.POST("/v1/stacks/{id}/runs/{run}/outputs/{name}/reveal", {
+                    params: { path: { id, run, name }, header: { "Idempotency-Key": idempotencyKey() } },
+                  }),
+                )
               }
             />
           ) : (
@@ -336,7 +413,13 @@ function ActionHistory({ id, runs, who }: { id: string; runs: Run[]; who: (id: s
     <table className="action-history" aria-labelledby="action-history-title">
       <thead>
         <tr>
-          <th scope="col">Action</th><th scope="col">By</th><th scope="col">When</th><th scope="col">Machine</th><th scope="col">Parameters</th><th scope="col">Result</th><th scope="col">Outputs</th>
+          <th scope="col">Action</th>
+          <th scope="col">By</th>
+          <th scope="col">When</th>
+          <th scope="col">Machine</th>
+          <th scope="col">Parameters</th>
+          <th scope="col">Result</th>
+          <th scope="col">Outputs</th>
         </tr>
       </thead>
       <tbody>
@@ -348,7 +431,9 @@ function ActionHistory({ id, runs, who }: { id: string; runs: Run[]; who: (id: s
             <td>{who(r.actor_id)}</td>
             <td>{when(r.started_at ?? r.created_at)}</td>
             <td>{machineOf(r)}</td>
-            <td><code>{r.action ? answers(r.action.parameters, r.action.inputs) : ""}</code></td>
+            <td>
+              <code>{r.action ? answers(r.action.parameters, r.action.inputs) : ""}</code>
+            </td>
             <td>
               <StateBadge state={r.state} />
               {r.error && <div className="small">{r.error}</div>}

@@ -42,14 +42,20 @@ const pool: StackAction = {
   description: "Make a pool",
   kind: "terraform",
   job: null,
-  parameters: { type: "object", properties: { pool: { type: "string" }, comment: { type: "string", default: "" } }, "x-horizon-order": ["pool", "comment"] },
+  parameters: {
+    type: "object",
+    properties: { pool: { type: "string" }, comment: { type: "string", default: "" } },
+    "x-horizon-order": ["pool", "comment"],
+  },
   inputs: [{ name: "db_host", from: "db.outputs.ip", secret: false, value: null, problem: "db has no output ip yet" }],
   outputs: [],
   executions: [],
   execution: null,
 };
 const exec = (index: number, state: "active" | "removed") => ({ index, state }) as Stack["jobs"][string]["executions"][number];
-const stack = { jobs: { app: { executions: [exec(0, "active"), exec(1, "active"), exec(2, "active"), exec(3, "removed")] } } } as unknown as Stack;
+const stack = {
+  jobs: { app: { executions: [exec(0, "active"), exec(1, "active"), exec(2, "active"), exec(3, "removed")] } },
+} as unknown as Stack;
 
 describe("prefills", () => {
   it("says where each comes from, a secret one without its value", () => {
@@ -106,9 +112,12 @@ describe("when actions may run", () => {
     expect(actionsBlocked(s({ allowed_actions: ["edit", "run_action"] }), "member")).toBe("");
     expect(actionsBlocked(s({}), "viewer")).toBe("Viewers cannot run actions.");
     expect(actionsBlocked(s({ state: "draft", deployed_at: null }), "member")).toMatch(/draft/);
-    expect(actionsBlocked(s({ current_run: { kind: "run_again", state: "running" } as Stack["current_run"], allowed_actions: ["cancel"] }), "member")).toBe(
-      "A run again run is running: actions are possible again when it ends.",
-    );
+    expect(
+      actionsBlocked(
+        s({ current_run: { kind: "run_again", state: "running" } as Stack["current_run"], allowed_actions: ["cancel"] }),
+        "member",
+      ),
+    ).toBe("A run again run is running: actions are possible again when it ends.");
     expect(actionsBlocked(s({ state: "failed", deployed_at: null }), "admin")).toMatch(/never deployed/);
   });
   it("undoes an instance only when the API allows it", () => {
@@ -130,7 +139,17 @@ describe("instances and history", () => {
     created_at: at,
     started_at: at,
     finished_at: at,
-    action: { name: "create-pool", job: null, execution: null, parameters: {}, inputs: {}, outputs: {}, instance: null, undo: false, ...action } as Run["action"],
+    action: {
+      name: "create-pool",
+      job: null,
+      execution: null,
+      parameters: {},
+      inputs: {},
+      outputs: {},
+      instance: null,
+      undo: false,
+      ...action,
+    } as Run["action"],
   });
   const inst = (id: string, number: number, at: string, state: ActionInstance["state"] = "active"): ActionInstance => ({
     id,
@@ -165,11 +184,17 @@ describe("instances and history", () => {
     expect(instanceRows([inst("i2", 2, "2026-01-01T00:02:00Z")], runs, false)[1].number).toBeNull();
   });
   it("keeps an instance being undone as the API lists it", () => {
-    const rows = instanceRows([inst("i1", 1, "2026-01-01T00:01:00Z", "undoing")], [run("u", "2026-01-01T00:03:00Z", { instance: "i1", undo: true }, "running")], true);
+    const rows = instanceRows(
+      [inst("i1", 1, "2026-01-01T00:01:00Z", "undoing")],
+      [run("u", "2026-01-01T00:03:00Z", { instance: "i1", undo: true }, "running")],
+      true,
+    );
     expect(rows.map((r) => r.state)).toEqual(["undoing"]);
   });
   it("masks secrets in answers and names the machine", () => {
-    expect(answers({ key_bytes: 24, token: { secret: true } }, { db_host: "10.0.0.5" })).toBe("key_bytes=24, token=••••••••, db_host=10.0.0.5");
+    expect(answers({ key_bytes: 24, token: { secret: true } }, { db_host: "10.0.0.5" })).toBe(
+      "key_bytes=24, token=••••••••, db_host=10.0.0.5",
+    );
     expect(machineOf(runs[2])).toBe("app #1");
     expect(machineOf(runs[1])).toBe("");
   });

@@ -81,9 +81,14 @@ export function machineChoices(a: StackAction, s: Pick<Stack, "jobs">): Machine[
     if (e.state === "removed") continue;
     seen.add(e.index);
     const name = built.get(e.index);
-    out.push({ index: e.index, label: `${machineLabel(a.job, e.index)}${name ? ` (${name})` : " (not built)"}`, built: name !== undefined });
+    out.push({
+      index: e.index,
+      label: `${machineLabel(a.job, e.index)}${name ? ` (${name})` : " (not built)"}`,
+      built: name !== undefined,
+    });
   }
-  for (const m of a.executions) if (!seen.has(m.index)) out.push({ index: m.index, label: `${machineLabel(a.job, m.index)} (${m.name})`, built: true });
+  for (const m of a.executions)
+    if (!seen.has(m.index)) out.push({ index: m.index, label: `${machineLabel(a.job, m.index)} (${m.name})`, built: true });
   return out.sort((x, y) => x.index - y.index);
 }
 
@@ -120,7 +125,10 @@ export function actionRequest(a: StackAction, v: ActionValues): Schemas["ActionR
 }
 
 /** actionsBlocked says why the stack's actions cannot run now, or "" when they can. */
-export function actionsBlocked(s: Pick<Stack, "state" | "current_run" | "allowed_actions" | "deployed_at">, role: string | undefined): string {
+export function actionsBlocked(
+  s: Pick<Stack, "state" | "current_run" | "allowed_actions" | "deployed_at">,
+  role: string | undefined,
+): string {
   if (s.allowed_actions.includes(RUN_ACTION)) return "";
   if (role === "viewer") return "Viewers cannot run actions.";
   if (s.state === "draft") return "A draft has nothing to act on: deploy it first.";
@@ -197,9 +205,7 @@ export function instanceRows(instances: ActionInstance[], runs: Run[], complete:
     instance: i,
   }));
   const listed = new Set(instances.map((i) => i.id));
-  const made = runs
-    .filter((r) => r.action && !r.action.undo && r.action.instance)
-    .sort((a, b) => a.created_at.localeCompare(b.created_at));
+  const made = runs.filter((r) => r.action && !r.action.undo && r.action.instance).sort((a, b) => a.created_at.localeCompare(b.created_at));
   const numberOf = new Map(made.map((r, n) => [r.action!.instance!, n + 1]));
   for (const u of runs) {
     const iid = u.action?.instance;

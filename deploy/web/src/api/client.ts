@@ -69,9 +69,7 @@ export function configure(url: string) {
 }
 
 /** call unwraps an openapi-fetch result: the data, or an ApiError with the problem. */
-export async function call<T>(
-  p: Promise<{ data?: T; error?: unknown; response: Response }>,
-): Promise<T> {
+export async function call<T>(p: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   let r: Awaited<typeof p>;
   try {
     r = await p;

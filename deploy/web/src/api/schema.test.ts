@@ -9,6 +9,11 @@ import { expect, it } from "vitest";
 it("schema.d.ts is generated from the current openapi.yaml", () => {
   const web = join(__dirname, "..", "..");
   const out = join(mkdtempSync(join(tmpdir(), "schema-")), "schema.d.ts");
-  execFileSync(join(web, "node_modules", ".bin", "openapi-typescript"), [join(web, "..", "..", "openapi", "openapi.yaml"), "-o", out], { stdio: "pipe" });
-  expect(readFileSync(join(web, "src", "api", "schema.d.ts"), "utf8") === readFileSync(out, "utf8"), "src/api/schema.d.ts is stale: run `npm run gen` in deploy/web").toBe(true);
+  execFileSync(join(web, "node_modules", ".bin", "openapi-typescript"), [join(web, "..", "..", "openapi", "openapi.yaml"), "-o", out], {
+    stdio: "pipe",
+  });
+  expect(
+    readFileSync(join(web, "src", "api", "schema.d.ts"), "utf8") === readFileSync(out, "utf8"),
+    "src/api/schema.d.ts is stale: run `npm run gen` in deploy/web",
+  ).toBe(true);
 }, 30_000);

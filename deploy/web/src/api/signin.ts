@@ -43,8 +43,12 @@ export async function followSignInLink(apiBaseUrl: string): Promise<string | nul
   if (!link) return null;
   history.replaceState(null, "", location.pathname + location.search + link.next);
   if ("legacyToken" in link) {
-    notice = { type: "urn:horizon:problem:unauthenticated", title: "This sign-in link is no longer accepted", status: 401,
-      detail: "Sign-in links carry a one-time code now, never a token: paste the API token below, or ask `go tool task up` for a new link." };
+    notice = {
+      type: "urn:horizon:problem:unauthenticated",
+      title: "This sign-in link is no longer accepted",
+      status: 401,
+      detail: "Sign-in links carry a one-time code now, never a token: paste the API token below, or ask `go tool task up` for a new link.",
+    };
     return null;
   }
   try {
@@ -57,8 +61,12 @@ export async function followSignInLink(apiBaseUrl: string): Promise<string | nul
     if (res.ok) return ((await res.json()) as { token: string }).token;
     notice = (await res.json()) as Problem;
   } catch {
-    notice = { type: "urn:horizon:problem:unavailable", title: "The API does not answer", status: 503,
-      detail: "The sign-in link could not be checked; try again when the API is back." };
+    notice = {
+      type: "urn:horizon:problem:unavailable",
+      title: "The API does not answer",
+      status: 503,
+      detail: "The sign-in link could not be checked; try again when the API is back.",
+    };
   }
   return null;
 }

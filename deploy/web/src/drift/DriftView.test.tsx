@@ -13,14 +13,27 @@ afterEach(() => {
 });
 
 const f: DriftFinding = {
-  id: "11111111-1111-1111-1111-111111111111", job: "app", execution: 1, path: "memory", kind: "changed",
-  expected: "2048", actual: "4096", since: "2026-12-04T10:00:00Z", changed_by: "root@pam", changed_at: "2026-12-04T09:58:00Z",
-  last_seen_at: "2026-12-04T10:05:00Z", accepted: null, version: 3,
+  id: "11111111-1111-1111-1111-111111111111",
+  job: "app",
+  execution: 1,
+  path: "memory",
+  kind: "changed",
+  expected: "2048",
+  actual: "4096",
+  since: "2026-12-04T10:00:00Z",
+  changed_by: "root@pam",
+  changed_at: "2026-12-04T09:58:00Z",
+  last_seen_at: "2026-12-04T10:05:00Z",
+  accepted: null,
+  version: 3,
 };
 
 function stack(allowed: string[], drift: Partial<Stack["drift"]> = {}): Stack {
   return {
-    id: "22222222-2222-2222-2222-222222222222", state: "deployed", current_run: null, allowed_actions: allowed,
+    id: "22222222-2222-2222-2222-222222222222",
+    state: "deployed",
+    current_run: null,
+    allowed_actions: allowed,
     drift: { drifted: true, checked_at: "2026-12-04T10:05:00Z", findings: [f], check_error: null, failed_at: null, ...drift },
   } as unknown as Stack;
 }
@@ -37,7 +50,10 @@ function show(s: Stack, role: string) {
 
 describe("DriftSection", () => {
   it("shows a viewer the finding, who changed it and the last check, with no button", () => {
-    vi.stubGlobal("fetch", vi.fn(async () => new Response(JSON.stringify(stack([])), { status: 200, headers: { "Content-Type": "application/json" } })));
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => new Response(JSON.stringify(stack([])), { status: 200, headers: { "Content-Type": "application/json" } })),
+    );
     configure("http://horizon.test");
     show(stack([]), "viewer");
     const row = document.querySelector('[data-finding="app #1.memory"]')!;
@@ -48,9 +64,21 @@ describe("DriftSection", () => {
   });
 
   it("says a check never ran and shows a failed check's reason", () => {
-    vi.stubGlobal("fetch", vi.fn(async () => new Response("{}", { status: 200 })));
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => new Response("{}", { status: 200 })),
+    );
     configure("http://horizon.test");
-    show(stack([], { checked_at: null, findings: [], drifted: false, check_error: "pve1: connection refused", failed_at: "2026-12-04T10:06:00Z" }), "viewer");
+    show(
+      stack([], {
+        checked_at: null,
+        findings: [],
+        drifted: false,
+        check_error: "pve1: connection refused",
+        failed_at: "2026-12-04T10:06:00Z",
+      }),
+      "viewer",
+    );
     expect(screen.getByTestId("drift-checked").textContent).toContain("Never checked");
     expect(screen.getByTestId("drift-check-error").textContent).toContain("pve1: connection refused");
   });
@@ -61,7 +89,10 @@ describe("DriftSection", () => {
       "fetch",
       vi.fn(async (r: Request) => {
         calls.push(r.clone());
-        return new Response(JSON.stringify(r.method === "POST" ? f : stack(["run_again"])), { status: 200, headers: { "Content-Type": "application/json" } });
+        return new Response(JSON.stringify(r.method === "POST" ? f : stack(["run_again"])), {
+          status: 200,
+          headers: { "Content-Type": "application/json" },
+        });
       }),
     );
     configure("http://horizon.test");

@@ -9,8 +9,18 @@ import { useEffect, useState } from "react";
 import { api, ApiError, call, idempotencyKey, type Stack } from "../api/client";
 import { ProblemBox, when } from "../pages/common";
 import {
-  checkDone, driftButtons, driftHeadline, findingChange, findingMachine, findingProperty, findingWho, ifMatch, lastCheck, sortFindings,
-  type CheckMark, type DriftFinding,
+  checkDone,
+  driftButtons,
+  driftHeadline,
+  findingChange,
+  findingMachine,
+  findingProperty,
+  findingWho,
+  ifMatch,
+  lastCheck,
+  sortFindings,
+  type CheckMark,
+  type DriftFinding,
 } from "./drift";
 
 const POLL_MS = 2000;
@@ -36,7 +46,8 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
   useQuery({
     queryKey: ["stack", id],
     queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id } } })),
-    refetchInterval: (q) => (sent && q.state.data && !checkDone(sent, q.state.data.drift) && Date.now() - sent.at < POLL_FOR_MS ? POLL_MS : false),
+    refetchInterval: (q) =>
+      sent && q.state.data && !checkDone(sent, q.state.data.drift) && Date.now() - sent.at < POLL_FOR_MS ? POLL_MS : false,
   });
   const buttons = driftButtons(stack, role);
   const refresh = () => {
@@ -99,7 +110,11 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
           </>
         )}
       </p>
-      {notice && <p role="status" className="small">{notice}</p>}
+      {notice && (
+        <p role="status" className="small">
+          {notice}
+        </p>
+      )}
       {d.check_error && (
         <p className="problem" data-testid="drift-check-error">
           The last check failed{d.failed_at ? ` (${when(d.failed_at)})` : ""}: {d.check_error}. Nothing was concluded from it.
@@ -110,27 +125,53 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
         <table className="drift-findings">
           <thead>
             <tr>
-              <th scope="col">Machine</th><th scope="col">Property</th><th scope="col">Expected → actual</th><th scope="col">Kind</th>
-              <th scope="col">Since</th><th scope="col">Changed by</th><th scope="col">Actions</th>
+              <th scope="col">Machine</th>
+              <th scope="col">Property</th>
+              <th scope="col">Expected → actual</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Since</th>
+              <th scope="col">Changed by</th>
+              <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
             {findings.map((f) => (
               <tr key={f.id} data-finding={`${findingMachine(f)}.${f.path}`} className={f.accepted ? "muted" : undefined}>
                 <td>{findingMachine(f)}</td>
-                <td><code>{findingProperty(f)}</code></td>
-                <td><code>{findingChange(f)}</code></td>
-                <td><span className={`drift-kind drift-${f.kind}`}>{f.kind}</span></td>
+                <td>
+                  <code>{findingProperty(f)}</code>
+                </td>
+                <td>
+                  <code>{findingChange(f)}</code>
+                </td>
+                <td>
+                  <span className={`drift-kind drift-${f.kind}`}>{f.kind}</span>
+                </td>
                 <td>{when(f.since)}</td>
                 <td>{findingWho(f, when)}</td>
                 <td>
                   {f.accepted ? (
-                    <span className="small" title={f.accepted.reason}>accepted {when(f.accepted.at)}: {f.accepted.reason}</span>
+                    <span className="small" title={f.accepted.reason}>
+                      accepted {when(f.accepted.at)}: {f.accepted.reason}
+                    </span>
                   ) : (
                     <span className="actions">
-                      {buttons.reapply && <button type="button" className="small" onClick={() => reapply(f)}>Re-apply this job</button>}
+                      {buttons.reapply && (
+                        <button type="button" className="small" onClick={() => reapply(f)}>
+                          Re-apply this job
+                        </button>
+                      )}
                       {buttons.accept && accepting !== f.id && (
-                        <button type="button" className="small" onClick={() => { setAccepting(f.id); setReason(""); }}>Accept</button>
+                        <button
+                          type="button"
+                          className="small"
+                          onClick={() => {
+                            setAccepting(f.id);
+                            setReason("");
+                          }}
+                        >
+                          Accept
+                        </button>
                       )}
                     </span>
                   )}
@@ -143,10 +184,15 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
                       }}
                     >
                       <label>
-                        Why is this change accepted? <input value={reason} autoFocus maxLength={500} onChange={(e) => setReason(e.target.value)} />
+                        Why is this change accepted?{" "}
+                        <input value={reason} autoFocus maxLength={500} onChange={(e) => setReason(e.target.value)} />
                       </label>{" "}
-                      <button type="submit" className="small" disabled={!reason.trim()}>Accept</button>{" "}
-                      <button type="button" className="small" onClick={() => setAccepting("")}>Cancel</button>
+                      <button type="submit" className="small" disabled={!reason.trim()}>
+                        Accept
+                      </button>{" "}
+                      <button type="button" className="small" onClick={() => setAccepting("")}>
+                        Cancel
+                      </button>
                     </form>
                   )}
                 </td>
@@ -162,5 +208,9 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
 /** DriftBadge marks a drifted stack in the list. */
 export function DriftBadge({ drifted }: { drifted: boolean }) {
   if (!drifted) return null;
-  return <span className="state drift-badge" title="Changed on Proxmox outside Horizon">drift</span>;
+  return (
+    <span className="state drift-badge" title="Changed on Proxmox outside Horizon">
+      drift
+    </span>
+  );
 }

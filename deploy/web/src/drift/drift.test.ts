@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
 import {
-  checkDone, driftButtons, driftHeadline, driftValue, findingChange, findingMachine, findingProperty, findingWho, ifMatch, lastCheck, sortFindings,
+  checkDone,
+  driftButtons,
+  driftHeadline,
+  driftValue,
+  findingChange,
+  findingMachine,
+  findingProperty,
+  findingWho,
+  ifMatch,
+  lastCheck,
+  sortFindings,
   type DriftFinding,
 } from "./drift";
 
@@ -8,9 +18,20 @@ const fmt = (iso: string) => `@${iso.slice(11, 16)}`;
 
 function finding(over: Partial<DriftFinding>): DriftFinding {
   return {
-    id: "00000000-0000-0000-0000-000000000001", job: "app", execution: 0, path: "memory", kind: "changed",
-    expected: "2048", actual: "4096", since: "2026-12-04T10:00:00Z", changed_by: null, changed_at: null,
-    last_seen_at: "2026-12-04T10:05:00Z", accepted: null, version: 1, ...over,
+    id: "00000000-0000-0000-0000-000000000001",
+    job: "app",
+    execution: 0,
+    path: "memory",
+    kind: "changed",
+    expected: "2048",
+    actual: "4096",
+    since: "2026-12-04T10:00:00Z",
+    changed_by: null,
+    changed_at: null,
+    last_seen_at: "2026-12-04T10:05:00Z",
+    accepted: null,
+    version: 1,
+    ...over,
   };
 }
 
@@ -33,7 +54,9 @@ describe("finding wording", () => {
     expect(findingProperty(f)).toBe("scsi0.size");
     expect(findingChange(f)).toBe("20G → 30G");
     expect(findingProperty(finding({ path: "", kind: "missing" }))).toBe("the machine");
-    expect(findingChange(finding({ path: "", kind: "missing", expected: { vmid: "101" } as unknown as Record<string, never>, actual: null }))).toBe("vmid=101 → absent");
+    expect(
+      findingChange(finding({ path: "", kind: "missing", expected: { vmid: "101" } as unknown as Record<string, never>, actual: null })),
+    ).toBe("vmid=101 → absent");
   });
 
   it("says who changed it and when only as far as the task log tells", () => {

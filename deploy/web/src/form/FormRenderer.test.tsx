@@ -19,7 +19,14 @@ const form: TemplateForm = {
           name: "db",
           machine: true,
           executions: { multiple: false, min: 1, max: 1 },
-          attachments: [{ kind: "address", required: true }, { kind: "ssh_key", required: true }, { kind: "node", required: true }, { kind: "pool", required: false }, { kind: "nagios_host_group", required: false }, { kind: "node_exporter", required: false }],
+          attachments: [
+            { kind: "address", required: true },
+            { kind: "ssh_key", required: true },
+            { kind: "node", required: true },
+            { kind: "pool", required: false },
+            { kind: "nagios_host_group", required: false },
+            { kind: "node_exporter", required: false },
+          ],
           depends_on: [],
           parameters: { type: "object", properties: { cores: { type: "integer", minimum: 1, maximum: 8, default: 2, title: "Cores" } } },
         },
@@ -51,7 +58,10 @@ const form: TemplateForm = {
   ],
 };
 const opts: Options = {
-  addresses: [{ value: "a1", label: "vm-1 (10.0.0.1)" }, { value: "a2", label: "vm-2 (10.0.0.2)" }],
+  addresses: [
+    { value: "a1", label: "vm-1 (10.0.0.1)" },
+    { value: "a2", label: "vm-2 (10.0.0.2)" },
+  ],
   sshKeys: [{ value: "k1", label: "laptop" }],
   servers: [{ value: "s1", label: "sandbox", nodes: ["pve1", "pve2"], pools: ["dev"] }],
   isos: [],
@@ -59,7 +69,15 @@ const opts: Options = {
   hostgroups: [],
 };
 
-function Harness({ errors = [], onValues, options = opts }: { errors?: { field: string; message: string }[]; onValues?: (v: FormValues) => void; options?: Options }) {
+function Harness({
+  errors = [],
+  onValues,
+  options = opts,
+}: {
+  errors?: { field: string; message: string }[];
+  onValues?: (v: FormValues) => void;
+  options?: Options;
+}) {
   const [v, setV] = useState(() => initialValues(form, options));
   onValues?.(v);
   return <FormRenderer form={form} values={v} onChange={setV} options={options} errors={fieldErrors(errors)} />;

@@ -69,9 +69,7 @@ function JobBlock({ job, values, onChange, options, errors }: Omit<Props, "form"
         <div className="exec" key={e.id ?? i} data-exec={i}>
           {(job.executions.multiple || execs.length > 1) && (
             <div className="exec-head">
-              <h4>
-                {machineLabel(job.name, execNumber(values, job.name, i))}
-              </h4>
+              <h4>{machineLabel(job.name, execNumber(values, job.name, i))}</h4>
               {canRemove(job, execs.length) && (
                 <button type="button" className="link" onClick={() => onChange(removeExecution(values, job, i))}>
                   Remove {machineLabel(job.name, execNumber(values, job.name, i))}
@@ -121,7 +119,17 @@ export function FieldErrorList({ msgs, id }: { msgs: string[]; id?: string }) {
   );
 }
 
-function Field({ label, errors, children, hint }: { label: string; errors: string[]; hint?: string; children: (id: string, describedBy?: string) => React.ReactNode }) {
+function Field({
+  label,
+  errors,
+  children,
+  hint,
+}: {
+  label: string;
+  errors: string[];
+  hint?: string;
+  children: (id: string, describedBy?: string) => React.ReactNode;
+}) {
   const id = useId();
   const errId = errors.length ? `${id}-err` : undefined;
   return (
@@ -134,7 +142,14 @@ function Field({ label, errors, children, hint }: { label: string; errors: strin
   );
 }
 
-export function ParamInput({ name, p, value, onChange, errors, required }: {
+export function ParamInput({
+  name,
+  p,
+  value,
+  onChange,
+  errors,
+  required,
+}: {
   name: string;
   p: FormParameter;
   value: string | number | boolean;
@@ -143,13 +158,14 @@ export function ParamInput({ name, p, value, onChange, errors, required }: {
   required: boolean;
 }) {
   const label = (p.title || name) + (required ? " *" : "");
-  const bounds =
-    p.minimum !== undefined || p.maximum !== undefined ? `${p.minimum ?? "…"} to ${p.maximum ?? "…"}` : undefined;
+  const bounds = p.minimum !== undefined || p.maximum !== undefined ? `${p.minimum ?? "…"} to ${p.maximum ?? "…"}` : undefined;
   const hint = [p.description, bounds].filter(Boolean).join(" · ") || undefined;
   if (p.type === "boolean")
     return (
       <Field label={label} errors={errors} hint={p.description}>
-        {(id, d) => <input id={id} type="checkbox" checked={value === true} aria-describedby={d} onChange={(e) => onChange(e.target.checked)} />}
+        {(id, d) => (
+          <input id={id} type="checkbox" checked={value === true} aria-describedby={d} onChange={(e) => onChange(e.target.checked)} />
+        )}
       </Field>
     );
   if (p.enum)
@@ -220,7 +236,14 @@ export function ParamInput({ name, p, value, onChange, errors, required }: {
   );
 }
 
-function Select({ label, value, options, onChange, errors, required }: {
+function Select({
+  label,
+  value,
+  options,
+  onChange,
+  errors,
+  required,
+}: {
   label: string;
   value: string;
   options: Option[];
@@ -244,7 +267,14 @@ function Select({ label, value, options, onChange, errors, required }: {
   );
 }
 
-function Attachments({ job, i, e, set, options, errors }: {
+function Attachments({
+  job,
+  i,
+  e,
+  set,
+  options,
+  errors,
+}: {
   job: FormJob;
   i: number;
   e: ExecValues;
@@ -260,10 +290,24 @@ function Attachments({ job, i, e, set, options, errors }: {
   return (
     <>
       {kinds.has("address") && (
-        <Select label="Address" required={req("address")} value={e.address_id} options={options.addresses} errors={errs("address_id")} onChange={(v) => set({ ...e, address_id: v })} />
+        <Select
+          label="Address"
+          required={req("address")}
+          value={e.address_id}
+          options={options.addresses}
+          errors={errs("address_id")}
+          onChange={(v) => set({ ...e, address_id: v })}
+        />
       )}
       {kinds.has("ssh_key") && (
-        <Select label="SSH key" required={req("ssh_key")} value={e.ssh_key_id} options={options.sshKeys} errors={errs("ssh_key_id")} onChange={(v) => set({ ...e, ssh_key_id: v })} />
+        <Select
+          label="SSH key"
+          required={req("ssh_key")}
+          value={e.ssh_key_id}
+          options={options.sshKeys}
+          errors={errs("ssh_key_id")}
+          onChange={(v) => set({ ...e, ssh_key_id: v })}
+        />
       )}
       {kinds.has("ssh_key") && options.sshKeys.length === 0 && (
         <p className="hint" data-empty="ssh_key">
@@ -284,18 +328,40 @@ function Attachments({ job, i, e, set, options, errors }: {
               set(x);
             }}
           />
-          <Select label="Node" required={req("node")} value={e.node} options={toOpts(server?.nodes ?? [])} errors={errs("node")} onChange={(v) => set({ ...e, node: v })} />
+          <Select
+            label="Node"
+            required={req("node")}
+            value={e.node}
+            options={toOpts(server?.nodes ?? [])}
+            errors={errs("node")}
+            onChange={(v) => set({ ...e, node: v })}
+          />
         </>
       )}
       {kinds.has("pool") && (
-        <Select label="Resource pool" required={req("pool")} value={e.pool} options={toOpts(server?.pools ?? [])} errors={errs("pool")} onChange={(v) => set({ ...e, pool: v })} />
+        <Select
+          label="Resource pool"
+          required={req("pool")}
+          value={e.pool}
+          options={toOpts(server?.pools ?? [])}
+          errors={errs("pool")}
+          onChange={(v) => set({ ...e, pool: v })}
+        />
       )}
       {kinds.has("iso") && (
-        <Select label="ISO" required={req("iso")} value={e.iso_id} options={options.isos} errors={errs("iso_id")} onChange={(v) => set({ ...e, iso_id: v })} />
+        <Select
+          label="ISO"
+          required={req("iso")}
+          value={e.iso_id}
+          options={options.isos}
+          errors={errs("iso_id")}
+          onChange={(v) => set({ ...e, iso_id: v })}
+        />
       )}
       {kinds.has("iso") && options.isos.length === 0 && (
         <p className="hint" data-empty="iso">
-          No ISO is built yet. <a href="#/isos">Build one on the ISOs page</a> from an ISO template (admins register ISO templates with POST /v1/iso-templates).
+          No ISO is built yet. <a href="#/isos">Build one on the ISOs page</a> from an ISO template (admins register ISO templates with POST
+          /v1/iso-templates).
         </p>
       )}
       {kinds.has("nagios_host_group") && options.nagios && (
@@ -304,20 +370,47 @@ function Attachments({ job, i, e, set, options, errors }: {
             // Suggestions, not a closed list: Nagios's host group list leaves out empty groups,
             // so any name may be typed; the server checks it before a deploy.
             <>
-              <input id={id} aria-describedby={d} list={`${id}-groups`} value={e.nagios_hostgroup} onChange={(x) => set({ ...e, nagios_hostgroup: x.target.value })} />
-              <datalist id={`${id}-groups`}>{options.hostgroups.map((g) => <option key={g} value={g} />)}</datalist>
+              <input
+                id={id}
+                aria-describedby={d}
+                list={`${id}-groups`}
+                value={e.nagios_hostgroup}
+                onChange={(x) => set({ ...e, nagios_hostgroup: x.target.value })}
+              />
+              <datalist id={`${id}-groups`}>
+                {options.hostgroups.map((g) => (
+                  <option key={g} value={g} />
+                ))}
+              </datalist>
             </>
           )}
         </Field>
       )}
       {kinds.has("node_exporter") && (
         <Field label="Node Exporter" errors={errs("node_exporter")}>
-          {(id, d) => <input id={id} type="checkbox" aria-describedby={d} checked={e.node_exporter} onChange={(x) => set({ ...e, node_exporter: x.target.checked })} />}
+          {(id, d) => (
+            <input
+              id={id}
+              type="checkbox"
+              aria-describedby={d}
+              checked={e.node_exporter}
+              onChange={(x) => set({ ...e, node_exporter: x.target.checked })}
+            />
+          )}
         </Field>
       )}
       {kinds.has("startup_order") && (
         <Field label="Startup order" errors={errs("startup_order")}>
-          {(id, d) => <input id={id} type="number" step={1} aria-describedby={d} value={e.startup_order} onChange={(x) => set({ ...e, startup_order: x.target.value })} />}
+          {(id, d) => (
+            <input
+              id={id}
+              type="number"
+              step={1}
+              aria-describedby={d}
+              value={e.startup_order}
+              onChange={(x) => set({ ...e, startup_order: x.target.value })}
+            />
+          )}
         </Field>
       )}
     </>

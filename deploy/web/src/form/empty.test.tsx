@@ -11,19 +11,39 @@ afterEach(cleanup);
 
 const form: TemplateForm = {
   template: "t",
-  phases: [{
-    name: "main",
-    jobs: [{
-      name: "vm", machine: true, executions: { multiple: false, min: 1, max: 1 }, depends_on: [],
-      attachments: [{ kind: "ssh_key", required: true }, { kind: "node", required: true }, { kind: "iso", required: true }],
-      parameters: { type: "object", properties: {} },
-    }],
-  }],
+  phases: [
+    {
+      name: "main",
+      jobs: [
+        {
+          name: "vm",
+          machine: true,
+          executions: { multiple: false, min: 1, max: 1 },
+          depends_on: [],
+          attachments: [
+            { kind: "ssh_key", required: true },
+            { kind: "node", required: true },
+            { kind: "iso", required: true },
+          ],
+          parameters: { type: "object", properties: {} },
+        },
+      ],
+    },
+  ],
 };
-const base: Options = { addresses: [], sshKeys: [], servers: [{ value: "s1", label: "sandbox", nodes: ["pve1"], pools: [] }], isos: [], nagios: false, hostgroups: [] };
+const base: Options = {
+  addresses: [],
+  sshKeys: [],
+  servers: [{ value: "s1", label: "sandbox", nodes: ["pve1"], pools: [] }],
+  isos: [],
+  nagios: false,
+  hostgroups: [],
+};
 
 function draw(options: Options) {
-  return render(<FormRenderer form={form} values={initialValues(form, options)} onChange={() => {}} options={options} errors={fieldErrors([])} />);
+  return render(
+    <FormRenderer form={form} values={initialValues(form, options)} onChange={() => {}} options={options} errors={fieldErrors([])} />,
+  );
 }
 
 describe("empty lists", () => {

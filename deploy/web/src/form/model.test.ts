@@ -47,7 +47,11 @@ const app: FormJob = {
   name: "app",
   machine: true,
   executions: { multiple: true, min: 2, max: 3 },
-  attachments: [{ kind: "address", required: true }, { kind: "node", required: true }, { kind: "startup_order", required: false }],
+  attachments: [
+    { kind: "address", required: true },
+    { kind: "node", required: true },
+    { kind: "startup_order", required: false },
+  ],
   depends_on: ["db"],
   parameters: {
     type: "object",
@@ -61,10 +65,19 @@ const app: FormJob = {
     "x-horizon-order": ["motd", "ratio", "tls", "flavour", "admin_password"],
   },
 };
-const form: TemplateForm = { template: "t", phases: [{ name: "database", jobs: [db] }, { name: "application", jobs: [app] }] };
+const form: TemplateForm = {
+  template: "t",
+  phases: [
+    { name: "database", jobs: [db] },
+    { name: "application", jobs: [app] },
+  ],
+};
 const opts: Options = {
   addresses: [{ value: "a1", label: "vm-1" }],
-  sshKeys: [{ value: "k1", label: "laptop" }, { value: "k2", label: "desk" }],
+  sshKeys: [
+    { value: "k1", label: "laptop" },
+    { value: "k2", label: "desk" },
+  ],
   servers: [{ value: "s1", label: "sandbox", nodes: ["pve1"], pools: ["dev", "prod"] }],
   isos: [],
   nagios: false,
@@ -116,7 +129,14 @@ describe("the request", () => {
     Object.assign(v.jobs.app[0].parameters, { ratio: "0.5", tls: true, motd: "hi", admin_password: "" });
     v.jobs.app[0].startup_order = "3";
     const jobs = toJobs(v, form);
-    expect(jobs.db.executions[0]).toEqual({ parameters: { cores: 1, memory_mb: 512 }, address_id: "a1", ssh_key_id: null, proxmox_server_id: "s1", node: "pve1", pool: "" });
+    expect(jobs.db.executions[0]).toEqual({
+      parameters: { cores: 1, memory_mb: 512 },
+      address_id: "a1",
+      ssh_key_id: null,
+      proxmox_server_id: "s1",
+      node: "pve1",
+      pool: "",
+    });
     expect(jobs.app.executions[0]).toEqual({
       parameters: { motd: "hi", ratio: 0.5, tls: true, flavour: "only" }, // no password: Horizon generates it
       address_id: "a1",
@@ -135,18 +155,73 @@ describe("the request", () => {
 
   it("names existing executions by id once they are saved", () => {
     const stack = {
-      name: "s", description: "", labels: ["a", "b"], team_id: "t", environment_id: "e",
+      name: "s",
+      description: "",
+      labels: ["a", "b"],
+      team_id: "t",
+      environment_id: "e",
       jobs: {
-        db: { executions: [{ id: "x1", parameters: { cores: 4, memory_mb: 1024 }, address_id: "a9", ssh_key_id: "k2", proxmox_server_id: "s1", node: "pve1", pool: "dev", iso_id: null, nagios: null, node_exporter: false, startup_order: null, state: "active" }] },
-        app: { executions: [
-          { id: "y1", parameters: { motd: "m" }, address_id: null, ssh_key_id: null, proxmox_server_id: null, node: "", pool: "", iso_id: null, nagios: null, node_exporter: false, startup_order: 2, state: "active" },
-          { id: "y2", parameters: {}, address_id: null, ssh_key_id: null, proxmox_server_id: null, node: "", pool: "", iso_id: null, nagios: null, node_exporter: false, startup_order: null, state: "active" },
-        ] },
+        db: {
+          executions: [
+            {
+              id: "x1",
+              parameters: { cores: 4, memory_mb: 1024 },
+              address_id: "a9",
+              ssh_key_id: "k2",
+              proxmox_server_id: "s1",
+              node: "pve1",
+              pool: "dev",
+              iso_id: null,
+              nagios: null,
+              node_exporter: false,
+              startup_order: null,
+              state: "active",
+            },
+          ],
+        },
+        app: {
+          executions: [
+            {
+              id: "y1",
+              parameters: { motd: "m" },
+              address_id: null,
+              ssh_key_id: null,
+              proxmox_server_id: null,
+              node: "",
+              pool: "",
+              iso_id: null,
+              nagios: null,
+              node_exporter: false,
+              startup_order: 2,
+              state: "active",
+            },
+            {
+              id: "y2",
+              parameters: {},
+              address_id: null,
+              ssh_key_id: null,
+              proxmox_server_id: null,
+              node: "",
+              pool: "",
+              iso_id: null,
+              nagios: null,
+              node_exporter: false,
+              startup_order: null,
+              state: "active",
+            },
+          ],
+        },
       },
     } as unknown as Stack;
     const v = fromStack(stack, form, opts);
     expect(v.labels).toBe("a, b");
-    expect(v.jobs.db[0]).toMatchObject({ id: "x1", parameters: { cores: 4, memory_mb: 1024 }, address_id: "a9", ssh_key_id: "k2", pool: "dev" });
+    expect(v.jobs.db[0]).toMatchObject({
+      id: "x1",
+      parameters: { cores: 4, memory_mb: 1024 },
+      address_id: "a9",
+      ssh_key_id: "k2",
+      pool: "dev",
+    });
     const jobs = toJobs(v, form);
     expect(jobs.app.executions.map((e) => e.id)).toEqual(["y1", "y2"]);
     expect(jobs.app.executions[0].startup_order).toBe(2);
@@ -189,7 +264,13 @@ describe("changed meanwhile", () => {
 describe("deploy on an incomplete form (#29 item 10)", () => {
   const empty: Options = { addresses: [], sshKeys: [], servers: [], isos: [], nagios: false, hostgroups: [] };
   const withPool: FormJob = { ...db, attachments: db.attachments.map((a) => ({ ...a, required: true })) };
-  const f: TemplateForm = { template: "t", phases: [{ name: "database", jobs: [withPool] }, { name: "application", jobs: [app] }] };
+  const f: TemplateForm = {
+    template: "t",
+    phases: [
+      { name: "database", jobs: [withPool] },
+      { name: "application", jobs: [app] },
+    ],
+  };
 
   it("flags every required field at once, not only the name", () => {
     const v = initialValues(f, empty);
@@ -216,7 +297,11 @@ describe("deploy on an incomplete form (#29 item 10)", () => {
     const pooled: FormJob = {
       ...db,
       attachments: [],
-      parameters: { type: "object", properties: { pool: { type: "string", pattern: "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,39}$", description: "The pool's id" } }, required: ["pool"] },
+      parameters: {
+        type: "object",
+        properties: { pool: { type: "string", pattern: "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,39}$", description: "The pool's id" } },
+        required: ["pool"],
+      },
     };
     const g: TemplateForm = { template: "t", phases: [{ name: "p", jobs: [pooled] }] };
     const v = initialValues(g, empty);
@@ -283,7 +368,12 @@ describe("pattern attributes under the v flag (#29 item 10)", () => {
 describe("a machine keeps its number (#29 item 8)", () => {
   const stack = (state: string) =>
     ({
-      name: "s", description: "", labels: [], team_id: "t", environment_id: "e", state,
+      name: "s",
+      description: "",
+      labels: [],
+      team_id: "t",
+      environment_id: "e",
+      state,
       jobs: {
         db: { executions: [{ id: "d0", index: 0, state: "active", parameters: {}, node: "pve1", pool: "", node_exporter: false }] },
         app: {
@@ -310,16 +400,23 @@ describe("a machine keeps its number (#29 item 8)", () => {
     const grown = { ...v, jobs: { ...v.jobs, app: [...v.jobs.app, newExecution(app, opts)] } };
     expect(execNumber(grown, "app", 2)).toBe(3);
     // A problem may name an execution the form does not hold: named, never a crash.
-    expect(fieldLabel("jobs.app.executions[5].address_id", form, { jobs: { ...v.jobs, app: [] }, nextIndex: v.nextIndex })).toBe("app #5 · Address");
+    expect(fieldLabel("jobs.app.executions[5].address_id", form, { jobs: { ...v.jobs, app: [] }, nextIndex: v.nextIndex })).toBe(
+      "app #5 · Address",
+    );
   });
 
   it("puts the stack's problems, named by index, on the fields of the form, named by place", () => {
     const v = fromStack(stack("deployed"), form, opts);
-    expect(problemsAtPositions([
-      { field: "jobs.app.executions[2].address_id", message: "is required" },
-      { field: "jobs.app.executions[1]", message: "x" },
-      { field: "jobs.app.executions[7].node", message: "gone" },
-      { field: "name", message: "is taken" },
-    ], v).map((p) => p.field)).toEqual(["jobs.app.executions[1].address_id", "jobs.app.executions[0]", "jobs.app.executions[7].node", "name"]);
+    expect(
+      problemsAtPositions(
+        [
+          { field: "jobs.app.executions[2].address_id", message: "is required" },
+          { field: "jobs.app.executions[1]", message: "x" },
+          { field: "jobs.app.executions[7].node", message: "gone" },
+          { field: "name", message: "is taken" },
+        ],
+        v,
+      ).map((p) => p.field),
+    ).toEqual(["jobs.app.executions[1].address_id", "jobs.app.executions[0]", "jobs.app.executions[7].node", "name"]);
   });
 });

@@ -197,28 +197,26 @@ export function fromStack(stack: Stack, form: TemplateForm, opts: Options): Form
       if (!execs) continue;
       const current = execs.filter((x) => x.state !== "removed");
       v.nextIndex[job.name] = current.reduce((n, x) => Math.max(n, x.index + 1), 0);
-      v.jobs[job.name] = current
-        .map((x) => {
-          const e = newExecution(job, emptyOptions);
-          e.id = x.id;
-          e.index = x.index;
-          for (const [name, p] of orderedParameters(job)) {
-            const got = (x.parameters as Record<string, unknown>)[name];
-            if (got !== undefined && got !== null && !(isSecret(p) && typeof got === "object"))
-              e.parameters[name] = got as Scalar;
-            else if (isSecret(p)) e.parameters[name] = "";
-          }
-          e.address_id = x.address_id ?? "";
-          e.ssh_key_id = x.ssh_key_id ?? "";
-          e.proxmox_server_id = x.proxmox_server_id ?? "";
-          e.node = x.node;
-          e.pool = x.pool;
-          e.iso_id = x.iso_id ?? "";
-          e.nagios_hostgroup = x.nagios?.hostgroup ?? "";
-          e.node_exporter = x.node_exporter;
-          e.startup_order = x.startup_order == null ? "" : String(x.startup_order);
-          return e;
-        });
+      v.jobs[job.name] = current.map((x) => {
+        const e = newExecution(job, emptyOptions);
+        e.id = x.id;
+        e.index = x.index;
+        for (const [name, p] of orderedParameters(job)) {
+          const got = (x.parameters as Record<string, unknown>)[name];
+          if (got !== undefined && got !== null && !(isSecret(p) && typeof got === "object")) e.parameters[name] = got as Scalar;
+          else if (isSecret(p)) e.parameters[name] = "";
+        }
+        e.address_id = x.address_id ?? "";
+        e.ssh_key_id = x.ssh_key_id ?? "";
+        e.proxmox_server_id = x.proxmox_server_id ?? "";
+        e.node = x.node;
+        e.pool = x.pool;
+        e.iso_id = x.iso_id ?? "";
+        e.nagios_hostgroup = x.nagios?.hostgroup ?? "";
+        e.node_exporter = x.node_exporter;
+        e.startup_order = x.startup_order == null ? "" : String(x.startup_order);
+        return e;
+      });
     }
   return v;
 }
@@ -304,7 +302,10 @@ export type FieldErrors = Map<string, string[]>;
  * by its index) to the form's field paths (by its place in the list, as a request's 422 errors
  * do): they differ once a machine before another is gone, or in a duplicate's draft.
  */
-export function problemsAtPositions(problems: { field: string; message: string }[], v: Pick<FormValues, "jobs">): { field: string; message: string }[] {
+export function problemsAtPositions(
+  problems: { field: string; message: string }[],
+  v: Pick<FormValues, "jobs">,
+): { field: string; message: string }[] {
   return problems.map((p) => {
     const m = /^(\/?jobs\.([^.[]+)\.executions)\[(\d+)\](.*)$/.exec(p.field);
     if (!m) return p;
@@ -381,12 +382,23 @@ export function changedFields(mine: FormValues, theirs: FormValues): string[] {
   for (const k of ["name", "description", "labels", "environment_id"] as const) if (mine[k] !== theirs[k]) out.push(k);
   const jobs = new Set([...Object.keys(mine.jobs), ...Object.keys(theirs.jobs)]);
   for (const job of jobs) {
-    const a = mine.jobs[job] ?? [], b = theirs.jobs[job] ?? [];
+    const a = mine.jobs[job] ?? [],
+      b = theirs.jobs[job] ?? [];
     if (a.length !== b.length) out.push(`jobs.${job}.executions`);
     for (let i = 0; i < Math.min(a.length, b.length); i++) {
       const names = new Set([...Object.keys(a[i].parameters), ...Object.keys(b[i].parameters)]);
       for (const n of names) if (a[i].parameters[n] !== b[i].parameters[n]) out.push(paramPath(job, i, n));
-      for (const f of ["address_id", "ssh_key_id", "proxmox_server_id", "node", "pool", "iso_id", "nagios_hostgroup", "node_exporter", "startup_order"] as const)
+      for (const f of [
+        "address_id",
+        "ssh_key_id",
+        "proxmox_server_id",
+        "node",
+        "pool",
+        "iso_id",
+        "nagios_hostgroup",
+        "node_exporter",
+        "startup_order",
+      ] as const)
         if (a[i][f] !== b[i][f]) out.push(attachmentPath(job, i, f));
     }
   }
@@ -425,7 +437,12 @@ const headerLabels: Record<string, string> = {
  * `labels[2]`) in the words of the form ("app #1 · Address", `Label "Web!"`), so that an error
  * listed away from its field says which field it is. A path it does not know is returned as is.
  */
-export function fieldLabel(path: string, form: TemplateForm | undefined, v: Pick<FormValues, "jobs" | "nextIndex"> | null, labels: string[] = []): string {
+export function fieldLabel(
+  path: string,
+  form: TemplateForm | undefined,
+  v: Pick<FormValues, "jobs" | "nextIndex"> | null,
+  labels: string[] = [],
+): string {
   const f = path.replace(/^\//, "");
   if (headerLabels[f]) return headerLabels[f];
   const label = /^labels\[(\d+)\]$/.exec(f);
@@ -524,7 +541,10 @@ export function deployProblems(form: TemplateForm, v: FormValues, h: Header): { 
   const attachmentFields: Record<string, [keyof ExecValues, string][]> = {
     address: [["address_id", "is required: every machine needs an address"]],
     ssh_key: [["ssh_key_id", "is required: pick the SSH key to install"]],
-    node: [["proxmox_server_id", "is required"], ["node", "is required"]],
+    node: [
+      ["proxmox_server_id", "is required"],
+      ["node", "is required"],
+    ],
     pool: [["pool", "is required"]],
     iso: [["iso_id", "is required: this job installs from an ISO"]],
   };
@@ -541,11 +561,15 @@ export function deployProblems(form: TemplateForm, v: FormValues, h: Header): { 
           }
           const pat = typeof val === "string" ? htmlPattern(p.pattern) : undefined;
           if (pat && !new RegExp(`^(?:${pat})$`, "v").test(val as string))
-            out.push({ field: paramPath(job.name, i, name), message: p.description ? `is not in the expected format: ${p.description}` : "is not in the expected format" });
+            out.push({
+              field: paramPath(job.name, i, name),
+              message: p.description ? `is not in the expected format: ${p.description}` : "is not in the expected format",
+            });
         }
         for (const a of job.attachments) {
           if (!a.required) continue;
-          for (const [field, message] of attachmentFields[a.kind] ?? []) if (!e[field]) out.push({ field: attachmentPath(job.name, i, field), message });
+          for (const [field, message] of attachmentFields[a.kind] ?? [])
+            if (!e[field]) out.push({ field: attachmentPath(job.name, i, field), message });
         }
       });
     }

@@ -18,9 +18,21 @@ export function isoPipeline(run: ISORun): Pipeline {
       columns.push(col);
     }
     const card: Card = {
-      step_id: s.id, job: s.stage, execution: s.clone, kind: "apply", state: s.state, attempt: s.attempt, node: null,
-      started_at: s.started_at, finished_at: s.finished_at, gate_wait_ms: 0, work_ms: 0, error: s.error, reason: s.reason,
-      waiting_on: null, allowed_actions: [],
+      step_id: s.id,
+      job: s.stage,
+      execution: s.clone,
+      kind: "apply",
+      state: s.state,
+      attempt: s.attempt,
+      node: null,
+      started_at: s.started_at,
+      finished_at: s.finished_at,
+      gate_wait_ms: 0,
+      work_ms: 0,
+      error: s.error,
+      reason: s.reason,
+      waiting_on: null,
+      allowed_actions: [],
     };
     col.cards.push(card);
   }

@@ -12,7 +12,14 @@ import type { LogLine } from "../api/client";
 vi.mock("../sse", () => ({ openStream: () => () => {} }));
 
 const line = (n: number, step = "s-app", job = "app"): LogLine => ({
-  id: `1-${n}`, run: "r1", step, job, execution: 0, fd: "stdout", at: "2026-01-01T10:00:00Z", text: `line ${n}`,
+  id: `1-${n}`,
+  run: "r1",
+  step,
+  job,
+  execution: 0,
+  fd: "stdout",
+  at: "2026-01-01T10:00:00Z",
+  text: `line ${n}`,
 });
 const ndjson = (ls: LogLine[]) => new TextEncoder().encode(`${ls.map((l) => JSON.stringify(l)).join("\n")}\n`);
 
@@ -23,10 +30,19 @@ beforeEach(() => {
     "fetch",
     vi.fn(async (input: RequestInfo | URL) => {
       const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-      if (url.includes("/v1/stacks/st1/logs?")) return new Response(new ReadableStream<Uint8Array>({ start: (c) => {
-            feed = c;
-          } }), { status: 200 });
-      return new Response(JSON.stringify({ title: "not here", status: 404 }), { status: 404, headers: { "Content-Type": "application/problem+json" } });
+      if (url.includes("/v1/stacks/st1/logs?"))
+        return new Response(
+          new ReadableStream<Uint8Array>({
+            start: (c) => {
+              feed = c;
+            },
+          }),
+          { status: 200 },
+        );
+      return new Response(JSON.stringify({ title: "not here", status: 404 }), {
+        status: 404,
+        headers: { "Content-Type": "application/problem+json" },
+      });
     }),
   );
 });
@@ -78,7 +94,9 @@ describe("LogView, opened on a line's link", () => {
     await waitFor(() => expect(linked()).toBe("line 450"), { timeout: 30_000 });
     // Scrolled to it: the line's row is within the box, not only drawn in the overscan.
     const el = container.querySelector(".log-lines") as HTMLElement;
-    const row = Number(/translateY\((\d+)px\)/.exec((document.querySelector(".log-lines .line.linked") as HTMLElement).style.transform)?.[1]);
+    const row = Number(
+      /translateY\((\d+)px\)/.exec((document.querySelector(".log-lines .line.linked") as HTMLElement).style.transform)?.[1],
+    );
     expect(row).toBeGreaterThanOrEqual(el.scrollTop);
     expect(row).toBeLessThan(el.scrollTop + 420);
   }, 60_000);

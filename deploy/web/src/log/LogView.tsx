@@ -21,7 +21,15 @@ import { machineLabel } from "../numbering";
 export function LineText({ text }: { text: string }) {
   return (
     <span className="lt">
-      {ansiSegments(text).map((seg, i) => (seg.classes.length ? <span key={i} className={seg.classes.join(" ")}>{seg.text}</span> : seg.text))}
+      {ansiSegments(text).map((seg, i) =>
+        seg.classes.length ? (
+          <span key={i} className={seg.classes.join(" ")}>
+            {seg.text}
+          </span>
+        ) : (
+          seg.text
+        ),
+      )}
     </span>
   );
 }
@@ -59,16 +67,45 @@ export interface LogSource {
 }
 
 export function stackLog(id: string): LogSource {
-  return { path: `/v1/stacks/${id}`, token: { purpose: "logs", stack_id: id }, jobParam: "job", executionParam: "execution", jobLabel: "Job",
-    executionLabel: "Execution", ndjson: {}, tail: true, eventId: (l) => `${l.run}/${l.id}`, page: `/stacks/${id}`, file: `stack-${id}.log` };
+  return {
+    path: `/v1/stacks/${id}`,
+    token: { purpose: "logs", stack_id: id },
+    jobParam: "job",
+    executionParam: "execution",
+    jobLabel: "Job",
+    executionLabel: "Execution",
+    ndjson: {},
+    tail: true,
+    eventId: (l) => `${l.run}/${l.id}`,
+    page: `/stacks/${id}`,
+    file: `stack-${id}.log`,
+  };
 }
 
 export function isoLog(id: string): LogSource {
-  return { path: `/v1/isos/${id}`, token: { purpose: "iso_logs", iso_id: id }, jobParam: "stage", executionParam: "clone", jobLabel: "Stage",
-    executionLabel: "Clone", ndjson: { format: "ndjson" }, tail: false, eventId: (l) => l.id, page: `/isos/${id}`, file: `iso-${id}.log` };
+  return {
+    path: `/v1/isos/${id}`,
+    token: { purpose: "iso_logs", iso_id: id },
+    jobParam: "stage",
+    executionParam: "clone",
+    jobLabel: "Stage",
+    executionLabel: "Clone",
+    ndjson: { format: "ndjson" },
+    tail: false,
+    eventId: (l) => l.id,
+    page: `/isos/${id}`,
+    file: `iso-${id}.log`,
+  };
 }
 
-export function LogView({ source, runId, follow = true, jobs, lineLink, stepNames }: {
+export function LogView({
+  source,
+  runId,
+  follow = true,
+  jobs,
+  lineLink,
+  stepNames,
+}: {
   source: LogSource;
   /** The run shown first (the latest when the view opened); the stream follows into the next. */
   runId?: string;
@@ -337,20 +374,42 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
           >
             <option value="">all</option>
             {jobs.map((j) => [
-              <option key={j.job} value={j.job}>{j.job}</option>,
-              ...(j.executions.length > 1 ? j.executions.map((x) => <option key={`${j.job}/${x}`} value={`${j.job}/${x}`}>{machineLabel(j.job, x)}</option>) : []),
+              <option key={j.job} value={j.job}>
+                {j.job}
+              </option>,
+              ...(j.executions.length > 1
+                ? j.executions.map((x) => (
+                    <option key={`${j.job}/${x}`} value={`${j.job}/${x}`}>
+                      {machineLabel(j.job, x)}
+                    </option>
+                  ))
+                : []),
             ])}
           </select>
         </label>
         <label>
           Search
-          <input type="search" value={q} onChange={(e) => { setQ(e.target.value); setMatchAt(0); }} />
+          <input
+            type="search"
+            value={q}
+            onChange={(e) => {
+              setQ(e.target.value);
+              setMatchAt(0);
+            }}
+          />
         </label>
         {q && (
           <span className="small">
             {matches.length} found{" "}
             {matches.length > 0 && (
-              <button type="button" onClick={() => { const n = (matchAt + 1) % matches.length; setMatchAt(n); jump(matches[n]); }}>
+              <button
+                type="button"
+                onClick={() => {
+                  const n = (matchAt + 1) % matches.length;
+                  setMatchAt(n);
+                  jump(matches[n]);
+                }}
+              >
                 Next match
               </button>
             )}
@@ -364,12 +423,32 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
             {newLines} new lines
           </button>
         )}
-        <button type="button" onClick={() => void download()}>Download</button>
-        <span className="small muted" aria-live="polite">{buf.length} lines{earlier ? " (reading earlier lines…)" : ""}{buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}</span>
+        <button type="button" onClick={() => void download()}>
+          Download
+        </button>
+        <span className="small muted" aria-live="polite">
+          {buf.length} lines{earlier ? " (reading earlier lines…)" : ""}
+          {buf.dropped ? ` (${buf.dropped} oldest dropped; download for all)` : ""}
+        </span>
       </div>
-      {err && <p role="alert" className="problem">{err}</p>}
+      {err && (
+        <p role="alert" className="problem">
+          {err}
+        </p>
+      )}
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take the keyboard focus to scroll by keys */}
-      <div className="log-lines" ref={scroller} role="region" tabIndex={0} aria-label="Log lines" data-testid="log-lines" onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)} onWheel={(e) => { if (e.deltaY < 0 && !paused) pause(true); }}>
+      <div
+        className="log-lines"
+        ref={scroller}
+        role="region"
+        tabIndex={0}
+        aria-label="Log lines"
+        data-testid="log-lines"
+        onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)}
+        onWheel={(e) => {
+          if (e.deltaY < 0 && !paused) pause(true);
+        }}
+      >
         <div style={{ height: lay.rows * ROW, position: "relative" }}>
           {Array.from({ length: Math.max(0, last - first) }, (_, k) => {
             const row = first + k;
@@ -381,7 +460,13 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
               const open = !folded.has(sec.key);
               // The run's separator is drawn on its first row: the header of its first section.
               return (
-                <div key={`h${sec.start}`} className={`log-step${sec.runStart ? " run-start" : ""}`} title={sec.runStart ? `run ${buf.at(sec.start)?.run}` : undefined} style={y} data-section={sec.key}>
+                <div
+                  key={`h${sec.start}`}
+                  className={`log-step${sec.runStart ? " run-start" : ""}`}
+                  title={sec.runStart ? `run ${buf.at(sec.start)?.run}` : undefined}
+                  style={y}
+                  data-section={sec.key}
+                >
                   <button type="button" aria-expanded={open} onClick={() => toggle(sec.key)}>
                     <span aria-hidden="true">{open ? "▾" : "▸"}</span> {headerText(sec, stepNames)}
                   </button>
@@ -400,11 +485,23 @@ export function LogView({ source, runId, follow = true, jobs, lineLink, stepName
                 style={y}
                 data-job={l.job}
               >
-                <a className="ln" href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
+                <a
+                  className="ln"
+                  href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`}
+                  aria-label={`Link to line ${index + 1}`}
+                  tabIndex={-1}
+                >
                   {index + 1}
                 </a>
-                <time className="lts" dateTime={l.at}>{lineTime(l.at)}</time>
-                {l.job && <span className="lj">{l.job}{l.execution != null ? `#${l.execution}` : ""}</span>}
+                <time className="lts" dateTime={l.at}>
+                  {lineTime(l.at)}
+                </time>
+                {l.job && (
+                  <span className="lj">
+                    {l.job}
+                    {l.execution != null ? `#${l.execution}` : ""}
+                  </span>
+                )}
                 <LineText text={l.text} />
               </div>
             );

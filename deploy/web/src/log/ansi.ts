@@ -15,7 +15,10 @@ const ESCAPE = /\x1b\[([0-9;?]*)([@-~])|\x1b[@-Z\\-_]/g;
 
 export function ansiSegments(line: string): Segment[] {
   const out: Segment[] = [];
-  let fg = -1, bg = -1, bold = false, underline = false;
+  let fg = -1,
+    bg = -1,
+    bold = false,
+    underline = false;
   let at = 0;
   const emit = (text: string) => {
     if (!text) return;
@@ -46,7 +49,8 @@ export function ansiSegments(line: string): Segment[] {
       else if (c === 49) bg = -1;
       else if (c >= 90 && c <= 97) fg = c - 90 + 8;
       else if (c >= 100 && c <= 107) bg = c - 100 + 8;
-      else if ((c === 38 || c === 48) && codes[i + 1] === 5) i += 2; // 256 colours: not kept
+      else if ((c === 38 || c === 48) && codes[i + 1] === 5)
+        i += 2; // 256 colours: not kept
       else if ((c === 38 || c === 48) && codes[i + 1] === 2) i += 4; // true colour: not kept
     }
   }

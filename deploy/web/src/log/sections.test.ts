@@ -17,7 +17,8 @@ const log: SectionLine[] = [
 const at = (i: number) => log[i];
 
 /** drawn is every row of a layout, a header as "h<section>", a line as its index. */
-const drawn = (lay: Layout) => Array.from({ length: lay.rows }, (_, r) => rowAt(lay, r)).map((x) => (x!.line < 0 ? `h${x!.section}` : x!.line));
+const drawn = (lay: Layout) =>
+  Array.from({ length: lay.rows }, (_, r) => rowAt(lay, r)).map((x) => (x!.line < 0 ? `h${x!.section}` : x!.line));
 
 describe("log sections", () => {
   it("splits the lines into stretches of one step within one run", () => {
@@ -34,7 +35,11 @@ describe("log sections", () => {
     expect(sectionKey({ run: "r" })).toBe("");
     const loose = [{ run: "r" }, { run: "r" }, { run: "r", step: "s" }, { run: "r" }];
     const ls = sections(loose.length, (i) => loose[i]);
-    expect(ls.map((s) => [s.key, s.start, s.count])).toEqual([["", 0, 2], ["r/s", 2, 1], ["", 3, 1]]);
+    expect(ls.map((s) => [s.key, s.start, s.count])).toEqual([
+      ["", 0, 2],
+      ["r/s", 2, 1],
+      ["", 3, 1],
+    ]);
     expect(drawn(layout(ls, new Set(["r/s", ""])))).toEqual([0, 1, "h1", 3]);
   });
 

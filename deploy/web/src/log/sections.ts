@@ -96,7 +96,15 @@ export class Sections {
         last.count++;
         continue;
       }
-      this.list.push({ key: sectionKey(l), start: i, count: 1, step: l.step, job: l.job, execution: l.execution, runStart: !!prev && prev.run !== l.run });
+      this.list.push({
+        key: sectionKey(l),
+        start: i,
+        count: 1,
+        step: l.step,
+        job: l.job,
+        execution: l.execution,
+        runStart: !!prev && prev.run !== l.run,
+      });
     }
     this.length = length;
     return this.list;

@@ -1,9 +1,31 @@
 import { describe, expect, it } from "vitest";
-import { createBody, deliveryStatus, editValues, eventLabel, EVENTS, firstBytes, GLOBAL, mayManage, scopeLabel, SCOPES, updateBody, type Webhook } from "./notify";
+import {
+  createBody,
+  deliveryStatus,
+  editValues,
+  eventLabel,
+  EVENTS,
+  firstBytes,
+  GLOBAL,
+  mayManage,
+  scopeLabel,
+  SCOPES,
+  updateBody,
+  type Webhook,
+} from "./notify";
 
 const hook: Webhook = {
-  id: "w1", team_id: "t1", name: "bot", kind: "standard", url: "https://bots.example.org", events: ["run.finished", "iso.built"],
-  enabled: false, disabled_reason: null, version: 3, created_at: "2026-12-04T10:00:00Z", updated_at: "2026-12-04T10:00:00Z",
+  id: "w1",
+  team_id: "t1",
+  name: "bot",
+  kind: "standard",
+  url: "https://bots.example.org",
+  events: ["run.finished", "iso.built"],
+  enabled: false,
+  disabled_reason: null,
+  version: 3,
+  created_at: "2026-12-04T10:00:00Z",
+  updated_at: "2026-12-04T10:00:00Z",
 };
 
 describe("eventLabel", () => {
@@ -23,8 +45,15 @@ describe("eventLabel", () => {
 
 describe("createBody", () => {
   it("sends a team's subscription with its team and the chosen events", () => {
-    expect(createBody({ name: " bot ", url: "https://x.example/h ", kind: "slack", team_id: "t1", events: ["run.finished"], enabled: true })).toEqual({
-      name: "bot", url: "https://x.example/h", kind: "slack", team_id: "t1", events: ["run.finished"], enabled: true,
+    expect(
+      createBody({ name: " bot ", url: "https://x.example/h ", kind: "slack", team_id: "t1", events: ["run.finished"], enabled: true }),
+    ).toEqual({
+      name: "bot",
+      url: "https://x.example/h",
+      kind: "slack",
+      team_id: "t1",
+      events: ["run.finished"],
+      enabled: true,
     });
   });
   it("leaves team_id out of a global one and defaults the kind and enabled", () => {
@@ -41,8 +70,13 @@ describe("updateBody", () => {
     expect(updateBody({ ...initial, events: ["iso.built", "run.finished"] }, initial)).toEqual({});
   });
   it("sends only what changed", () => {
-    expect(updateBody({ ...initial, name: "bot2", url: "https://new.example/h", events: ["run.finished"], enabled: true }, initial)).toEqual({
-      name: "bot2", url: "https://new.example/h", events: ["run.finished"], enabled: true,
+    expect(
+      updateBody({ ...initial, name: "bot2", url: "https://new.example/h", events: ["run.finished"], enabled: true }, initial),
+    ).toEqual({
+      name: "bot2",
+      url: "https://new.example/h",
+      events: ["run.finished"],
+      enabled: true,
     });
     expect(updateBody({ ...initial, kind: "mattermost" }, initial)).toEqual({ kind: "mattermost" });
   });

@@ -65,7 +65,8 @@ export function updateBody(v: Values, initial: Values): Schemas["WebhookUpdate"]
   if (str(v, "name") !== str(initial, "name")) out.name = str(v, "name");
   if (str(v, "kind") !== str(initial, "kind")) out.kind = str(v, "kind") as WebhookKind;
   if (str(v, "url") !== "") out.url = str(v, "url");
-  const was = new Set(list(initial, "events")), now = list(v, "events");
+  const was = new Set(list(initial, "events")),
+    now = list(v, "events");
   if (now.length !== was.size || now.some((e) => !was.has(e))) out.events = now;
   if ((v.enabled === true) !== (initial.enabled === true)) out.enabled = v.enabled === true;
   return out;

@@ -90,7 +90,13 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     if (stack) {
       setTemplateId(stack.template_id);
       setVersion(stack.template_version);
-      setHeader({ name: stack.name, description: stack.description, labels: stack.labels.join(", "), team_id: stack.team_id, environment_id: stack.environment_id });
+      setHeader({
+        name: stack.name,
+        description: stack.description,
+        labels: stack.labels.join(", "),
+        team_id: stack.team_id,
+        environment_id: stack.environment_id,
+      });
       setStackProblems(stack.problems);
       return;
     }
@@ -154,13 +160,19 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     wasBusy.current = busy_;
   }, [busy_]);
   const [typed, setTyped] = useState("");
-  const planBody = live && form.data && values && !busy_
-    ? JSON.stringify(
-        upgrading
-          ? { template_version: version, jobs: toJobs(values, form.data) }
-          : { name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), jobs: toJobs(values, form.data) },
-      )
-    : "";
+  const planBody =
+    live && form.data && values && !busy_
+      ? JSON.stringify(
+          upgrading
+            ? { template_version: version, jobs: toJobs(values, form.data) }
+            : {
+                name: header.name,
+                description: header.description,
+                labels: labelsOf({ ...values, labels: header.labels }),
+                jobs: toJobs(values, form.data),
+              },
+        )
+      : "";
   const debouncedBody = useDebounced(planBody, 400);
   const plan = useQuery({
     queryKey: ["plan", stackId, existing.data?.etag, debouncedBody],
@@ -171,7 +183,12 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     queryFn: () => call(api.POST("/v1/stacks/{id}/plan", { params: { path: { id: stackId! } }, body: JSON.parse(debouncedBody) })),
   });
   const planCurrent = !!plan.data && !plan.isPlaceholderData && !plan.isFetching && debouncedBody === planBody;
-  const plainChanged = !!stack && !!values && (header.name !== stack.name || header.description !== stack.description || labelsOf({ ...values!, labels: header.labels }).join(",") !== stack.labels.join(","));
+  const plainChanged =
+    !!stack &&
+    !!values &&
+    (header.name !== stack.name ||
+      header.description !== stack.description ||
+      labelsOf({ ...values!, labels: header.labels }).join(",") !== stack.labels.join(","));
   const kind = saveKind(plan.data as Plan | undefined, plainChanged);
   const runs = upgrading ? !!plan.data?.run_needed : kind === "reapply";
   const mustType = needsTypedName(plan.data as Plan | undefined);
@@ -183,7 +200,16 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     else if (plan.error instanceof ApiError && plan.error.status === 422) setProblems(plan.error.problem.errors ?? []);
   }, [plan.data, plan.error, live]);
   const names: Names = (field, id) => {
-    const list = field === "address_id" ? options.addresses : field === "ssh_key_id" ? options.sshKeys : field === "proxmox_server_id" ? options.servers : field === "iso_id" ? options.isos : [];
+    const list =
+      field === "address_id"
+        ? options.addresses
+        : field === "ssh_key_id"
+          ? options.sshKeys
+          : field === "proxmox_server_id"
+            ? options.servers
+            : field === "iso_id"
+              ? options.isos
+              : [];
     return list.find((o) => o.value === id)?.label;
   };
 
@@ -229,7 +255,16 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         s = await call(
           api.POST("/v1/stacks", {
             params: { header: { "Idempotency-Key": idempotencyKey() } },
-            body: { team_id: header.team_id, name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), environment_id: header.environment_id, template_id: templateId, template_version: version, jobs },
+            body: {
+              team_id: header.team_id,
+              name: header.name,
+              description: header.description,
+              labels: labelsOf({ ...values, labels: header.labels }),
+              environment_id: header.environment_id,
+              template_id: templateId,
+              template_version: version,
+              jobs,
+            },
           }),
         );
         setStackProblems(s.problems);
@@ -260,7 +295,10 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           kind === "reapply"
             ? { ...JSON.parse(planBody), confirm: true }
             : { name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }) };
-        const r = await api.PATCH("/v1/stacks/{id}", { params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } }, body });
+        const r = await api.PATCH("/v1/stacks/{id}", {
+          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } },
+          body,
+        });
         const out = await call(Promise.resolve(r));
         void qc.invalidateQueries({ queryKey: ["stacks"] });
         void qc.invalidateQueries({ queryKey: ["stack", stackId] });
@@ -275,7 +313,14 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       } else {
         const r = await api.PATCH("/v1/stacks/{id}", {
           params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } },
-          body: { name: header.name, description: header.description, labels: labelsOf({ ...values, labels: header.labels }), environment_id: header.environment_id, template_version: version, jobs },
+          body: {
+            name: header.name,
+            description: header.description,
+            labels: labelsOf({ ...values, labels: header.labels }),
+            environment_id: header.environment_id,
+            template_version: version,
+            jobs,
+          },
         });
         s = (await call(Promise.resolve(r))) as Stack;
         qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
@@ -283,7 +328,11 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         // Executions new in this save now have ids: take them back.
         setValues(fromStack(s, form.data, options));
       }
-      setSaved(s.problems.length ? `Draft saved; ${plural(s.problems.length, "thing")} to fix before it can deploy.` : "Draft saved; it is ready to deploy.");
+      setSaved(
+        s.problems.length
+          ? `Draft saved; ${plural(s.problems.length, "thing")} to fix before it can deploy.`
+          : "Draft saved; it is ready to deploy.",
+      );
       void qc.invalidateQueries({ queryKey: ["stacks"] });
       return s;
     } catch (e) {
@@ -299,7 +348,13 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           const theirs = fromStack(fresh.data.stack, form.data, options);
           const mine = { ...values, ...header };
           setChanged(changedFields(mine, theirs));
-          setHeader({ name: theirs.name, description: theirs.description, labels: theirs.labels, team_id: theirs.team_id, environment_id: theirs.environment_id });
+          setHeader({
+            name: theirs.name,
+            description: theirs.description,
+            labels: theirs.labels,
+            team_id: theirs.team_id,
+            environment_id: theirs.environment_id,
+          });
           setValues(theirs);
           setStackProblems(fresh.data.stack.problems);
         }
@@ -352,22 +407,47 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         <h1>{live ? `Edit ${stack?.name ?? ""}` : stackId ? `Draft ${stack?.name ?? ""}` : "New stack"}</h1>
         {live && <a href={`#/stacks/${stackId}`}>Back to the stack</a>}
       </div>
-      {busy_ && <p className="notice" role="status">{busy_}</p>}
+      {busy_ && (
+        <p className="notice" role="status">
+          {busy_}
+        </p>
+      )}
       {duplicated && (
         <div className="notice" role="status" data-testid="duplicate-notice">
           <p>
             A copy of {duplicated.from}: its answers were copied{duplicated.items.length ? "; not these:" : ", all of them."}
           </p>
-          {duplicated.items.length > 0 && <ul>{notCopiedLines(duplicated.items).map((l) => <li key={l}>{l}</li>)}</ul>}
+          {duplicated.items.length > 0 && (
+            <ul>
+              {notCopiedLines(duplicated.items).map((l) => (
+                <li key={l}>{l}</li>
+              ))}
+            </ul>
+          )}
         </div>
       )}
       <ProblemBox error={existing.error ?? templates.error ?? form.error ?? opts.error} />
       {problems.length > 0 && (
-        <div className="problem error-summary" role="alert" tabIndex={-1} ref={summary} aria-labelledby="error-summary-title" data-testid="error-summary">
+        <div
+          className="problem error-summary"
+          role="alert"
+          tabIndex={-1}
+          ref={summary}
+          aria-labelledby="error-summary-title"
+          data-testid="error-summary"
+        >
           <strong id="error-summary-title">
-            {live ? `${plural(problems.length, "problem")} to fix before saving:` : `${plural(problems.length, "thing")} to fix before it can deploy:`}
+            {live
+              ? `${plural(problems.length, "problem")} to fix before saving:`
+              : `${plural(problems.length, "thing")} to fix before it can deploy:`}
           </strong>
-          <ul>{shownProblems.map((o, i) => <li key={i}><strong>{labelOf(o.field)}</strong> {o.message}</li>)}</ul>
+          <ul>
+            {shownProblems.map((o, i) => (
+              <li key={i}>
+                <strong>{labelOf(o.field)}</strong> {o.message}
+              </li>
+            ))}
+          </ul>
         </div>
       )}
       <form
@@ -380,137 +460,208 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         }}
       >
         <fieldset className="plain" disabled={!!busy_}>
-        <fieldset className="basics">
-          <legend>Stack</legend>
-          <div className="grid">
-            <div className="field">
-              <label htmlFor="f-template">Template *</label>
-              <select id="f-template" value={templateId} disabled={!!stackId} onChange={(e) => setTemplateId(e.target.value)}>
-                {active.length !== 1 && <option value="">Choose…</option>}
-                {active.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
-              </select>
-              {template?.description && <span className="hint">{template.description}</span>}
+          <fieldset className="basics">
+            <legend>Stack</legend>
+            <div className="grid">
+              <div className="field">
+                <label htmlFor="f-template">Template *</label>
+                <select id="f-template" value={templateId} disabled={!!stackId} onChange={(e) => setTemplateId(e.target.value)}>
+                  {active.length !== 1 && <option value="">Choose…</option>}
+                  {active.map((t) => (
+                    <option key={t.id} value={t.id}>
+                      {t.name}
+                    </option>
+                  ))}
+                </select>
+                {template?.description && <span className="hint">{template.description}</span>}
+              </div>
+              <div className="field">
+                <label htmlFor="f-version">Version *</label>
+                <select
+                  id="f-version"
+                  value={version || ""}
+                  disabled={live && !admin}
+                  aria-describedby={live && admin ? "f-version-hint" : undefined}
+                  onChange={(e) => {
+                    setVersion(Number(e.target.value));
+                    if (live) {
+                      setValues(null);
+                      setTyped("");
+                    }
+                  }}
+                >
+                  {versions.map((v) => (
+                    <option key={v} value={v}>
+                      v{v}
+                      {v === template?.latest_version ? " (latest)" : ""}
+                    </option>
+                  ))}
+                </select>
+                {live && admin && (
+                  <span className="hint" id="f-version-hint">
+                    Another version plans the stack's upgrade.
+                  </span>
+                )}
+                <FieldErrorList msgs={errorsFor(errs, "template_version").concat(errorsFor(errs, "version"))} />
+              </div>
+              <div className="field">
+                <label htmlFor="f-name">Name *</label>
+                <input id="f-name" value={header.name} maxLength={100} onChange={(e) => setHeader({ ...header, name: e.target.value })} />
+                <FieldErrorList msgs={errorsFor(errs, "name")} />
+              </div>
+              <div className="field">
+                <label htmlFor="f-team">Team *</label>
+                <select
+                  id="f-team"
+                  value={header.team_id}
+                  disabled={!!stackId}
+                  onChange={(e) => setHeader({ ...header, team_id: e.target.value })}
+                >
+                  {myTeams.length !== 1 && <option value="">Choose…</option>}
+                  {myTeams.map((t) => (
+                    <option key={t.id} value={t.id}>
+                      {t.name}
+                    </option>
+                  ))}
+                </select>
+                <FieldErrorList msgs={errorsFor(errs, "team_id")} />
+              </div>
+              <div className="field">
+                <label htmlFor="f-env">Environment *</label>
+                <select
+                  id="f-env"
+                  value={header.environment_id}
+                  disabled={!!stack?.deployed_at}
+                  onChange={(e) => setHeader({ ...header, environment_id: e.target.value })}
+                >
+                  {envs.data?.items.length !== 1 && <option value="">Choose…</option>}
+                  {envs.data?.items.map((t) => (
+                    <option key={t.id} value={t.id}>
+                      {t.name}
+                    </option>
+                  ))}
+                </select>
+                <FieldErrorList msgs={errorsFor(errs, "environment_id")} />
+              </div>
+              <div className="field">
+                <label htmlFor="f-labels">Labels</label>
+                <input
+                  id="f-labels"
+                  value={header.labels}
+                  aria-describedby="f-labels-hint"
+                  aria-invalid={labelErrs.length > 0}
+                  onChange={(e) => setHeader({ ...header, labels: e.target.value })}
+                />
+                <span className="hint" id="f-labels-hint">
+                  {LABELS_HINT}
+                </span>
+                <FieldErrorList msgs={labelErrs} />
+              </div>
+              <div className="field wide">
+                <label htmlFor="f-desc">Description</label>
+                <textarea
+                  id="f-desc"
+                  rows={2}
+                  value={header.description}
+                  onChange={(e) => setHeader({ ...header, description: e.target.value })}
+                />
+                <FieldErrorList msgs={errorsFor(errs, "description")} />
+              </div>
             </div>
-            <div className="field">
-              <label htmlFor="f-version">Version *</label>
-              <select
-                id="f-version"
-                value={version || ""}
-                disabled={live && !admin}
-                aria-describedby={live && admin ? "f-version-hint" : undefined}
-                onChange={(e) => {
-                  setVersion(Number(e.target.value));
-                  if (live) {
-                    setValues(null);
-                    setTyped("");
-                  }
-                }}
-              >
-                {versions.map((v) => <option key={v} value={v}>v{v}{v === template?.latest_version ? " (latest)" : ""}</option>)}
-              </select>
-              {live && admin && <span className="hint" id="f-version-hint">Another version plans the stack's upgrade.</span>}
-              <FieldErrorList msgs={errorsFor(errs, "template_version").concat(errorsFor(errs, "version"))} />
+          </fieldset>
+          {!live && form.data && values && definition.data && usage.data && (
+            // The live region wraps the list: a role on the ul itself would take its list
+            // semantics away (axe: listitem).
+            <div role="status" aria-label="Quota">
+              <ul className="quota-hints">
+                {quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id).map(
+                  (h) => (
+                    <li key={h.dimension} data-dimension={h.dimension} className={h.over ? "problem" : "muted"}>
+                      {h.text}
+                      {h.over ? ": more than the team has left" : ""}
+                    </li>
+                  ),
+                )}
+              </ul>
             </div>
-            <div className="field">
-              <label htmlFor="f-name">Name *</label>
-              <input id="f-name" value={header.name} maxLength={100} onChange={(e) => setHeader({ ...header, name: e.target.value })} />
-              <FieldErrorList msgs={errorsFor(errs, "name")} />
-            </div>
-            <div className="field">
-              <label htmlFor="f-team">Team *</label>
-              <select id="f-team" value={header.team_id} disabled={!!stackId} onChange={(e) => setHeader({ ...header, team_id: e.target.value })}>
-                {myTeams.length !== 1 && <option value="">Choose…</option>}
-                {myTeams.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
-              </select>
-              <FieldErrorList msgs={errorsFor(errs, "team_id")} />
-            </div>
-            <div className="field">
-              <label htmlFor="f-env">Environment *</label>
-              <select id="f-env" value={header.environment_id} disabled={!!stack?.deployed_at} onChange={(e) => setHeader({ ...header, environment_id: e.target.value })}>
-                {envs.data?.items.length !== 1 && <option value="">Choose…</option>}
-                {envs.data?.items.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
-              </select>
-              <FieldErrorList msgs={errorsFor(errs, "environment_id")} />
-            </div>
-            <div className="field">
-              <label htmlFor="f-labels">Labels</label>
-              <input
-                id="f-labels"
-                value={header.labels}
-                aria-describedby="f-labels-hint"
-                aria-invalid={labelErrs.length > 0}
-                onChange={(e) => setHeader({ ...header, labels: e.target.value })}
-              />
-              <span className="hint" id="f-labels-hint">{LABELS_HINT}</span>
-              <FieldErrorList msgs={labelErrs} />
-            </div>
-            <div className="field wide">
-              <label htmlFor="f-desc">Description</label>
-              <textarea id="f-desc" rows={2} value={header.description} onChange={(e) => setHeader({ ...header, description: e.target.value })} />
-              <FieldErrorList msgs={errorsFor(errs, "description")} />
-            </div>
-          </div>
-        </fieldset>
-        {!live && form.data && values && definition.data && usage.data && (
-          // The live region wraps the list: a role on the ul itself would take its list
-          // semantics away (axe: listitem).
-          <div role="status" aria-label="Quota">
-            <ul className="quota-hints">
-              {quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id).map((h) => (
-                <li key={h.dimension} data-dimension={h.dimension} className={h.over ? "problem" : "muted"}>{h.text}{h.over ? ": more than the team has left" : ""}</li>
-              ))}
-            </ul>
-          </div>
-        )}
-        {form.data && values ? (
-          <FormRenderer form={form.data} values={values} onChange={setValues} options={options} errors={errs} />
-        ) : templateId ? (
-          <p>Loading the form…</p>
-        ) : (
-          <p className="muted">Choose a template to see its form.</p>
-        )}
-        <ProblemBox error={error} />
-        {changed.length > 0 && (
-          <div className="problem" role="status">
-            {live ? "This stack was changed meanwhile" : "Someone saved this draft meanwhile"}; the form now shows their version. What differed from yours:
-            <ul>{changed.map((f) => <li key={f}><code>{f}</code></li>)}</ul>
-          </div>
-        )}
-        {upgrading && (
-          <section className="plan" aria-label="Template changes">
-            <h2>Changes from v{stack!.template_version} to v{version}</h2>
-            <VersionChanges templateId={stack!.template_id} from={stack!.template_version} to={version} />
-          </section>
-        )}
-        {live && (plan.data ? <PlanView plan={plan.data} names={names} usage={usage.data} environment={header.environment_id} /> : plan.isFetching || planBody ? <p className="muted">Planning…</p> : null)}
-        {live && plan.error && !(plan.error instanceof ApiError && plan.error.status === 422) ? <ProblemBox error={plan.error} /> : null}
-        {saved && <p className="saved" role="status">{saved}</p>}
-        {mustType && planCurrent && (
-          <div className="confirm block">
-            <label htmlFor="f-typed">
-              This save destroys {plural(plan.data!.destroy.length, "machine")}. Type the stack's name, <strong>{stack!.name}</strong>, to confirm:
-            </label>{" "}
-            <input id="f-typed" value={typed} autoComplete="off" onChange={(e) => setTyped(e.target.value)} />
-          </div>
-        )}
-        <div className="actions sticky">
-          {live ? (
-            <button
-              type="submit"
-              className={runs ? "primary" : undefined}
-              disabled={!values || !!busy || (!upgrading && kind === "nothing") || !planCurrent || (runs && plan.data!.problems.length > 0) || (mustType && !typedNameMatches(typed, stack!.name))}
-            >
-              {busy === "save" ? "Saving…" : upgrading ? `Upgrade to v${version}` : saveLabel(kind)}
-            </button>
-          ) : (
-            <>
-              <button type="submit" disabled={!values || !!busy}>{busy === "save" ? "Saving…" : "Save draft"}</button>
-              <button type="button" className="primary" disabled={!values || !!busy} onClick={() => void deploy()}>
-                {busy === "deploy" ? "Deploying…" : "Deploy"}
-              </button>
-            </>
           )}
-        </div>
+          {form.data && values ? (
+            <FormRenderer form={form.data} values={values} onChange={setValues} options={options} errors={errs} />
+          ) : templateId ? (
+            <p>Loading the form…</p>
+          ) : (
+            <p className="muted">Choose a template to see its form.</p>
+          )}
+          <ProblemBox error={error} />
+          {changed.length > 0 && (
+            <div className="problem" role="status">
+              {live ? "This stack was changed meanwhile" : "Someone saved this draft meanwhile"}; the form now shows their version. What
+              differed from yours:
+              <ul>
+                {changed.map((f) => (
+                  <li key={f}>
+                    <code>{f}</code>
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
+          {upgrading && (
+            <section className="plan" aria-label="Template changes">
+              <h2>
+                Changes from v{stack!.template_version} to v{version}
+              </h2>
+              <VersionChanges templateId={stack!.template_id} from={stack!.template_version} to={version} />
+            </section>
+          )}
+          {live &&
+            (plan.data ? (
+              <PlanView plan={plan.data} names={names} usage={usage.data} environment={header.environment_id} />
+            ) : plan.isFetching || planBody ? (
+              <p className="muted">Planning…</p>
+            ) : null)}
+          {live && plan.error && !(plan.error instanceof ApiError && plan.error.status === 422) ? <ProblemBox error={plan.error} /> : null}
+          {saved && (
+            <p className="saved" role="status">
+              {saved}
+            </p>
+          )}
+          {mustType && planCurrent && (
+            <div className="confirm block">
+              <label htmlFor="f-typed">
+                This save destroys {plural(plan.data!.destroy.length, "machine")}. Type the stack's name, <strong>{stack!.name}</strong>, to
+                confirm:
+              </label>{" "}
+              <input id="f-typed" value={typed} autoComplete="off" onChange={(e) => setTyped(e.target.value)} />
+            </div>
+          )}
+          <div className="actions sticky">
+            {live ? (
+              <button
+                type="submit"
+                className={runs ? "primary" : undefined}
+                disabled={
+                  !values ||
+                  !!busy ||
+                  (!upgrading && kind === "nothing") ||
+                  !planCurrent ||
+                  (runs && plan.data!.problems.length > 0) ||
+                  (mustType && !typedNameMatches(typed, stack!.name))
+                }
+              >
+                {busy === "save" ? "Saving…" : upgrading ? `Upgrade to v${version}` : saveLabel(kind)}
+              </button>
+            ) : (
+              <>
+                <button type="submit" disabled={!values || !!busy}>
+                  {busy === "save" ? "Saving…" : "Save draft"}
+                </button>
+                <button type="button" className="primary" disabled={!values || !!busy} onClick={() => void deploy()}>
+                  {busy === "deploy" ? "Deploying…" : "Deploy"}
+                </button>
+              </>
+            )}
+          </div>
         </fieldset>
       </form>
     </>
@@ -518,4 +669,5 @@ export function CreateStack({ stackId }: { stackId?: string }) {
 }
 
 /** LABELS_HINT is the labels' format: they become Proxmox tags on the VMs. */
-export const LABELS_HINT = "Comma-separated, e.g. web, eu-west. Each is a Proxmox tag: lower-case letters, digits and _ - + . (at most 64 characters).";
+export const LABELS_HINT =
+  "Comma-separated, e.g. web, eu-west. Each is a Proxmox tag: lower-case letters, digits and _ - + . (at most 64 characters).";

@@ -23,7 +23,11 @@ const limit = { query: { limit: "200" } };
 const key = () => ({ "Idempotency-Key": idempotencyKey() });
 
 function useServers() {
-  return useQuery({ queryKey: ["proxmox-servers"], queryFn: () => call(api.GET("/v1/proxmox-servers", { params: limit })), staleTime: 60_000 });
+  return useQuery({
+    queryKey: ["proxmox-servers"],
+    queryFn: () => call(api.GET("/v1/proxmox-servers", { params: limit })),
+    staleTime: 60_000,
+  });
 }
 
 function useISOTemplates() {
@@ -40,8 +44,8 @@ export function EmptyIsos({ filtered, templates }: { filtered: boolean; template
     return (
       <p className="empty" data-empty="iso-templates">
         No ISO yet, and no ISO template to build one from. An admin registers an ISO template with the API —{" "}
-        <code>POST /v1/iso-templates</code> with a name, a kind (<code>iso</code> or <code>cloud-image</code>) and a spec naming the image's URL and
-        checksum (deploy/README.md, "ISO builds") — then builds it here with <em>Build an ISO</em>.
+        <code>POST /v1/iso-templates</code> with a name, a kind (<code>iso</code> or <code>cloud-image</code>) and a spec naming the image's
+        URL and checksum (deploy/README.md, "ISO builds") — then builds it here with <em>Build an ISO</em>.
       </p>
     );
   return <p className="empty">No ISO matches.</p>;
@@ -53,7 +57,11 @@ export function IsosList() {
   const isos = useQuery({
     queryKey: ["isos", f.state, f.server],
     queryFn: () =>
-      call(api.GET("/v1/isos", { params: { query: { limit: "200", state: (f.state || undefined) as never, proxmox_server_id: f.server || undefined } } })),
+      call(
+        api.GET("/v1/isos", {
+          params: { query: { limit: "200", state: (f.state || undefined) as never, proxmox_server_id: f.server || undefined } },
+        }),
+      ),
   });
   const servers = useServers();
   const templates = useISOTemplates();
@@ -64,21 +72,31 @@ export function IsosList() {
     <>
       <div className="page-head">
         <h1>ISOs</h1>
-        {me.data?.role === "admin" && <a className="button primary" href={href("/isos/new")}>Build an ISO</a>}
+        {me.data?.role === "admin" && (
+          <a className="button primary" href={href("/isos/new")}>
+            Build an ISO
+          </a>
+        )}
       </div>
       <form className="filters" role="search" onSubmit={(e) => e.preventDefault()}>
         <label>
           State
           <select value={f.state} onChange={(e) => set("state", e.target.value)}>
             <option value="">any but removed</option>
-            {STATES.map((s) => <option key={s}>{s}</option>)}
+            {STATES.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
           </select>
         </label>
         <label>
           Proxmox server
           <select value={f.server} onChange={(e) => set("server", e.target.value)}>
             <option value="">any</option>
-            {servers.data?.items.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
+            {servers.data?.items.map((s) => (
+              <option key={s.id} value={s.id}>
+                {s.name}
+              </option>
+            ))}
           </select>
         </label>
       </form>
@@ -103,9 +121,16 @@ export function IsosList() {
           <tbody>
             {rows.map((i) => (
               <tr key={i.id} data-iso={i.name}>
-                <td><a href={href(`/isos/${i.id}`)}>{i.name}</a></td>
-                <td><StateBadge state={i.state} />{i.outdated && <span className="label">outdated</span>}</td>
-                <td>{nameOf(templates.data, i.iso_template_id)} v{i.iso_template_version} ({i.kind})</td>
+                <td>
+                  <a href={href(`/isos/${i.id}`)}>{i.name}</a>
+                </td>
+                <td>
+                  <StateBadge state={i.state} />
+                  {i.outdated && <span className="label">outdated</span>}
+                </td>
+                <td>
+                  {nameOf(templates.data, i.iso_template_id)} v{i.iso_template_version} ({i.kind})
+                </td>
                 <td>{nameOf(servers.data, i.proxmox_server_id)}</td>
                 <td>{i.node}</td>
                 <td>{availability(i)}</td>
@@ -125,16 +150,36 @@ export function BuildIso() {
   const templates = useISOTemplates();
   if (servers.isLoading || templates.isLoading) return <p>Loading…</p>;
   const fields: FieldSpec[] = [
-    { name: "iso_template_id", label: "ISO template", kind: "select", required: true,
-      options: (templates.data?.items ?? []).filter((t) => t.active).map((t) => ({ value: t.id, label: `${t.name} (${t.kind}, latest v${t.latest_version})` })) },
+    {
+      name: "iso_template_id",
+      label: "ISO template",
+      kind: "select",
+      required: true,
+      options: (templates.data?.items ?? [])
+        .filter((t) => t.active)
+        .map((t) => ({ value: t.id, label: `${t.name} (${t.kind}, latest v${t.latest_version})` })),
+    },
     { name: "version", label: "Version", kind: "number", hint: "Default the template's latest." },
-    { name: "proxmox_server_id", label: "Proxmox server", kind: "select", required: true,
-      options: (servers.data?.items ?? []).map((s) => ({ value: s.id, label: s.name })) },
-    { name: "node", label: "Node", kind: "select", required: true, hint: "A node of the chosen Proxmox server.",
-      options: (v) => (servers.data?.items ?? []).filter((s) => s.id === v.proxmox_server_id)
-        .flatMap((s) => s.nodes.map((n) => ({ value: n.name, label: `${n.name}${n.online ? "" : " (offline)"}` }))) },
+    {
+      name: "proxmox_server_id",
+      label: "Proxmox server",
+      kind: "select",
+      required: true,
+      options: (servers.data?.items ?? []).map((s) => ({ value: s.id, label: s.name })),
+    },
+    {
+      name: "node",
+      label: "Node",
+      kind: "select",
+      required: true,
+      hint: "A node of the chosen Proxmox server.",
+      options: (v) =>
+        (servers.data?.items ?? [])
+          .filter((s) => s.id === v.proxmox_server_id)
+          .flatMap((s) => s.nodes.map((n) => ({ value: n.name, label: `${n.name}${n.online ? "" : " (offline)"}` }))),
+    },
     { name: "storage", label: "Storage", hint: "Where the image is downloaded; default the template's." },
-    { name: "name", label: "Name", hint: "Default \"<template> v<version> on <node>\"." },
+    { name: "name", label: "Name", hint: 'Default "<template> v<version> on <node>".' },
     { name: "skip", label: "Stages to skip", kind: "multi", options: STAGES.map((s) => ({ value: s, label: s })) },
   ];
   return (
@@ -149,14 +194,20 @@ export function BuildIso() {
         submit={(v) => {
           const skip = list(v, "skip") as Stage[];
           const version = str(v, "version");
-          return call(api.POST("/v1/isos", {
-            params: { header: key() },
-            body: {
-              iso_template_id: str(v, "iso_template_id"), proxmox_server_id: str(v, "proxmox_server_id"), node: str(v, "node"),
-              name: opt(v, "name"), storage: opt(v, "storage"), ...(version ? { version: Number(version) } : {}),
-              ...(skip.length ? { stages: { skip } } : {}),
-            },
-          }));
+          return call(
+            api.POST("/v1/isos", {
+              params: { header: key() },
+              body: {
+                iso_template_id: str(v, "iso_template_id"),
+                proxmox_server_id: str(v, "proxmox_server_id"),
+                node: str(v, "node"),
+                name: opt(v, "name"),
+                storage: opt(v, "storage"),
+                ...(version ? { version: Number(version) } : {}),
+                ...(skip.length ? { stages: { skip } } : {}),
+              },
+            }),
+          );
         }}
       />
     </>
@@ -170,7 +221,10 @@ export function IsoDetail({ id }: { id: string }) {
   // ?run= shows an older run's log (from the build history); the pipeline is the latest run's.
   const runParam = query.get("run") ?? "";
   const iso = useQuery({ queryKey: ["iso", id], queryFn: () => call(api.GET("/v1/isos/{id}", { params: { path: { id } } })) });
-  const runs = useQuery({ queryKey: ["iso", id, "runs"], queryFn: () => call(api.GET("/v1/isos/{id}/runs", { params: { path: { id }, query: { limit: "50" } } })) });
+  const runs = useQuery({
+    queryKey: ["iso", id, "runs"],
+    queryFn: () => call(api.GET("/v1/isos/{id}/runs", { params: { path: { id }, query: { limit: "50" } } })),
+  });
   const servers = useServers();
   const templates = useISOTemplates();
   const [err, setErr] = useState<unknown>(null);
@@ -205,9 +259,25 @@ export function IsoDetail({ id }: { id: string }) {
           {i.outdated && <span className="label">outdated: the next run rebuilds</span>}
         </h1>
         <div className="actions" role="group" aria-label="ISO actions">
-          {allowed.has("edit") && <button type="button" onClick={() => setConfirm(confirm === "edit" ? "" : "edit")}>Edit</button>}
-          {allowed.has("retry") && <button type="button" className="primary" onClick={() => void act(() => call(api.POST("/v1/isos/{id}/retry", { params: { path: { id }, header: key() }, body: {} })))}>Retry</button>}
-          {allowed.has("cancel") && <button type="button" onClick={() => setConfirm("cancel")}>Cancel run</button>}
+          {allowed.has("edit") && (
+            <button type="button" onClick={() => setConfirm(confirm === "edit" ? "" : "edit")}>
+              Edit
+            </button>
+          )}
+          {allowed.has("retry") && (
+            <button
+              type="button"
+              className="primary"
+              onClick={() => void act(() => call(api.POST("/v1/isos/{id}/retry", { params: { path: { id }, header: key() }, body: {} })))}
+            >
+              Retry
+            </button>
+          )}
+          {allowed.has("cancel") && (
+            <button type="button" onClick={() => setConfirm("cancel")}>
+              Cancel run
+            </button>
+          )}
           {allowed.has("delete") && (
             <Delete what={i.name} onDone={refresh} run={() => call(api.DELETE("/v1/isos/{id}", { params: { path: { id } } }))} />
           )}
@@ -216,10 +286,17 @@ export function IsoDetail({ id }: { id: string }) {
       {confirm === "cancel" && (
         <div className="confirm" role="alertdialog" aria-labelledby="confirm-text">
           <p id="confirm-text">Cancel the run in progress? The Proxmox task its stage waits on is stopped.</p>
-          <button type="button" className="danger" autoFocus onClick={() => void act(() => call(api.POST("/v1/isos/{id}/cancel", { params: { path: { id }, header: key() } })))}>
+          <button
+            type="button"
+            className="danger"
+            autoFocus
+            onClick={() => void act(() => call(api.POST("/v1/isos/{id}/cancel", { params: { path: { id }, header: key() } })))}
+          >
             Yes, cancel the run
           </button>
-          <button type="button" onClick={() => setConfirm("")}>No</button>
+          <button type="button" onClick={() => setConfirm("")}>
+            No
+          </button>
         </div>
       )}
       {confirm === "edit" && (
@@ -232,27 +309,38 @@ export function IsoDetail({ id }: { id: string }) {
           ]}
           initial={{ name: i.name, version: String(i.iso_template_version), storage: i.storage }}
           onCancel={() => setConfirm("")}
-          onDone={() => { setConfirm(""); refresh(); }}
+          onDone={() => {
+            setConfirm("");
+            refresh();
+          }}
           submit={(v) =>
-            call(api.PATCH("/v1/isos/{id}", {
-              params: { path: { id }, header: { "If-Match": `"${i.version}"` } },
-              body: { name: str(v, "name"), version: Number(str(v, "version")), storage: str(v, "storage") },
-            }))
+            call(
+              api.PATCH("/v1/isos/{id}", {
+                params: { path: { id }, header: { "If-Match": `"${i.version}"` } },
+                body: { name: str(v, "name"), version: Number(str(v, "version")), storage: str(v, "storage") },
+              }),
+            )
           }
         />
       )}
       <ProblemBox error={err} />
       <dl className="facts">
         <dt>ISO template</dt>
-        <dd>{nameOf(templates.data, i.iso_template_id)} v{i.iso_template_version} ({i.kind})</dd>
+        <dd>
+          {nameOf(templates.data, i.iso_template_id)} v{i.iso_template_version} ({i.kind})
+        </dd>
         <dt>Where</dt>
-        <dd>{nameOf(servers.data, i.proxmox_server_id)} · node {i.node} · storage {i.storage}</dd>
+        <dd>
+          {nameOf(servers.data, i.proxmox_server_id)} · node {i.node} · storage {i.storage}
+        </dd>
         <dt>Available on</dt>
         <dd>{availability(i, i.copies)}</dd>
         {i.artifact && (
           <>
             <dt>Stacks use</dt>
-            <dd><code>{i.artifact.value}</code></dd>
+            <dd>
+              <code>{i.artifact.value}</code>
+            </dd>
           </>
         )}
         <dt>Created</dt>
@@ -272,16 +360,25 @@ export function IsoDetail({ id }: { id: string }) {
         <>
           {run.error && <p className="problem">{run.error}</p>}
           <PipelineView pipeline={isoPipeline(run)} now={now} />
-          <p data-testid="iso-summary"><strong>Summary:</strong> {summaryText(run.summary)}</p>
+          <p data-testid="iso-summary">
+            <strong>Summary:</strong> {summaryText(run.summary)}
+          </p>
           <h2>
             Log{" "}
             {runParam && runParam !== run.id && (
               <span className="small muted">
-                of the run of {when(runs.data?.items.find((r) => r.id === runParam)?.created_at)} · <a href={href(`/isos/${id}`)}>latest run</a>
+                of the run of {when(runs.data?.items.find((r) => r.id === runParam)?.created_at)} ·{" "}
+                <a href={href(`/isos/${id}`)}>latest run</a>
               </span>
             )}
           </h2>
-          <LogView key={runParam || run.id} source={isoLog(id)} runId={runParam || run.id} follow={false} jobs={runParam && runParam !== run.id ? [] : jobs} />
+          <LogView
+            key={runParam || run.id}
+            source={isoLog(id)}
+            runId={runParam || run.id}
+            follow={false}
+            jobs={runParam && runParam !== run.id ? [] : jobs}
+          />
         </>
       ) : (
         <p className="muted">No run yet.</p>
@@ -291,19 +388,32 @@ export function IsoDetail({ id }: { id: string }) {
       <table data-testid="iso-runs">
         <caption>Runs of this ISO, newest first</caption>
         <thead>
-          <tr><th scope="col">Started</th><th scope="col">Kind</th><th scope="col">State</th><th scope="col">Finished</th><th scope="col">Error</th><th scope="col">Log</th></tr>
+          <tr>
+            <th scope="col">Started</th>
+            <th scope="col">Kind</th>
+            <th scope="col">State</th>
+            <th scope="col">Finished</th>
+            <th scope="col">Error</th>
+            <th scope="col">Log</th>
+          </tr>
         </thead>
         <tbody>
           {(runs.data?.items ?? []).map((r) => (
             <tr key={r.id} data-run={r.id}>
               <td>{when(r.started_at ?? r.created_at)}</td>
               <td>{r.kind.replace("iso_", "")}</td>
-              <td><StateBadge state={r.state} /></td>
+              <td>
+                <StateBadge state={r.state} />
+              </td>
               <td>{when(r.finished_at)}</td>
               <td>{r.error ?? ""}</td>
               <td>
-                {(runParam || run?.id) === r.id ? <span className="muted">shown</span> : (
-                  <a href={href(`/isos/${id}`, { run: r.id })} aria-label={`Log of the run of ${when(r.created_at)}`}>View log</a>
+                {(runParam || run?.id) === r.id ? (
+                  <span className="muted">shown</span>
+                ) : (
+                  <a href={href(`/isos/${id}`, { run: r.id })} aria-label={`Log of the run of ${when(r.created_at)}`}>
+                    View log
+                  </a>
                 )}
               </td>
             </tr>

@@ -10,8 +10,19 @@ import { useMe } from "../App";
 import { FieldErrorList } from "../form/FormRenderer";
 import { errorsFor, fieldErrors } from "../form/model";
 import {
-  createBody, deliveryStatus, editValues, eventLabel, EVENTS, firstBytes, GLOBAL, KINDS, mayManage, updateBody,
-  type TokenScope, type Webhook, type WebhookDelivery,
+  createBody,
+  deliveryStatus,
+  editValues,
+  eventLabel,
+  EVENTS,
+  firstBytes,
+  GLOBAL,
+  KINDS,
+  mayManage,
+  updateBody,
+  type TokenScope,
+  type Webhook,
+  type WebhookDelivery,
 } from "../notify/notify";
 import { ConfirmByName, ProblemBox, StateBadge, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
@@ -22,7 +33,11 @@ const ifMatch = (w: Webhook) => ({ "If-Match": `"${w.version}"` });
 
 /** useScope is the scope of the token the console is signed in with (from the token list). */
 function useScope(tokenId: string | undefined): TokenScope | undefined {
-  const tokens = useQuery({ queryKey: ["tokens"], enabled: !!tokenId, queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })) });
+  const tokens = useQuery({
+    queryKey: ["tokens"],
+    enabled: !!tokenId,
+    queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })),
+  });
   return tokens.data?.items.find((t) => t.id === tokenId)?.scope;
 }
 
@@ -41,8 +56,16 @@ export function Notifications() {
   const myTeams = (teams.data?.items ?? []).filter((t) => admin || me.data?.teams.includes(t.id));
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, hint: "What it is for, e.g. chat-ops bot" },
-    { name: "team_id", label: "Team", kind: "select", required: true,
-      options: [...myTeams.map((t) => ({ value: t.id, label: t.name })), ...(admin ? [{ value: GLOBAL, label: "Global: every team's events and the ISOs'" }] : [])] },
+    {
+      name: "team_id",
+      label: "Team",
+      kind: "select",
+      required: true,
+      options: [
+        ...myTeams.map((t) => ({ value: t.id, label: t.name })),
+        ...(admin ? [{ value: GLOBAL, label: "Global: every team's events and the ISOs'" }] : []),
+      ],
+    },
     { name: "url", label: "URL", required: true, placeholder: "https://bots.example.org/horizon" },
     { name: "kind", label: "Kind", kind: "select", required: true, options: KINDS },
     { name: "events", label: "Events", kind: "multi", required: true, options: EVENTS.map((e) => ({ value: e, label: eventLabel(e) })) },
@@ -83,14 +106,28 @@ export function Notifications() {
         <table>
           <thead>
             <tr>
-              <th scope="col">Name</th><th scope="col">Team</th><th scope="col">Kind</th><th scope="col">Events</th>
-              <th scope="col">Enabled</th><th scope="col">Last delivery</th><th scope="col"><span className="muted">Actions</span></th>
+              <th scope="col">Name</th>
+              <th scope="col">Team</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Events</th>
+              <th scope="col">Enabled</th>
+              <th scope="col">Last delivery</th>
+              <th scope="col">
+                <span className="muted">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
             {hooks.data.items.map((w) => (
-              <Row key={w.id} w={w} team={w.team_id ? nameOf(teams.data, w.team_id) : "global"} manage={manage && (admin || w.team_id !== null)}
-                onSecret={setSecret} refresh={refresh} fields={fields.filter((f) => f.name !== "team_id")} />
+              <Row
+                key={w.id}
+                w={w}
+                team={w.team_id ? nameOf(teams.data, w.team_id) : "global"}
+                manage={manage && (admin || w.team_id !== null)}
+                onSecret={setSecret}
+                refresh={refresh}
+                fields={fields.filter((f) => f.name !== "team_id")}
+              />
             ))}
           </tbody>
         </table>
@@ -108,17 +145,41 @@ function SecretOnce({ shown, onDone }: { shown: Shown; onDone: () => void }) {
         <strong>Signing secret of {shown.name}</strong> ({shown.why}) — copy it into the receiver now: you will not see it again.
       </p>
       <p>
-        <code className="wrap" data-secret="webhook">{shown.secret}</code>{" "}
-        <button type="button" onClick={async () => { await navigator.clipboard.writeText(shown.secret); setNote("Copied"); }}>Copy</button>{" "}
+        <code className="wrap" data-secret="webhook">
+          {shown.secret}
+        </code>{" "}
+        <button
+          type="button"
+          onClick={async () => {
+            await navigator.clipboard.writeText(shown.secret);
+            setNote("Copied");
+          }}
+        >
+          Copy
+        </button>{" "}
         <span className="small">{note}</span>
       </p>
-      <button type="button" onClick={onDone}>Done, hide it</button>
+      <button type="button" onClick={onDone}>
+        Done, hide it
+      </button>
     </div>
   );
 }
 
-function Row({ w, team, manage, fields, onSecret, refresh }: {
-  w: Webhook; team: string; manage: boolean; fields: FieldSpec[]; onSecret: (s: Shown) => void; refresh: () => void;
+function Row({
+  w,
+  team,
+  manage,
+  fields,
+  onSecret,
+  refresh,
+}: {
+  w: Webhook;
+  team: string;
+  manage: boolean;
+  fields: FieldSpec[];
+  onSecret: (s: Shown) => void;
+  refresh: () => void;
 }) {
   const qc = useQueryClient();
   const [open, setOpen] = useState<"" | "edit" | "log" | "delete">("");
@@ -149,17 +210,36 @@ function Row({ w, team, manage, fields, onSecret, refresh }: {
   return (
     <Fragment>
       <tr data-webhook={w.name}>
-        <td>{w.name}<div className="small muted">{w.url}</div></td>
+        <td>
+          {w.name}
+          <div className="small muted">{w.url}</div>
+        </td>
         <td>{team}</td>
         <td>{w.kind}</td>
-        <td><ul className="plain">{w.events.map((e) => <li key={e}>{eventLabel(e)}</li>)}</ul></td>
+        <td>
+          <ul className="plain">
+            {w.events.map((e) => (
+              <li key={e}>{eventLabel(e)}</li>
+            ))}
+          </ul>
+        </td>
         <td data-enabled={w.enabled}>
           {w.enabled ? "yes" : "no"}
           {w.disabled_reason && <div className="small muted">{w.disabled_reason}</div>}
           {manage && (
             <div>
-              <button type="button" className="link" aria-label={`${w.enabled ? "Disable" : "Enable"} ${w.name}`}
-                onClick={() => void act(() => call(api.PATCH("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: ifMatch(w) }, body: { enabled: !w.enabled } })))}>
+              <button
+                type="button"
+                className="link"
+                aria-label={`${w.enabled ? "Disable" : "Enable"} ${w.name}`}
+                onClick={() =>
+                  void act(() =>
+                    call(
+                      api.PATCH("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: ifMatch(w) }, body: { enabled: !w.enabled } }),
+                    ),
+                  )
+                }
+              >
                 {w.enabled ? "Disable" : "Enable"}
               </button>
             </div>
@@ -167,22 +247,64 @@ function Row({ w, team, manage, fields, onSecret, refresh }: {
           <FieldErrorList msgs={enabledErrs} />
         </td>
         <td data-testid="last-delivery">
-          {l ? <><StateBadge state={l.state} /> {l.last_status ? `HTTP ${l.last_status}` : ""}<div className="small muted">{when(l.last_attempt_at ?? l.created_at)}</div></> : <span className="muted">none yet</span>}
+          {l ? (
+            <>
+              <StateBadge state={l.state} /> {l.last_status ? `HTTP ${l.last_status}` : ""}
+              <div className="small muted">{when(l.last_attempt_at ?? l.created_at)}</div>
+            </>
+          ) : (
+            <span className="muted">none yet</span>
+          )}
         </td>
         <td>
           <div className="actions" role="group" aria-label={`${w.name} actions`}>
-            <button type="button" className="link" aria-expanded={open === "log"} onClick={() => setOpen(open === "log" ? "" : "log")}>Delivery log</button>
+            <button type="button" className="link" aria-expanded={open === "log"} onClick={() => setOpen(open === "log" ? "" : "log")}>
+              Delivery log
+            </button>
             {manage && (
               <>
-                <button type="button" className="link" onClick={() => void act(async () => { await call(api.POST("/v1/webhooks/{id}/test", { params: { path: { id: w.id }, header: key() } })); setOpen("log"); })}>Send test</button>
-                <button type="button" className="link" onClick={() => { setInitial(editValues(w)); setOpen(open === "edit" ? "" : "edit"); }} aria-label={`Edit ${w.name}`}>Edit</button>
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() =>
+                    void act(async () => {
+                      await call(api.POST("/v1/webhooks/{id}/test", { params: { path: { id: w.id }, header: key() } }));
+                      setOpen("log");
+                    })
+                  }
+                >
+                  Send test
+                </button>
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() => {
+                    setInitial(editValues(w));
+                    setOpen(open === "edit" ? "" : "edit");
+                  }}
+                  aria-label={`Edit ${w.name}`}
+                >
+                  Edit
+                </button>
                 {w.kind === "standard" && (
-                  <button type="button" className="link" onClick={() => void act(async () => {
-                    const r = await call(api.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id: w.id }, header: key() } }));
-                    onSecret({ name: r.name, secret: r.secret, why: "rotated" });
-                  })}>Rotate secret</button>
+                  <button
+                    type="button"
+                    className="link"
+                    onClick={() =>
+                      void act(async () => {
+                        const r = await call(
+                          api.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id: w.id }, header: key() } }),
+                        );
+                        onSecret({ name: r.name, secret: r.secret, why: "rotated" });
+                      })
+                    }
+                  >
+                    Rotate secret
+                  </button>
                 )}
-                <button type="button" className="link" onClick={() => setOpen("delete")} aria-label={`Delete ${w.name}`}>Delete</button>
+                <button type="button" className="link" onClick={() => setOpen("delete")} aria-label={`Delete ${w.name}`}>
+                  Delete
+                </button>
               </>
             )}
           </div>
@@ -195,13 +317,22 @@ function Row({ w, team, manage, fields, onSecret, refresh }: {
             {open === "edit" && (
               <ResourceForm
                 title={`Change ${w.name}`}
-                fields={fields.map((f) => (f.name === "url" ? { ...f, required: false, placeholder: w.url, hint: "Leave empty to keep the current URL (only its host is shown)." } : f))}
+                fields={fields.map((f) =>
+                  f.name === "url"
+                    ? { ...f, required: false, placeholder: w.url, hint: "Leave empty to keep the current URL (only its host is shown)." }
+                    : f,
+                )}
                 initial={initial}
                 onCancel={() => setOpen("")}
-                onDone={() => { setOpen(""); refresh(); }}
+                onDone={() => {
+                  setOpen("");
+                  refresh();
+                }}
                 submit={async (v) => {
                   try {
-                    return await call(api.PATCH("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: ifMatch(w) }, body: updateBody(v, initial) }));
+                    return await call(
+                      api.PATCH("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: ifMatch(w) }, body: updateBody(v, initial) }),
+                    );
                   } catch (e) {
                     // The latest version is read again; what was typed stays for another save.
                     if (e instanceof ApiError && e.status === 412) refresh();
@@ -211,9 +342,18 @@ function Row({ w, team, manage, fields, onSecret, refresh }: {
               />
             )}
             {open === "delete" && (
-              <ConfirmByName what="subscription" name={w.name} verb="Delete" consequence="Its delivery log goes with it; nothing more is sent."
+              <ConfirmByName
+                what="subscription"
+                name={w.name}
+                verb="Delete"
+                consequence="Its delivery log goes with it; nothing more is sent."
                 run={() => call(api.DELETE("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: key() } }))}
-                onDone={() => { setOpen(""); refresh(); }} onCancel={() => setOpen("")} />
+                onDone={() => {
+                  setOpen("");
+                  refresh();
+                }}
+                onCancel={() => setOpen("")}
+              />
             )}
             {open === "log" && <Deliveries w={w} manage={manage} />}
           </td>
@@ -248,9 +388,18 @@ function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
           <caption>Deliveries of {w.name}</caption>
           <thead>
             <tr>
-              <th scope="col">Event</th><th scope="col">Attempts</th><th scope="col">Status</th><th scope="col">Latency</th>
-              <th scope="col">When</th><th scope="col">Answer (first bytes)</th><th scope="col">Error</th>
-              {manage && <th scope="col"><span className="muted">Actions</span></th>}
+              <th scope="col">Event</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Status</th>
+              <th scope="col">Latency</th>
+              <th scope="col">When</th>
+              <th scope="col">Answer (first bytes)</th>
+              <th scope="col">Error</th>
+              {manage && (
+                <th scope="col">
+                  <span className="muted">Actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
@@ -258,22 +407,42 @@ function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
               <tr key={d.id} data-delivery={d.event_type} data-state={d.state}>
                 <td>{eventLabel(d.event_type)}</td>
                 <td>{d.attempts}</td>
-                <td><span className={`state state-${d.state === "delivered" ? "succeeded" : d.state}`}>{deliveryStatus(d)}</span></td>
+                <td>
+                  <span className={`state state-${d.state === "delivered" ? "succeeded" : d.state}`}>{deliveryStatus(d)}</span>
+                </td>
                 <td>{d.last_latency_ms !== null ? `${d.last_latency_ms} ms` : ""}</td>
-                <td>{when(d.last_attempt_at ?? d.created_at)}{d.state === "pending" && d.next_attempt_at && <div className="small muted">next try {when(d.next_attempt_at)}</div>}</td>
-                <td><code className="wrap small" title={d.last_response ?? undefined}>{firstBytes(d.last_response)}</code></td>
+                <td>
+                  {when(d.last_attempt_at ?? d.created_at)}
+                  {d.state === "pending" && d.next_attempt_at && <div className="small muted">next try {when(d.next_attempt_at)}</div>}
+                </td>
+                <td>
+                  <code className="wrap small" title={d.last_response ?? undefined}>
+                    {firstBytes(d.last_response)}
+                  </code>
+                </td>
                 <td>{d.last_error ?? ""}</td>
                 {manage && (
                   <td>
-                    <button type="button" className="link" disabled={d.state === "pending"} onClick={async () => {
-                      setErr(null);
-                      try {
-                        await call(api.POST("/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", { params: { path: { id: w.id, delivery_id: d.id }, header: key() } }));
-                        void qc.invalidateQueries({ queryKey: ["webhook", w.id] });
-                      } catch (e) {
-                        setErr(e);
-                      }
-                    }}>Redeliver</button>
+                    <button
+                      type="button"
+                      className="link"
+                      disabled={d.state === "pending"}
+                      onClick={async () => {
+                        setErr(null);
+                        try {
+                          await call(
+                            api.POST("/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", {
+                              params: { path: { id: w.id, delivery_id: d.id }, header: key() },
+                            }),
+                          );
+                          void qc.invalidateQueries({ queryKey: ["webhook", w.id] });
+                        } catch (e) {
+                          setErr(e);
+                        }
+                      }}
+                    >
+                      Redeliver
+                    </button>
                   </td>
                 )}
               </tr>

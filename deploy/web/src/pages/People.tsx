@@ -36,7 +36,9 @@ export function People({ tab }: { tab: string }) {
       </div>
       <nav className="tabs" aria-label="People">
         {TABS.map(([t, label]) => (
-          <a key={t} href={href(`/people/${t}`)} aria-current={t === current ? "page" : undefined}>{label}</a>
+          <a key={t} href={href(`/people/${t}`)} aria-current={t === current ? "page" : undefined}>
+            {label}
+          </a>
         ))}
       </nav>
       {current === "users" && <Users admin={admin} />}
@@ -57,7 +59,10 @@ function Users({ admin }: { admin: boolean }) {
     { name: "role", label: "Role", kind: "select", required: true, options: ROLES.map((r) => ({ value: r, label: r })) },
     { name: "teams", label: "Teams", kind: "multi", options: (teams.data?.items ?? []).map((t) => ({ value: t.id, label: t.name })) },
   ];
-  const done = () => { setEditing(""); void qc.invalidateQueries({ queryKey: ["users"] }); };
+  const done = () => {
+    setEditing("");
+    void qc.invalidateQueries({ queryKey: ["users"] });
+  };
   return (
     <section aria-label="Users">
       {admin && (
@@ -68,9 +73,17 @@ function Users({ admin }: { admin: boolean }) {
               fields={fields}
               initial={{ role: "member" }}
               onCancel={close}
-              onDone={() => { close(); done(); }}
+              onDone={() => {
+                close();
+                done();
+              }}
               submit={(v) =>
-                call(api.POST("/v1/users", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") } }))
+                call(
+                  api.POST("/v1/users", {
+                    params: { header: { "Idempotency-Key": idempotencyKey() } },
+                    body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") },
+                  }),
+                )
               }
             />
           )}
@@ -78,13 +91,27 @@ function Users({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={users.error} />
       <table>
-        <thead><tr><th scope="col">Name</th><th scope="col">E-mail</th><th scope="col">Role</th><th scope="col">Teams</th>{admin && <th scope="col"><span className="muted">Actions</span></th>}</tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">E-mail</th>
+            <th scope="col">Role</th>
+            <th scope="col">Teams</th>
+            {admin && (
+              <th scope="col">
+                <span className="muted">Actions</span>
+              </th>
+            )}
+          </tr>
+        </thead>
         <tbody>
           {users.data?.items.map((u) => (
             <tr key={u.id} data-user={u.email}>
               <td>{u.name}</td>
               <td>{u.email}</td>
-              <td><span className="label">{u.role}</span></td>
+              <td>
+                <span className="label">{u.role}</span>
+              </td>
               <td>{u.teams.map((t) => nameOf(teams.data, t)).join(", ")}</td>
               {admin && (
                 <td>
@@ -96,14 +123,18 @@ function Users({ admin }: { admin: boolean }) {
                       onCancel={() => setEditing("")}
                       onDone={done}
                       submit={(v) =>
-                        call(api.PATCH("/v1/users/{id}", {
-                          params: { path: { id: u.id }, header: { "If-Match": `"${u.version}"` } },
-                          body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") },
-                        }))
+                        call(
+                          api.PATCH("/v1/users/{id}", {
+                            params: { path: { id: u.id }, header: { "If-Match": `"${u.version}"` } },
+                            body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") },
+                          }),
+                        )
                       }
                     />
                   ) : (
-                    <button type="button" className="link" onClick={() => setEditing(u.id)} aria-label={`Change ${u.name}`}>Change</button>
+                    <button type="button" className="link" onClick={() => setEditing(u.id)} aria-label={`Change ${u.name}`}>
+                      Change
+                    </button>
                   )}
                 </td>
               )}
@@ -128,21 +159,41 @@ function Teams({ admin }: { admin: boolean }) {
               title="Add a team"
               fields={[{ name: "name", label: "Name", required: true }]}
               onCancel={close}
-              onDone={() => { close(); void qc.invalidateQueries({ queryKey: ["teams"] }); }}
-              submit={(v) => call(api.POST("/v1/teams", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name") } }))}
+              onDone={() => {
+                close();
+                void qc.invalidateQueries({ queryKey: ["teams"] });
+              }}
+              submit={(v) =>
+                call(api.POST("/v1/teams", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name") } }))
+              }
             />
           )}
         </Adder>
       )}
       <ProblemBox error={teams.error} />
       <table>
-        <thead><tr><th scope="col">Team</th><th scope="col">Members</th><th scope="col">Quota usage</th><th scope="col">Since</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Team</th>
+            <th scope="col">Members</th>
+            <th scope="col">Quota usage</th>
+            <th scope="col">Since</th>
+          </tr>
+        </thead>
         <tbody>
           {teams.data?.items.map((t) => (
             <tr key={t.id} data-team={t.name}>
               <td>{t.name}</td>
-              <td>{(users.data?.items ?? []).filter((u) => u.teams.includes(t.id)).map((u) => `${u.name} (${u.role})`).join(", ") || <span className="muted">none</span>}</td>
-              <td><TeamUsage team={t.id} name={t.name} />{admin && <QuotaEditor team={t.id} name={t.name} />}</td>
+              <td>
+                {(users.data?.items ?? [])
+                  .filter((u) => u.teams.includes(t.id))
+                  .map((u) => `${u.name} (${u.role})`)
+                  .join(", ") || <span className="muted">none</span>}
+              </td>
+              <td>
+                <TeamUsage team={t.id} name={t.name} />
+                {admin && <QuotaEditor team={t.id} name={t.name} />}
+              </td>
               <td>{when(t.created_at)}</td>
             </tr>
           ))}
@@ -166,7 +217,9 @@ function TeamUsage({ team, name }: { team: string; name: string }) {
       {usageLines(usage.data).map((l) => (
         <li key={l.dimension} data-dimension={l.dimension}>
           {l.label}{" "}
-          {l.limit !== null && <meter aria-label={`${name}: ${l.label}`} min={0} max={Math.max(l.limit, l.used, 1)} high={l.limit} value={l.used} />}{" "}
+          {l.limit !== null && (
+            <meter aria-label={`${name}: ${l.label}`} min={0} max={Math.max(l.limit, l.used, 1)} high={l.limit} value={l.used} />
+          )}{" "}
           <span className="small">{l.text}</span>
         </li>
       ))}
@@ -192,7 +245,12 @@ function QuotaEditor({ team, name }: { team: string; name: string }) {
     enabled: open,
     queryFn: () => call(api.GET("/v1/teams/{id}/quotas", { params: { path: { id: team } } })),
   });
-  if (!open) return <button type="button" className="link" onClick={() => setOpen(true)} aria-label={`Set quota of ${name}`}>Set quota</button>;
+  if (!open)
+    return (
+      <button type="button" className="link" onClick={() => setOpen(true)} aria-label={`Set quota of ${name}`}>
+        Set quota
+      </button>
+    );
   if (quota.error) return <ProblemBox error={quota.error} />;
   if (!quota.data) return <span className="muted">Loading…</span>;
   const q = quota.data;
@@ -204,17 +262,30 @@ function QuotaEditor({ team, name }: { team: string; name: string }) {
     <ResourceForm
       title={`Quota of ${name}`}
       fields={QUOTA_FIELDS}
-      initial={Object.fromEntries(QUOTA_FIELDS.map((f) => [f.name, String(q.limits[f.name.slice("limits.".length) as keyof typeof q.limits] ?? "")]))}
+      initial={Object.fromEntries(
+        QUOTA_FIELDS.map((f) => [f.name, String(q.limits[f.name.slice("limits.".length) as keyof typeof q.limits] ?? "")]),
+      )}
       onCancel={() => setOpen(false)}
       onDone={() => {
         setOpen(false);
         void qc.invalidateQueries({ queryKey: ["quota", team] });
         void qc.invalidateQueries({ queryKey: ["usage", team] });
       }}
-      submit={(v) => call(api.PATCH("/v1/teams/{id}/quotas", {
-        params: { path: { id: team }, header: q.version > 0 ? { "If-Match": `"${q.version}"` } : {} },
-        body: { limits: { machines: limit(v["limits.machines"]), vcpus: limit(v["limits.vcpus"]), memory_mib: limit(v["limits.memory_mib"]), disk_gib: limit(v["limits.disk_gib"]) } },
-      }))}
+      submit={(v) =>
+        call(
+          api.PATCH("/v1/teams/{id}/quotas", {
+            params: { path: { id: team }, header: q.version > 0 ? { "If-Match": `"${q.version}"` } : {} },
+            body: {
+              limits: {
+                machines: limit(v["limits.machines"]),
+                vcpus: limit(v["limits.vcpus"]),
+                memory_mib: limit(v["limits.memory_mib"]),
+                disk_gib: limit(v["limits.disk_gib"]),
+              },
+            },
+          }),
+        )
+      }
     />
   );
 }
@@ -229,9 +300,22 @@ function Tokens({ admin }: { admin: boolean }) {
   const refresh = () => void qc.invalidateQueries({ queryKey: ["tokens"] });
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, hint: "What it is for, e.g. ci-pipeline" },
-    { name: "scope", label: "Scope", kind: "select", required: true, options: SCOPES, hint: "What the token may do; never more than its user's role allows. Fixed once minted." },
+    {
+      name: "scope",
+      label: "Scope",
+      kind: "select",
+      required: true,
+      options: SCOPES,
+      hint: "What the token may do; never more than its user's role allows. Fixed once minted.",
+    },
   ];
-  if (admin) fields.push({ name: "user_id", label: "For", kind: "select", options: (users.data?.items ?? []).map((u) => ({ value: u.id, label: `${u.name} (${u.email})` })) });
+  if (admin)
+    fields.push({
+      name: "user_id",
+      label: "For",
+      kind: "select",
+      options: (users.data?.items ?? []).map((u) => ({ value: u.id, label: `${u.name} (${u.email})` })),
+    });
   return (
     <section aria-label="API tokens">
       {minted ? (
@@ -240,7 +324,9 @@ function Tokens({ admin }: { admin: boolean }) {
             <strong>Token {minted.name}</strong> (scope {minted.scope}) — copy it now: it is shown only this once.
           </p>
           <p>
-            <code className="wrap" data-token="minted">{minted.token}</code>{" "}
+            <code className="wrap" data-token="minted">
+              {minted.token}
+            </code>{" "}
             <button
               type="button"
               onClick={async () => {
@@ -252,7 +338,15 @@ function Tokens({ admin }: { admin: boolean }) {
             </button>{" "}
             <span className="small">{note}</span>
           </p>
-          <button type="button" onClick={() => { setMinted(null); flash(""); }}>Done, hide it</button>
+          <button
+            type="button"
+            onClick={() => {
+              setMinted(null);
+              flash("");
+            }}
+          >
+            Done, hide it
+          </button>
         </div>
       ) : (
         <Adder label="Mint a token">
@@ -270,7 +364,16 @@ function Tokens({ admin }: { admin: boolean }) {
                 refresh();
               }}
               submit={(v) =>
-                call(api.POST("/v1/tokens", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name"), scope: (str(v, "scope") || "full") as TokenScope, ...(str(v, "user_id") ? { user_id: str(v, "user_id") } : {}) } }))
+                call(
+                  api.POST("/v1/tokens", {
+                    params: { header: { "Idempotency-Key": idempotencyKey() } },
+                    body: {
+                      name: str(v, "name"),
+                      scope: (str(v, "scope") || "full") as TokenScope,
+                      ...(str(v, "user_id") ? { user_id: str(v, "user_id") } : {}),
+                    },
+                  }),
+                )
               }
             />
           )}
@@ -278,17 +381,45 @@ function Tokens({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={tokens.error} />
       <table>
-        <thead><tr><th scope="col">Name</th><th scope="col">For</th><th scope="col">Scope</th><th scope="col">Minted</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col"><span className="muted">Actions</span></th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">For</th>
+            <th scope="col">Scope</th>
+            <th scope="col">Minted</th>
+            <th scope="col">Last used</th>
+            <th scope="col">State</th>
+            <th scope="col">
+              <span className="muted">Actions</span>
+            </th>
+          </tr>
+        </thead>
         <tbody>
           {tokens.data?.items.map((t) => (
             <tr key={t.id} data-token-name={t.name}>
-              <td>{t.name}{t.id === me.data?.token_id && <span className="muted small"> (signed in with it)</span>}</td>
+              <td>
+                {t.name}
+                {t.id === me.data?.token_id && <span className="muted small"> (signed in with it)</span>}
+              </td>
               <td>{users.data?.items.find((u) => u.id === t.user_id)?.name ?? t.user_id.slice(0, 8)}</td>
-              <td><span className="label" title={scopeLabel(t.scope)}>{t.scope}</span></td>
+              <td>
+                <span className="label" title={scopeLabel(t.scope)}>
+                  {t.scope}
+                </span>
+              </td>
               <td>{when(t.created_at)}</td>
               <td>{when(t.last_used_at) || "never"}</td>
               <td>{t.revoked_at ? `revoked ${when(t.revoked_at)}` : "active"}</td>
-              <td>{!t.revoked_at && <Delete what={t.name} verb="Revoke" run={() => call(api.DELETE("/v1/tokens/{id}", { params: { path: { id: t.id } } }))} onDone={refresh} />}</td>
+              <td>
+                {!t.revoked_at && (
+                  <Delete
+                    what={t.name}
+                    verb="Revoke"
+                    run={() => call(api.DELETE("/v1/tokens/{id}", { params: { path: { id: t.id } } }))}
+                    onDone={refresh}
+                  />
+                )}
+              </td>
             </tr>
           ))}
         </tbody>

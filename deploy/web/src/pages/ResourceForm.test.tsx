@@ -54,7 +54,8 @@ describe("ResourceForm", () => {
         title="Add"
         fields={[{ name: "name", label: "Name" }]}
         submit={async () => {
-          if (fail) throw new ApiError(409, { type: "urn:horizon:problem:conflict", title: "Conflict", status: 409, detail: "name is taken" });
+          if (fail)
+            throw new ApiError(409, { type: "urn:horizon:problem:conflict", title: "Conflict", status: 409, detail: "name is taken" });
         }}
         onDone={() => done++}
       />,
@@ -73,8 +74,23 @@ describe("ResourceForm", () => {
       <ResourceForm
         title="Build"
         fields={[
-          { name: "server", label: "Server", kind: "select", required: true, options: [{ value: "a", label: "A" }, { value: "b", label: "B" }] },
-          { name: "node", label: "Node", kind: "select", required: true, options: (v) => (nodes[String(v.server)] ?? []).map((n) => ({ value: n, label: n })) },
+          {
+            name: "server",
+            label: "Server",
+            kind: "select",
+            required: true,
+            options: [
+              { value: "a", label: "A" },
+              { value: "b", label: "B" },
+            ],
+          },
+          {
+            name: "node",
+            label: "Node",
+            kind: "select",
+            required: true,
+            options: (v) => (nodes[String(v.server)] ?? []).map((n) => ({ value: n, label: n })),
+          },
         ]}
         submit={async () => undefined}
       />,
@@ -94,10 +110,25 @@ describe("ResourceForm", () => {
 
 describe("changed", () => {
   it("keeps only the fields that differ from the initial values; a blank secret is unchanged", () => {
-    const initial: Values = { name: "nagios", url: "https://n/cgi-bin/nagios4", password: "", ssh_address: "", reload_command: "systemctl reload nagios4" };
+    const initial: Values = {
+      name: "nagios",
+      url: "https://n/cgi-bin/nagios4",
+      password: "",
+      ssh_address: "",
+      reload_command: "systemctl reload nagios4",
+    };
     expect(changed({ ...initial }, initial, "name", "url", "password", "ssh_address", "reload_command")).toEqual({});
-    expect(changed({ ...initial, ssh_address: " n:22 ", password: "pw", reload_command: "kill -HUP 1" }, initial, "name", "url", "password", "ssh_address", "reload_command"))
-      .toEqual({ ssh_address: "n:22", password: "pw", reload_command: "kill -HUP 1" });
+    expect(
+      changed(
+        { ...initial, ssh_address: " n:22 ", password: "pw", reload_command: "kill -HUP 1" },
+        initial,
+        "name",
+        "url",
+        "password",
+        "ssh_address",
+        "reload_command",
+      ),
+    ).toEqual({ ssh_address: "n:22", password: "pw", reload_command: "kill -HUP 1" });
     // Clearing a field sends it empty (the API then uses its default or names the field).
     expect(changed({ ...initial, reload_command: "" }, initial, "reload_command")).toEqual({ reload_command: "" });
   });

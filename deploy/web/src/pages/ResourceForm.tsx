@@ -87,37 +87,65 @@ export function ResourceForm({
         <div className="grid">
           {fields.map((f) => {
             const id = `${base}-${f.name}`;
-            const msgs = [...errorsFor(errs, f.name), ...[...errs.keys()].filter((k) => k.startsWith(`${f.name}.`) || k.startsWith(`${f.name}[`)).flatMap((k) => errs.get(k)!)];
+            const msgs = [
+              ...errorsFor(errs, f.name),
+              ...[...errs.keys()].filter((k) => k.startsWith(`${f.name}.`) || k.startsWith(`${f.name}[`)).flatMap((k) => errs.get(k)!),
+            ];
             const val = v[f.name];
             const set = (x: string | string[] | boolean) => setV(withValue(fields, v, f.name, x));
             const options = optionsOf(f, v);
             const common = { id, "aria-invalid": msgs.length > 0, "aria-describedby": f.hint ? `${id}-hint` : undefined };
             return (
-              <div key={f.name} className={`field${msgs.length ? " has-error" : ""}${f.kind === "textarea" || f.kind === "multi" ? " wide" : ""}`}>
+              <div
+                key={f.name}
+                className={`field${msgs.length ? " has-error" : ""}${f.kind === "textarea" || f.kind === "multi" ? " wide" : ""}`}
+              >
                 {f.kind === "multi" ? (
-                  <span className="group-label" id={`${id}-label`}>{f.label}{f.required ? " *" : ""}</span>
+                  <span className="group-label" id={`${id}-label`}>
+                    {f.label}
+                    {f.required ? " *" : ""}
+                  </span>
                 ) : (
-                  <label htmlFor={id}>{f.label}{f.required ? " *" : ""}</label>
+                  <label htmlFor={id}>
+                    {f.label}
+                    {f.required ? " *" : ""}
+                  </label>
                 )}
                 {f.kind === "textarea" ? (
                   <textarea {...common} rows={4} value={String(val)} placeholder={f.placeholder} onChange={(e) => set(e.target.value)} />
                 ) : f.kind === "select" ? (
                   <select {...common} value={String(val)} onChange={(e) => set(e.target.value)}>
                     <option value="">{f.required ? "Choose…" : "none"}</option>
-                    {options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+                    {options.map((o) => (
+                      <option key={o.value} value={o.value}>
+                        {o.label}
+                      </option>
+                    ))}
                   </select>
                 ) : f.kind === "multi" ? (
-                  <div id={id} role="group" aria-labelledby={`${id}-label`} aria-describedby={common["aria-describedby"]} className="checks">
-                    {options.length ? options.map((o) => (
-                      <label key={o.value}>
-                        <input
-                          type="checkbox"
-                          checked={(val as string[]).includes(o.value)}
-                          onChange={(e) => set(e.target.checked ? [...(val as string[]), o.value] : (val as string[]).filter((x) => x !== o.value))}
-                        />{" "}
-                        {o.label}
-                      </label>
-                    )) : <span className="muted">none to choose from</span>}
+                  <div
+                    id={id}
+                    role="group"
+                    aria-labelledby={`${id}-label`}
+                    aria-describedby={common["aria-describedby"]}
+                    className="checks"
+                  >
+                    {options.length ? (
+                      options.map((o) => (
+                        <label key={o.value}>
+                          <input
+                            type="checkbox"
+                            checked={(val as string[]).includes(o.value)}
+                            onChange={(e) =>
+                              set(e.target.checked ? [...(val as string[]), o.value] : (val as string[]).filter((x) => x !== o.value))
+                            }
+                          />{" "}
+                          {o.label}
+                        </label>
+                      ))
+                    ) : (
+                      <span className="muted">none to choose from</span>
+                    )}
                   </div>
                 ) : f.kind === "checkbox" ? (
                   <input {...common} type="checkbox" checked={val === true} onChange={(e) => set(e.target.checked)} />
@@ -131,7 +159,11 @@ export function ResourceForm({
                     onChange={(e) => set(e.target.value)}
                   />
                 )}
-                {f.hint && <span className="hint" id={`${id}-hint`}>{f.hint}</span>}
+                {f.hint && (
+                  <span className="hint" id={`${id}-hint`}>
+                    {f.hint}
+                  </span>
+                )}
                 <FieldErrorList msgs={msgs} />
               </div>
             );
@@ -139,14 +171,30 @@ export function ResourceForm({
         </div>
         {others.length > 0 && (
           <div className="problem" role="alert">
-            <ul>{others.map((o, i) => <li key={i}><code>{o.field}</code>: {o.message}</li>)}</ul>
+            <ul>
+              {others.map((o, i) => (
+                <li key={i}>
+                  <code>{o.field}</code>: {o.message}
+                </li>
+              ))}
+            </ul>
           </div>
         )}
         {!(err instanceof ApiError && err.status === 422) && <ProblemBox error={err} />}
-        {err instanceof ApiError && err.status === 422 && others.length === 0 && <p className="field-errors" role="alert">{err.problem.detail ?? err.problem.title}</p>}
+        {err instanceof ApiError && err.status === 422 && others.length === 0 && (
+          <p className="field-errors" role="alert">
+            {err.problem.detail ?? err.problem.title}
+          </p>
+        )}
         <div className="actions">
-          <button type="submit" className="primary" disabled={busy}>{busy ? "Saving…" : submitLabel}</button>
-          {onCancel && <button type="button" onClick={onCancel}>Cancel</button>}
+          <button type="submit" className="primary" disabled={busy}>
+            {busy ? "Saving…" : submitLabel}
+          </button>
+          {onCancel && (
+            <button type="button" onClick={onCancel}>
+              Cancel
+            </button>
+          )}
         </div>
       </fieldset>
     </form>
@@ -156,7 +204,13 @@ export function ResourceForm({
 /** str, list, opt turn a form's values into a request's fields. */
 export const str = (v: Values, k: string) => String(v[k] ?? "").trim();
 export const opt = (v: Values, k: string) => str(v, k) || undefined;
-export const list = (v: Values, k: string) => (Array.isArray(v[k]) ? (v[k] as string[]) : str(v, k).split(",").map((s) => s.trim()).filter(Boolean));
+export const list = (v: Values, k: string) =>
+  Array.isArray(v[k])
+    ? (v[k] as string[])
+    : str(v, k)
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
 /** given is the named text fields that were filled, to send only those. */
 export function given(v: Values, ...keys: string[]): Record<string, string> {
   return Object.fromEntries(keys.filter((k) => str(v, k) !== "").map((k) => [k, str(v, k)]));
@@ -165,17 +219,37 @@ export function given(v: Values, ...keys: string[]): Record<string, string> {
 /** changed is the named text fields whose value differs from initial (a secret left blank is
  * unchanged), to send only those in a PATCH. */
 export function changed(v: Values, initial: Values, ...keys: string[]): Record<string, string> {
-  return Object.fromEntries(keys.filter((k) => str(v, k) !== str(initial, k) && (str(v, k) !== "" || str(initial, k) !== "")).map((k) => [k, str(v, k)]));
+  return Object.fromEntries(
+    keys.filter((k) => str(v, k) !== str(initial, k) && (str(v, k) !== "" || str(initial, k) !== "")).map((k) => [k, str(v, k)]),
+  );
 }
 
 /** Adder is the "Add …" button that opens a ResourceForm in place. */
 export function Adder({ label, children }: { label: string; children: (close: () => void) => React.ReactNode }) {
   const [open, setOpen] = useState(false);
-  return open ? children(() => setOpen(false)) : <p><button type="button" className="primary" onClick={() => setOpen(true)}>{label}</button></p>;
+  return open ? (
+    children(() => setOpen(false))
+  ) : (
+    <p>
+      <button type="button" className="primary" onClick={() => setOpen(true)}>
+        {label}
+      </button>
+    </p>
+  );
 }
 
 /** Delete asks once, then deletes (or revokes); the API's refusal (in use, not free) is shown beside it. */
-export function Delete({ what, run, onDone, verb = "Delete" }: { what: string; run: () => Promise<unknown>; onDone: () => void; verb?: string }) {
+export function Delete({
+  what,
+  run,
+  onDone,
+  verb = "Delete",
+}: {
+  what: string;
+  run: () => Promise<unknown>;
+  onDone: () => void;
+  verb?: string;
+}) {
   const [ask, setAsk] = useState(false);
   const [err, setErr] = useState<unknown>(null);
   return (
@@ -198,13 +272,16 @@ export function Delete({ what, run, onDone, verb = "Delete" }: { what: string; r
           >
             Yes, {verb.toLowerCase()} {what}
           </button>{" "}
-          <button type="button" onClick={() => setAsk(false)}>No</button>
+          <button type="button" onClick={() => setAsk(false)}>
+            No
+          </button>
         </>
       ) : (
-        <button type="button" className="link" onClick={() => setAsk(true)} aria-label={`${verb} ${what}`}>{verb}</button>
+        <button type="button" className="link" onClick={() => setAsk(true)} aria-label={`${verb} ${what}`}>
+          {verb}
+        </button>
       )}
       <ProblemBox error={err} />
     </span>
   );
 }
-

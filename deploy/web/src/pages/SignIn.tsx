@@ -27,7 +27,13 @@ export function SignIn() {
       }
       // Check the token before keeping it.
       const res = await fetch(`${apiBase()}/v1/me`, { headers: { Authorization: `Bearer ${token.trim()}` } });
-      if (res.status === 401) throw new ApiError(401, { type: "urn:horizon:problem:unauthenticated", title: "This token is not valid", status: 401, detail: "Paste an API token (hzn_…) from your administrator or `go tool task up`." });
+      if (res.status === 401)
+        throw new ApiError(401, {
+          type: "urn:horizon:problem:unauthenticated",
+          title: "This token is not valid",
+          status: 401,
+          detail: "Paste an API token (hzn_…) from your administrator or `go tool task up`.",
+        });
       if (!res.ok) throw new ApiError(res.status, await res.json());
       configure(apiBase());
       setToken(token.trim());
@@ -44,7 +50,9 @@ export function SignIn() {
         <h1>You are Horizon's first admin</h1>
         <p>This is your API token. It is shown only this once: keep it in your password manager.</p>
         <pre className="token">{created}</pre>
-        <button type="button" onClick={() => setToken(created)}>Continue to the console</button>
+        <button type="button" onClick={() => setToken(created)}>
+          Continue to the console
+        </button>
       </main>
     );
   return (
@@ -52,9 +60,18 @@ export function SignIn() {
       <h1>Sign in to Horizon</h1>
       <form onSubmit={submit}>
         <label htmlFor="token">API token</label>
-        <input id="token" type="password" autoComplete="off" value={token} onChange={(e) => setTok(e.target.value)} placeholder="hzn_…" required />
+        <input
+          id="token"
+          type="password"
+          autoComplete="off"
+          value={token}
+          onChange={(e) => setTok(e.target.value)}
+          placeholder="hzn_…"
+          required
+        />
         <p className="hint">
-          Paste an API token. It stays in this browser tab only. On a new installation, paste the setup token (hzs_…) the API logged to create the first admin.
+          Paste an API token. It stays in this browser tab only. On a new installation, paste the setup token (hzs_…) the API logged to
+          create the first admin.
         </p>
         {setup && (
           <>
@@ -65,7 +82,9 @@ export function SignIn() {
           </>
         )}
         <ProblemBox error={err} />
-        <button type="submit" disabled={busy}>{setup ? "Create the first admin" : "Sign in"}</button>
+        <button type="submit" disabled={busy}>
+          {setup ? "Create the first admin" : "Sign in"}
+        </button>
       </form>
     </main>
   );

@@ -38,7 +38,8 @@ export function StackDetail({ id }: { id: string }) {
     queryKey: ["version", s?.template_id, s?.template_version],
     enabled: !!s,
     staleTime: Infinity,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: s!.template_id, v: String(s!.template_version) } } })),
+    queryFn: () =>
+      call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: s!.template_id, v: String(s!.template_version) } } })),
   });
   const instances = useQuery({
     queryKey: ["stack", id, "action-instances"],
@@ -82,8 +83,14 @@ export function StackDetail({ id }: { id: string }) {
   const retry = (mode: "failed" | "force" | "all") =>
     act("retry", () => call(api.POST("/v1/stacks/{id}/retry", { params: { path: { id }, header: key() }, body: { mode } })), true);
   const runAgain = (c: Card) =>
-    act("run-again", () =>
-      call(api.POST("/v1/stacks/{id}/jobs/{job}/executions/{n}/run-again", { params: { path: { id, job: c.job, n: String(c.execution ?? 0) }, header: key() } })),
+    act(
+      "run-again",
+      () =>
+        call(
+          api.POST("/v1/stacks/{id}/jobs/{job}/executions/{n}/run-again", {
+            params: { path: { id, job: c.job, n: String(c.execution ?? 0) }, header: key() },
+          }),
+        ),
       true,
     );
 
@@ -95,7 +102,10 @@ export function StackDetail({ id }: { id: string }) {
   const phases = version.data?.definition.phases ?? [];
   const steps = removeSteps(
     s,
-    phases.flatMap((p) => p.jobs).filter((j) => (j.cleanup ?? []).length > 0 && (s.jobs[j.name]?.executions.length ?? 0) > 0).map((j) => j.name),
+    phases
+      .flatMap((p) => p.jobs)
+      .filter((j) => (j.cleanup ?? []).length > 0 && (s.jobs[j.name]?.executions.length ?? 0) > 0)
+      .map((j) => j.name),
     phases.map((p) => p.name),
     instances.data?.items.length ?? 0,
   );
@@ -123,7 +133,10 @@ export function StackDetail({ id }: { id: string }) {
     });
   // The log's filter offers every machine a job has had (an older run's lines may be of one
   // removed since), by its index.
-  const jobs = Object.entries(s.jobs).map(([job, j]) => ({ job, executions: [...new Set(j.executions.map((e) => e.index))].sort((a, b) => a - b) }));
+  const jobs = Object.entries(s.jobs).map(([job, j]) => ({
+    job,
+    executions: [...new Set(j.executions.map((e) => e.index))].sort((a, b) => a - b),
+  }));
   return (
     <>
       <div className="page-head">
@@ -131,23 +144,72 @@ export function StackDetail({ id }: { id: string }) {
           {s.name} <StateBadge state={s.state} />
         </h1>
         <div className="actions" role="group" aria-label="Stack actions">
-          {allowed.has("edit") && <a className="button" href={href(`/stacks/${id}/edit`)}>{s.state === "draft" ? "Edit draft" : "Edit"}</a>}
+          {allowed.has("edit") && (
+            <a className="button" href={href(`/stacks/${id}/edit`)}>
+              {s.state === "draft" ? "Edit draft" : "Edit"}
+            </a>
+          )}
           {busy && (
-            <button type="button" disabled aria-describedby="busy-reason">Edit</button>
+            <button type="button" disabled aria-describedby="busy-reason">
+              Edit
+            </button>
           )}
           {allowed.has("deploy") && (
-            <button type="button" className="primary" onClick={() => void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id }, header: key() } })), true)}>
+            <button
+              type="button"
+              className="primary"
+              onClick={() =>
+                void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id }, header: key() } })), true)
+              }
+            >
               Deploy
             </button>
           )}
-          {allowed.has("cancel") && <button type="button" onClick={() => setConfirm("cancel")}>Cancel run</button>}
+          {allowed.has("cancel") && (
+            <button type="button" onClick={() => setConfirm("cancel")}>
+              Cancel run
+            </button>
+          )}
           {(allowed.has("retry_failed") || allowed.has("force_retry") || allowed.has("retry_all")) && (
             <Menu label="Retry" closeOn={`${runParam}/${shownRun}`}>
               {(close) => (
                 <>
-                  {allowed.has("retry_failed") && <button type="button" role="menuitem" onClick={() => { close(); void retry("failed"); }}>Retry failed jobs</button>}
-                  {allowed.has("force_retry") && <button type="button" role="menuitem" onClick={() => { close(); void retry("force"); }}>Force retry (failed jobs at their branch head)</button>}
-                  {allowed.has("retry_all") && <button type="button" role="menuitem" onClick={() => { close(); void retry("all"); }}>Retry everything</button>}
+                  {allowed.has("retry_failed") && (
+                    <button
+                      type="button"
+                      role="menuitem"
+                      onClick={() => {
+                        close();
+                        void retry("failed");
+                      }}
+                    >
+                      Retry failed jobs
+                    </button>
+                  )}
+                  {allowed.has("force_retry") && (
+                    <button
+                      type="button"
+                      role="menuitem"
+                      onClick={() => {
+                        close();
+                        void retry("force");
+                      }}
+                    >
+                      Force retry (failed jobs at their branch head)
+                    </button>
+                  )}
+                  {allowed.has("retry_all") && (
+                    <button
+                      type="button"
+                      role="menuitem"
+                      onClick={() => {
+                        close();
+                        void retry("all");
+                      }}
+                    >
+                      Retry everything
+                    </button>
+                  )}
                 </>
               )}
             </Menu>
@@ -167,11 +229,30 @@ export function StackDetail({ id }: { id: string }) {
               Duplicate
             </button>
           )}
-          {allowed.has("remove") && <button type="button" className="danger" onClick={() => { setTyped(""); setConfirm("remove"); }}>Remove</button>}
-          {allowed.has("force_remove") && <button type="button" className="danger" onClick={() => void openForce()}>Force-remove</button>}
+          {allowed.has("remove") && (
+            <button
+              type="button"
+              className="danger"
+              onClick={() => {
+                setTyped("");
+                setConfirm("remove");
+              }}
+            >
+              Remove
+            </button>
+          )}
+          {allowed.has("force_remove") && (
+            <button type="button" className="danger" onClick={() => void openForce()}>
+              Force-remove
+            </button>
+          )}
         </div>
       </div>
-      {busy && <p id="busy-reason" className="small muted">{busy}</p>}
+      {busy && (
+        <p id="busy-reason" className="small muted">
+          {busy}
+        </p>
+      )}
       {confirm === "cancel" && (
         <div className="confirm" role="alertdialog" aria-labelledby="confirm-text">
           <p id="confirm-text">Cancel the run in progress? Terraform is interrupted; nothing is rolled back.</p>
@@ -183,29 +264,41 @@ export function StackDetail({ id }: { id: string }) {
           >
             Yes, cancel the run
           </button>
-          <button type="button" onClick={() => setConfirm("")}>No</button>
+          <button type="button" onClick={() => setConfirm("")}>
+            No
+          </button>
         </div>
       )}
       {confirm === "remove" && (
         <div className="confirm block" role="alertdialog" aria-labelledby="remove-title">
           <strong id="remove-title">{built ? `Remove ${s.name}? In order:` : `Remove the draft ${s.name}?`}</strong>
-          <ol>{steps.map((t, i) => <li key={i}>{t}</li>)}</ol>
+          <ol>
+            {steps.map((t, i) => (
+              <li key={i}>{t}</li>
+            ))}
+          </ol>
           {built && (
             <p>
-              <label htmlFor="remove-typed">Type the stack's name, <strong>{s.name}</strong>, to confirm:</label>{" "}
-              <input id="remove-typed" value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)} onKeyDown={onEnter(typedNameMatches(typed, s.name), doRemove)} />
+              <label htmlFor="remove-typed">
+                Type the stack's name, <strong>{s.name}</strong>, to confirm:
+              </label>{" "}
+              <input
+                id="remove-typed"
+                value={typed}
+                autoComplete="off"
+                autoFocus
+                onChange={(e) => setTyped(e.target.value)}
+                onKeyDown={onEnter(typedNameMatches(typed, s.name), doRemove)}
+              />
             </p>
           )}
           <div className="actions">
-            <button
-              type="button"
-              className="danger"
-              disabled={built && !typedNameMatches(typed, s.name)}
-              onClick={doRemove}
-            >
+            <button type="button" className="danger" disabled={built && !typedNameMatches(typed, s.name)} onClick={doRemove}>
               Yes, remove
             </button>
-            <button type="button" onClick={() => setConfirm("")}>No</button>
+            <button type="button" onClick={() => setConfirm("")}>
+              No
+            </button>
           </div>
         </div>
       )}
@@ -215,44 +308,69 @@ export function StackDetail({ id }: { id: string }) {
           <p>Left behind for you to clean up by hand: {manifestSummary(manifest)}.</p>
           <ManifestView m={manifest} />
           <p>
-            <button type="button" className="link" onClick={() => downloadManifest(manifest)}>Download the abandon manifest</button>
+            <button type="button" className="link" onClick={() => downloadManifest(manifest)}>
+              Download the abandon manifest
+            </button>
           </p>
           <p>
-            <label htmlFor="force-typed">Type the stack's name, <strong>{s.name}</strong>, to confirm:</label>{" "}
-            <input id="force-typed" value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)} onKeyDown={onEnter(typedNameMatches(typed, s.name), doForce)} />
+            <label htmlFor="force-typed">
+              Type the stack's name, <strong>{s.name}</strong>, to confirm:
+            </label>{" "}
+            <input
+              id="force-typed"
+              value={typed}
+              autoComplete="off"
+              autoFocus
+              onChange={(e) => setTyped(e.target.value)}
+              onKeyDown={onEnter(typedNameMatches(typed, s.name), doForce)}
+            />
           </p>
           <div className="actions">
-            <button
-              type="button"
-              className="danger"
-              disabled={!typedNameMatches(typed, s.name)}
-              onClick={doForce}
-            >
+            <button type="button" className="danger" disabled={!typedNameMatches(typed, s.name)} onClick={doForce}>
               Yes, force-remove
             </button>
-            <button type="button" onClick={() => setConfirm("")}>No</button>
+            <button type="button" onClick={() => setConfirm("")}>
+              No
+            </button>
           </div>
         </div>
       )}
       <ProblemBox error={actionErr} />
       <dl className="facts">
         <dt>Template</dt>
-        <dd>{nameOf(templates.data, s.template_id)} v{s.template_version}</dd>
+        <dd>
+          {nameOf(templates.data, s.template_id)} v{s.template_version}
+        </dd>
         <dt>Commits</dt>
         <dd>
           {version.data
-            ? Object.entries(version.data.commits.jobs).map(([j, c]) => <code key={j} title={c}>{j} {c.slice(0, 8)} </code>)
+            ? Object.entries(version.data.commits.jobs).map(([j, c]) => (
+                <code key={j} title={c}>
+                  {j} {c.slice(0, 8)}{" "}
+                </code>
+              ))
             : "…"}
         </dd>
         <dt>Environment</dt>
         <dd>{nameOf(envs.data, s.environment_id)}</dd>
         <dt>Labels</dt>
-        <dd>{s.labels.length ? s.labels.map((l) => <span key={l} className="label">{l}</span>) : "none"}</dd>
+        <dd>
+          {s.labels.length
+            ? s.labels.map((l) => (
+                <span key={l} className="label">
+                  {l}
+                </span>
+              ))
+            : "none"}
+        </dd>
         <dt>Created</dt>
         <dd>{when(s.created_at)}</dd>
         <dt>Last change</dt>
         {/* deployed_at is set when the first deploy starts: it is said once that deploy is over. */}
-        <dd>{when(s.updated_at)}{s.deployed_at && s.state !== "deploying" ? ` · first deployed ${when(s.deployed_at)}` : ""}</dd>
+        <dd>
+          {when(s.updated_at)}
+          {s.deployed_at && s.state !== "deploying" ? ` · first deployed ${when(s.deployed_at)}` : ""}
+        </dd>
       </dl>
       {s.description && <p>{s.description}</p>}
       {/* Only a force-removal records a manifest: a plain removal is not asked for one (a 404). */}
@@ -260,7 +378,13 @@ export function StackDetail({ id }: { id: string }) {
       {s.problems.length > 0 && (
         <div className="problem" role="status">
           <strong>Before it can deploy:</strong>
-          <ul>{s.problems.map((p, i) => <li key={i}><code>{p.field}</code>: {p.message}</li>)}</ul>
+          <ul>
+            {s.problems.map((p, i) => (
+              <li key={i}>
+                <code>{p.field}</code>: {p.message}
+              </li>
+            ))}
+          </ul>
           {allowed.has("edit") && s.state === "draft" && <a href={href(`/stacks/${id}/edit`)}>Fix them in the draft</a>}
         </div>
       )}
@@ -270,15 +394,40 @@ export function StackDetail({ id }: { id: string }) {
             Pipeline{" "}
             {pipeline.data && (
               <span className="small muted">
-                <span data-run-kind={pipeline.data.run.kind}>{runKindLabel(pipeline.data.run.kind)}</span> · <StateBadge state={pipeline.data.run.state} /> · started {when(pipeline.data.run.started_at ?? pipeline.data.run.created_at)}
-                {runParam && <> · <a href={href(`/stacks/${id}`)}>latest run</a></>}
+                <span data-run-kind={pipeline.data.run.kind}>{runKindLabel(pipeline.data.run.kind)}</span> ·{" "}
+                <StateBadge state={pipeline.data.run.state} /> · started{" "}
+                {when(pipeline.data.run.started_at ?? pipeline.data.run.created_at)}
+                {runParam && (
+                  <>
+                    {" "}
+                    · <a href={href(`/stacks/${id}`)}>latest run</a>
+                  </>
+                )}
               </span>
             )}
           </h2>
           {pipeline.data?.run.error && <p className="problem">{pipeline.data.run.error}</p>}
-          {pipeline.data ? <PipelineView pipeline={pipeline.data} phases={phases} now={now} onRunAgain={(c) => void runAgain(c)} /> : pipeline.isLoading ? <p>Loading…</p> : <ProblemBox error={pipeline.error} />}
+          {pipeline.data ? (
+            <PipelineView pipeline={pipeline.data} phases={phases} now={now} onRunAgain={(c) => void runAgain(c)} />
+          ) : pipeline.isLoading ? (
+            <p>Loading…</p>
+          ) : (
+            <ProblemBox error={pipeline.error} />
+          )}
           <h2>Log</h2>
-          {pipeline.isLoading ? <p>Loading…</p> : <LogView key={runParam || "latest"} source={stackLog(id)} runId={pipeline.data?.run.id} follow={!runParam} jobs={jobs} lineLink={query.get("line") ?? undefined} stepNames={stepNames(pipeline.data)} />}
+          {pipeline.isLoading ? (
+            <p>Loading…</p>
+          ) : (
+            <LogView
+              key={runParam || "latest"}
+              source={stackLog(id)}
+              runId={pipeline.data?.run.id}
+              follow={!runParam}
+              jobs={jobs}
+              lineLink={query.get("line") ?? undefined}
+              stepNames={stepNames(pipeline.data)}
+            />
+          )}
           <h2>Outputs</h2>
           <OutputsView id={id} />
           {s.state !== "removed" && <DriftSection stack={s} role={me.data?.role} />}
@@ -299,7 +448,10 @@ function stepNames(p: Pipeline | undefined): Record<string, string> {
 }
 
 function OutputsView({ id }: { id: string }) {
-  const outputs = useQuery({ queryKey: ["stack", id, "outputs"], queryFn: () => call(api.GET("/v1/stacks/{id}/outputs", { params: { path: { id } } })) });
+  const outputs = useQuery({
+    queryKey: ["stack", id, "outputs"],
+    queryFn: () => call(api.GET("/v1/stacks/{id}/outputs", { params: { path: { id } } })),
+  });
   if (outputs.error) return <ProblemBox error={outputs.error} />;
   const jobs = Object.entries(outputs.data?.jobs ?? {});
   if (!jobs.length) return <p className="muted">No outputs yet.</p>;
@@ -319,7 +471,9 @@ export function OutputsTable({ id, jobs }: { id: string; jobs: JobOutputs[] }) {
       {jobs.map(([job, execs]) => (
         <tbody key={job} aria-label={`Outputs of ${job}`}>
           <tr>
-            <th scope="rowgroup" colSpan={2}><h3>{job}</h3></th>
+            <th scope="rowgroup" colSpan={2}>
+              <h3>{job}</h3>
+            </th>
           </tr>
           {execs.flatMap((e) =>
             Object.entries(e.outputs as Record<string, unknown>).map(([name, val]) => (
@@ -332,7 +486,11 @@ export function OutputsTable({ id, jobs }: { id: string; jobs: JobOutputs[] }) {
                     <Secret
                       name={name}
                       reveal={() =>
-                        call(api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", { params: { path: { id, job, n: String(e.execution), name }, header: { "Idempotency-Key": idempotencyKey() } } }))
+                        call(
+                          api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", {
+                            params: { path: { id, job, n: String(e.execution), name }, header: { "Idempotency-Key": idempotencyKey() } },
+                          }),
+                        )
                       }
                     />
                   ) : (
@@ -350,7 +508,10 @@ export function OutputsTable({ id, jobs }: { id: string; jobs: JobOutputs[] }) {
 
 /** useHistory is the stack's state history (the history section and the force-removal note share it). */
 function useHistory(id: string) {
-  return useQuery({ queryKey: ["stack", id, "history"], queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })) });
+  return useQuery({
+    queryKey: ["stack", id, "history"],
+    queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })),
+  });
 }
 
 /** forceRemoved says whether a history ends in a force-removal, whose manifest is then asked for. */
@@ -361,7 +522,10 @@ export function forceRemoved(items: { to: string; error: string | null }[]): boo
 
 function HistoryView({ id, now }: { id: string; now: number }) {
   const history = useHistory(id);
-  const runs = useQuery({ queryKey: ["stack", id, "runs"], queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { limit: "20" } } })) });
+  const runs = useQuery({
+    queryKey: ["stack", id, "runs"],
+    queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { limit: "20" } } })),
+  });
   return (
     <div className="history">
       <ProblemBox error={history.error ?? runs.error} />
@@ -370,8 +534,13 @@ function HistoryView({ id, now }: { id: string; now: number }) {
         <caption>Runs</caption>
         <thead>
           <tr>
-            <th scope="col">Run</th><th scope="col">By</th><th scope="col">State</th><th scope="col">Started</th><th scope="col">Ended</th>
-            <th scope="col">Duration</th><th scope="col">Error</th>
+            <th scope="col">Run</th>
+            <th scope="col">By</th>
+            <th scope="col">State</th>
+            <th scope="col">Started</th>
+            <th scope="col">Ended</th>
+            <th scope="col">Duration</th>
+            <th scope="col">Error</th>
           </tr>
         </thead>
         <tbody>
@@ -379,10 +548,18 @@ function HistoryView({ id, now }: { id: string; now: number }) {
             <tr key={r.id} data-run={r.id}>
               <td>
                 <a href={href(`/stacks/${id}`, { run: r.id })}>{runKindLabel(r.kind)}</a>
-                {r.action && <span className="small muted"> {r.action.undo ? "undo " : ""}{r.action.name}</span>}
+                {r.action && (
+                  <span className="small muted">
+                    {" "}
+                    {r.action.undo ? "undo " : ""}
+                    {r.action.name}
+                  </span>
+                )}
               </td>
               <td>{r.actor_name ?? (r.actor_id ? r.actor_id.slice(0, 8) : "Horizon")}</td>
-              <td><StateBadge state={r.state} /></td>
+              <td>
+                <StateBadge state={r.state} />
+              </td>
               <td>{when(r.started_at ?? r.created_at)}</td>
               <td>{r.finished_at ? when(r.finished_at) : ""}</td>
               <td>{duration(r.started_at, r.finished_at, now)}</td>
@@ -402,31 +579,77 @@ function ManifestView({ m }: { m: Manifest }) {
       <table>
         <caption>VMs left running</caption>
         <thead>
-          <tr><th scope="col">VM</th><th scope="col">Name</th><th scope="col">Node</th><th scope="col">Pool</th><th scope="col">Execution</th></tr>
+          <tr>
+            <th scope="col">VM</th>
+            <th scope="col">Name</th>
+            <th scope="col">Node</th>
+            <th scope="col">Pool</th>
+            <th scope="col">Execution</th>
+          </tr>
         </thead>
         <tbody>
-          {m.vms.length === 0 && <tr><td colSpan={5} className="muted">none</td></tr>}
+          {m.vms.length === 0 && (
+            <tr>
+              <td colSpan={5} className="muted">
+                none
+              </td>
+            </tr>
+          )}
           {m.vms.map((v) => (
             <tr key={`${v.proxmox_server_id}/${v.vm_id}`} data-vm={v.vm_id}>
-              <td>{v.vm_id}</td><td>{v.name}</td><td>{v.node}</td><td>{v.pool}</td><td>{machineLabel(v.job, v.execution)}</td>
+              <td>{v.vm_id}</td>
+              <td>{v.name}</td>
+              <td>{v.node}</td>
+              <td>{v.pool}</td>
+              <td>{machineLabel(v.job, v.execution)}</td>
             </tr>
           ))}
         </tbody>
       </table>
       <h3>Addresses freed although a VM may still use them</h3>
-      {m.addresses.length ? <ul>{m.addresses.map((a) => <li key={a.id}>{a.name} ({a.ip})</li>)}</ul> : <p className="muted">none</p>}
+      {m.addresses.length ? (
+        <ul>
+          {m.addresses.map((a) => (
+            <li key={a.id}>
+              {a.name} ({a.ip})
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="muted">none</p>
+      )}
       <h3>Terraform workspaces left</h3>
-      {m.workspaces.length ? <ul>{m.workspaces.map((w) => <li key={w}><code>{w}</code></li>)}</ul> : <p className="muted">none</p>}
+      {m.workspaces.length ? (
+        <ul>
+          {m.workspaces.map((w) => (
+            <li key={w}>
+              <code>{w}</code>
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="muted">none</p>
+      )}
       {m.nagios_hosts.length > 0 && (
         <>
           <h3>Nagios hosts left</h3>
-          <ul>{m.nagios_hosts.map((h) => <li key={h}>{h}</li>)}</ul>
+          <ul>
+            {m.nagios_hosts.map((h) => (
+              <li key={h}>{h}</li>
+            ))}
+          </ul>
         </>
       )}
       {m.action_instances.length > 0 && (
         <>
           <h3>Action instances left (not undone)</h3>
-          <ul>{m.action_instances.map((a) => <li key={a.id}>{a.action} #{a.number} (v{a.template_version}, workspace <code>{a.workspace}</code>)</li>)}</ul>
+          <ul>
+            {m.action_instances.map((a) => (
+              <li key={a.id}>
+                {a.action} #{a.number} (v{a.template_version}, workspace <code>{a.workspace}</code>)
+              </li>
+            ))}
+          </ul>
         </>
       )}
     </div>
@@ -456,7 +679,9 @@ function AbandonManifestLink({ id }: { id: string }) {
   return (
     <p>
       It was force-removed: {manifestSummary(m.data)} were left behind.{" "}
-      <button type="button" className="link" onClick={() => downloadManifest(m.data!)}>Download the abandon manifest</button>
+      <button type="button" className="link" onClick={() => downloadManifest(m.data!)}>
+        Download the abandon manifest
+      </button>
     </p>
   );
 }

@@ -56,7 +56,9 @@ export function StacksList() {
     <>
       <div className="page-head">
         <h1>Stacks</h1>
-        <a className="button primary" href={href("/stacks/new")}>New stack</a>
+        <a className="button primary" href={href("/stacks/new")}>
+          New stack
+        </a>
       </div>
       <form className="filters" role="search" onSubmit={(e) => e.preventDefault()}>
         <label>
@@ -67,21 +69,31 @@ export function StacksList() {
           <select value={f.state} onChange={(e) => set("state", e.target.value)}>
             {/* The API leaves removed stacks out unless asked for them: say so. */}
             <option value="">any but removed</option>
-            {STATES.map((s) => <option key={s}>{s}</option>)}
+            {STATES.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
           </select>
         </label>
         <label>
           Team
           <select value={f.team} onChange={(e) => set("team", e.target.value)}>
             <option value="">any</option>
-            {teams.data?.items.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+            {teams.data?.items.map((t) => (
+              <option key={t.id} value={t.id}>
+                {t.name}
+              </option>
+            ))}
           </select>
         </label>
         <label>
           Environment
           <select value={f.env} onChange={(e) => set("env", e.target.value)}>
             <option value="">any</option>
-            {envs.data?.items.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+            {envs.data?.items.map((t) => (
+              <option key={t.id} value={t.id}>
+                {t.name}
+              </option>
+            ))}
           </select>
         </label>
         <label>
@@ -100,7 +112,9 @@ export function StacksList() {
       {stacks.isLoading ? (
         <p>Loading…</p>
       ) : rows.length === 0 ? (
-        <p className="empty">No stack matches. <a href={href("/stacks/new")}>Create one</a>.</p>
+        <p className="empty">
+          No stack matches. <a href={href("/stacks/new")}>Create one</a>.
+        </p>
       ) : (
         <table className="stacks">
           <thead>
@@ -117,12 +131,24 @@ export function StacksList() {
           <tbody>
             {rows.map((s) => (
               <tr key={s.id} data-stack={s.name}>
-                <td><a href={href(`/stacks/${s.id}`)}>{s.name}</a></td>
-                <td><StateBadge state={s.state} /> <DriftBadge drifted={s.drifted} /></td>
-                <td>{nameOf(templates.data, s.template_id)} v{s.template_version}</td>
+                <td>
+                  <a href={href(`/stacks/${s.id}`)}>{s.name}</a>
+                </td>
+                <td>
+                  <StateBadge state={s.state} /> <DriftBadge drifted={s.drifted} />
+                </td>
+                <td>
+                  {nameOf(templates.data, s.template_id)} v{s.template_version}
+                </td>
                 <td>{nameOf(envs.data, s.environment_id)}</td>
                 <td>{nameOf(teams.data, s.team_id)}</td>
-                <td>{s.labels.map((l) => <span key={l} className="label">{l}</span>)}</td>
+                <td>
+                  {s.labels.map((l) => (
+                    <span key={l} className="label">
+                      {l}
+                    </span>
+                  ))}
+                </td>
                 <td>{when(s.updated_at)}</td>
               </tr>
             ))}
@@ -130,9 +156,15 @@ export function StacksList() {
         </table>
       )}
       <nav className="paging" aria-label="Pages">
-        {f.cursor && <button type="button" onClick={() => history.back()}>Previous page</button>}
+        {f.cursor && (
+          <button type="button" onClick={() => history.back()}>
+            Previous page
+          </button>
+        )}
         {stacks.data?.next_cursor && (
-          <button type="button" onClick={() => navigate("/stacks", { ...f, cursor: stacks.data!.next_cursor! })}>Next page</button>
+          <button type="button" onClick={() => navigate("/stacks", { ...f, cursor: stacks.data!.next_cursor! })}>
+            Next page
+          </button>
         )}
       </nav>
     </>

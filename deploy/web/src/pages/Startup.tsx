@@ -41,12 +41,16 @@ export function Startup() {
             {rows.map((m) => (
               <tr key={`${m.stack_id}/${m.job}/${m.execution}`} data-machine={`${m.stack} ${machineLabel(m.job, m.execution)}`}>
                 <td>{m.startup_order ?? <span className="muted">none</span>}</td>
-                <td><a href={href(`/stacks/${m.stack_id}`)}>{m.stack}</a></td>
+                <td>
+                  <a href={href(`/stacks/${m.stack_id}`)}>{m.stack}</a>
+                </td>
                 <td>{nameOf(envs.data, m.environment_id)}</td>
                 <td>{machineLabel(m.job, m.execution)}</td>
                 <td>{m.node}</td>
                 <td>{m.vm_id}</td>
-                <td><StateBadge state={m.state} /></td>
+                <td>
+                  <StateBadge state={m.state} />
+                </td>
               </tr>
             ))}
           </tbody>

@@ -23,7 +23,11 @@ export function TemplatesList() {
     <>
       <div className="page-head">
         <h1>Templates</h1>
-        {me.data?.role === "admin" && !adding && <button type="button" className="primary" onClick={() => setAdding(true)}>New template</button>}
+        {me.data?.role === "admin" && !adding && (
+          <button type="button" className="primary" onClick={() => setAdding(true)}>
+            New template
+          </button>
+        )}
       </div>
       {adding && (
         <DefinitionForm
@@ -32,7 +36,9 @@ export function TemplatesList() {
           initial=""
           onCancel={() => setAdding(false)}
           onSubmit={async (body) => {
-            const t = await call(api.POST("/v1/templates", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { ...body, active: true } }));
+            const t = await call(
+              api.POST("/v1/templates", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { ...body, active: true } }),
+            );
             navigate(`/templates/${t.id}`);
           }}
         />
@@ -43,12 +49,20 @@ export function TemplatesList() {
       ) : (
         <table>
           <thead>
-            <tr><th scope="col">Name</th><th scope="col">Description</th><th scope="col">Latest version</th><th scope="col">New stacks</th><th scope="col">Changed</th></tr>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Description</th>
+              <th scope="col">Latest version</th>
+              <th scope="col">New stacks</th>
+              <th scope="col">Changed</th>
+            </tr>
           </thead>
           <tbody>
             {templates.data?.items.map((t) => (
               <tr key={t.id} data-template={t.name}>
-                <td><a href={href(`/templates/${t.id}`)}>{t.name}</a></td>
+                <td>
+                  <a href={href(`/templates/${t.id}`)}>{t.name}</a>
+                </td>
                 <td>{t.description}</td>
                 <td>v{t.latest_version}</td>
                 <td>{t.active ? "allowed" : <span className="muted">inactive</span>}</td>
@@ -76,7 +90,11 @@ export function TemplateDetail({ id }: { id: string }) {
   });
   const t = detail.data?.t;
   const v = Number(query.get("v")) || t?.latest_version || 0;
-  const from = compareWith((t?.versions ?? []).map((x) => x.number), v, Number(query.get("from")));
+  const from = compareWith(
+    (t?.versions ?? []).map((x) => x.number),
+    v,
+    Number(query.get("from")),
+  );
   const cur = useQuery(versionQuery(id, v));
   const changes = useQuery({
     queryKey: ["template", id, "changes", v],
@@ -88,7 +106,8 @@ export function TemplateDetail({ id }: { id: string }) {
   const [err, setErr] = useState<unknown>(null);
   if (detail.isLoading) return <p>Loading…</p>;
   if (!t) return <ProblemBox error={detail.error} />;
-  const refresh = () => void qc.invalidateQueries({ queryKey: ["template", id] }).then(() => qc.invalidateQueries({ queryKey: ["templates"] }));
+  const refresh = () =>
+    void qc.invalidateQueries({ queryKey: ["template", id] }).then(() => qc.invalidateQueries({ queryKey: ["templates"] }));
   return (
     <>
       <div className="page-head">
@@ -97,13 +116,22 @@ export function TemplateDetail({ id }: { id: string }) {
         </h1>
         {admin && (
           <div className="actions">
-            {!adding && <button type="button" className="primary" onClick={() => setAdding(true)}>New version</button>}
+            {!adding && (
+              <button type="button" className="primary" onClick={() => setAdding(true)}>
+                New version
+              </button>
+            )}
             <button
               type="button"
               onClick={async () => {
                 setErr(null);
                 try {
-                  await call(api.PATCH("/v1/templates/{id}", { params: { path: { id }, header: { "If-Match": detail.data!.etag } }, body: { active: !t.active } }));
+                  await call(
+                    api.PATCH("/v1/templates/{id}", {
+                      params: { path: { id }, header: { "If-Match": detail.data!.etag } },
+                      body: { active: !t.active },
+                    }),
+                  );
                 } catch (e) {
                   setErr(e);
                 }
@@ -127,7 +155,10 @@ export function TemplateDetail({ id }: { id: string }) {
           initialRepo={cur.data?.definition.phases[0]?.jobs[0]?.source.repo}
           onSubmit={async (body) => {
             const nv = await call(
-              api.POST("/v1/templates/{id}/versions", { params: { path: { id }, header: { "Idempotency-Key": idempotencyKey(), "If-Match": detail.data!.etag } }, body }),
+              api.POST("/v1/templates/{id}/versions", {
+                params: { path: { id }, header: { "Idempotency-Key": idempotencyKey(), "If-Match": detail.data!.etag } },
+                body,
+              }),
             );
             setAdding(false);
             refresh();
@@ -139,15 +170,23 @@ export function TemplateDetail({ id }: { id: string }) {
         <table className="versions">
           <caption>Versions</caption>
           <thead>
-            <tr><th scope="col">Version</th><th scope="col">Made</th></tr>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">Made</th>
+            </tr>
           </thead>
           <tbody>
-            {[...t.versions].sort((a, b) => b.number - a.number).map((x) => (
-              <tr key={x.number} aria-current={x.number === v ? "true" : undefined} className={x.number === v ? "current" : undefined}>
-                <td><a href={href(`/templates/${id}`, { v: String(x.number) })}>v{x.number}</a>{x.number === t.latest_version && " (latest)"}</td>
-                <td>{when(x.created_at)}</td>
-              </tr>
-            ))}
+            {[...t.versions]
+              .sort((a, b) => b.number - a.number)
+              .map((x) => (
+                <tr key={x.number} aria-current={x.number === v ? "true" : undefined} className={x.number === v ? "current" : undefined}>
+                  <td>
+                    <a href={href(`/templates/${id}`, { v: String(x.number) })}>v{x.number}</a>
+                    {x.number === t.latest_version && " (latest)"}
+                  </td>
+                  <td>{when(x.created_at)}</td>
+                </tr>
+              ))}
           </tbody>
         </table>
         <div className="version">
@@ -161,9 +200,14 @@ export function TemplateDetail({ id }: { id: string }) {
               <label>
                 Compare with{" "}
                 <select value={from} onChange={(e) => navigate(`/templates/${id}`, { v: String(v), from: e.target.value }, true)}>
-                  {[...t.versions].sort((a, b) => b.number - a.number).filter((x) => x.number !== v).map((x) => (
-                    <option key={x.number} value={x.number}>v{x.number}</option>
-                  ))}
+                  {[...t.versions]
+                    .sort((a, b) => b.number - a.number)
+                    .filter((x) => x.number !== v)
+                    .map((x) => (
+                      <option key={x.number} value={x.number}>
+                        v{x.number}
+                      </option>
+                    ))}
                 </select>
               </label>
               {from > 0 && <VersionChanges templateId={id} from={from} to={v} />}
@@ -181,16 +225,26 @@ export function TemplateDetail({ id }: { id: string }) {
               </p>
               <table>
                 <thead>
-                  <tr><th scope="col">Job or action</th><th scope="col">Source</th><th scope="col">Pinned</th><th scope="col">Branch now</th></tr>
+                  <tr>
+                    <th scope="col">Job or action</th>
+                    <th scope="col">Source</th>
+                    <th scope="col">Pinned</th>
+                    <th scope="col">Branch now</th>
+                  </tr>
                 </thead>
                 <tbody>
                   {changes.data.sources.map((s, i) => (
                     <tr key={i}>
                       <td>{s.job ?? `action ${s.action}`}</td>
-                      <td><code>{s.repo}</code> {s.branch}</td>
-                      <td><code>{s.pinned_commit.slice(0, 10) || "—"}</code></td>
                       <td>
-                        <code>{s.current_commit.slice(0, 10) || "—"}</code> {s.changed && <strong>moved</strong>} {s.error && <span className="field-errors">{s.error}</span>}
+                        <code>{s.repo}</code> {s.branch}
+                      </td>
+                      <td>
+                        <code>{s.pinned_commit.slice(0, 10) || "—"}</code>
+                      </td>
+                      <td>
+                        <code>{s.current_commit.slice(0, 10) || "—"}</code> {s.changed && <strong>moved</strong>}{" "}
+                        {s.error && <span className="field-errors">{s.error}</span>}
                       </td>
                     </tr>
                   ))}
@@ -205,19 +259,32 @@ export function TemplateDetail({ id }: { id: string }) {
             <>
               {cur.data.definition.phases.map((p, i) => (
                 <section key={p.name} className="phase" aria-label={`Definition phase ${i + 1}: ${p.name}`}>
-                  <strong><span className="phase-no">Phase {i + 1}</span> {p.name}</strong>
+                  <strong>
+                    <span className="phase-no">Phase {i + 1}</span> {p.name}
+                  </strong>
                   <ul>
                     {p.jobs.map((j) => (
                       <li key={j.name}>
-                        <strong>{j.name}</strong> {j.machine && <span className="label">machine</span>} — <code>{j.source.repo}</code> {j.source.branch}
-                        {j.source.path && <> <code>{j.source.path}</code></>} at <code title={cur.data.commits.jobs[j.name]}>{(cur.data.commits.jobs[j.name] ?? "").slice(0, 10)}</code>
-                        {(j.parameters ?? []).length > 0 && <div className="small muted">Parameters: {(j.parameters ?? []).map((x) => x.name).join(", ")}</div>}
+                        <strong>{j.name}</strong> {j.machine && <span className="label">machine</span>} — <code>{j.source.repo}</code>{" "}
+                        {j.source.branch}
+                        {j.source.path && (
+                          <>
+                            {" "}
+                            <code>{j.source.path}</code>
+                          </>
+                        )}{" "}
+                        at <code title={cur.data.commits.jobs[j.name]}>{(cur.data.commits.jobs[j.name] ?? "").slice(0, 10)}</code>
+                        {(j.parameters ?? []).length > 0 && (
+                          <div className="small muted">Parameters: {(j.parameters ?? []).map((x) => x.name).join(", ")}</div>
+                        )}
                       </li>
                     ))}
                   </ul>
                 </section>
               ))}
-              {(cur.data.definition.actions ?? []).length > 0 && <p>Actions: {(cur.data.definition.actions ?? []).map((a) => a.name).join(", ")}</p>}
+              {(cur.data.definition.actions ?? []).length > 0 && (
+                <p>Actions: {(cur.data.definition.actions ?? []).map((a) => a.name).join(", ")}</p>
+              )}
               <details>
                 <summary>The whole definition (JSON)</summary>
                 <pre className="definition">{JSON.stringify(cur.data.definition, null, 2)}</pre>
@@ -254,8 +321,15 @@ export function VersionChanges({ templateId, from, to }: { templateId: string; f
     <ul className="changes" aria-label={`Changes from v${from} to v${to}`}>
       {diff.map((c) => (
         <li key={c.subject} data-change={c.subject}>
-          <span className={`pbadge pbadge-${c.kind === "added" ? "create" : c.kind === "removed" ? "destroy" : "reapply"}`}>{c.kind}</span> {c.subject}
-          {c.details.length > 0 && <ul>{c.details.map((d) => <li key={d}>{d}</li>)}</ul>}
+          <span className={`pbadge pbadge-${c.kind === "added" ? "create" : c.kind === "removed" ? "destroy" : "reapply"}`}>{c.kind}</span>{" "}
+          {c.subject}
+          {c.details.length > 0 && (
+            <ul>
+              {c.details.map((d) => (
+                <li key={d}>{d}</li>
+              ))}
+            </ul>
+          )}
         </li>
       ))}
     </ul>
@@ -290,19 +364,32 @@ export type DefinitionBody = { definition: string } | { source: { repo: string; 
  * DefinitionForm takes a template definition, pasted (YAML or JSON) or read from a git branch's
  * file, and shows the API's problems by path (source.repo, definition.phases[0]…).
  */
-function DefinitionForm(props: { title: string; submit: string; hint?: string; initial: string; initialRepo?: string; onCancel: () => void; onSubmit: (body: DefinitionBody) => Promise<void> }) {
+function DefinitionForm(props: {
+  title: string;
+  submit: string;
+  hint?: string;
+  initial: string;
+  initialRepo?: string;
+  onCancel: () => void;
+  onSubmit: (body: DefinitionBody) => Promise<void>;
+}) {
   const [mode, setMode] = useState<"git" | "paste">("git");
   const [text, setText] = useState(props.initial);
   const [src, setSrc] = useState({ repo: props.initialRepo ?? "", branch: "main", path: "template.yaml" });
   const [err, setErr] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const errs = err instanceof ApiError && err.status === 422 ? err.problem.errors ?? [] : [];
+  const errs = err instanceof ApiError && err.status === 422 ? (err.problem.errors ?? []) : [];
   const on = (f: string) => errs.filter((e) => e.field === f).map((e) => e.message);
   const others = errs.filter((e) => !["source.repo", "source.branch", "source.path"].includes(e.field));
   const srcField = (f: "repo" | "branch" | "path", label: string, hint?: string) => (
     <div className={`field${on(`source.${f}`).length ? " has-error" : ""}`}>
       <label htmlFor={`f-source-${f}`}>{label}</label>
-      <input id={`f-source-${f}`} value={src[f]} aria-invalid={on(`source.${f}`).length > 0} onChange={(e) => setSrc({ ...src, [f]: e.target.value })} />
+      <input
+        id={`f-source-${f}`}
+        value={src[f]}
+        aria-invalid={on(`source.${f}`).length > 0}
+        onChange={(e) => setSrc({ ...src, [f]: e.target.value })}
+      />
       {hint && <span className="hint">{hint}</span>}
       <FieldErrorList msgs={on(`source.${f}`)} />
     </div>
@@ -315,7 +402,11 @@ function DefinitionForm(props: { title: string; submit: string; hint?: string; i
         setErr(null);
         setBusy(true);
         try {
-          await props.onSubmit(mode === "paste" ? { definition: text } : { source: { repo: src.repo.trim(), branch: src.branch.trim(), path: src.path.trim() || "template.yaml" } });
+          await props.onSubmit(
+            mode === "paste"
+              ? { definition: text }
+              : { source: { repo: src.repo.trim(), branch: src.branch.trim(), path: src.path.trim() || "template.yaml" } },
+          );
         } catch (x) {
           setErr(x);
         } finally {
@@ -326,8 +417,12 @@ function DefinitionForm(props: { title: string; submit: string; hint?: string; i
       <fieldset>
         <legend>{props.title}</legend>
         <div role="radiogroup" aria-label="The definition comes" className="actions">
-          <label><input type="radio" name="def-mode" checked={mode === "git"} onChange={() => setMode("git")} /> from a file in git</label>
-          <label><input type="radio" name="def-mode" checked={mode === "paste"} onChange={() => setMode("paste")} /> pasted here</label>
+          <label>
+            <input type="radio" name="def-mode" checked={mode === "git"} onChange={() => setMode("git")} /> from a file in git
+          </label>
+          <label>
+            <input type="radio" name="def-mode" checked={mode === "paste"} onChange={() => setMode("paste")} /> pasted here
+          </label>
         </div>
         {mode === "git" ? (
           <div className="grid">
@@ -338,20 +433,39 @@ function DefinitionForm(props: { title: string; submit: string; hint?: string; i
         ) : (
           <div className="field">
             <label htmlFor="f-definition">Definition (YAML or JSON) *</label>
-            <textarea id="f-definition" rows={16} value={text} onChange={(e) => setText(e.target.value)} aria-invalid={errs.length > 0} aria-describedby="f-definition-hint" />
-            <span className="hint" id="f-definition-hint">{props.hint ?? "The template document; see the template authors' guide."}</span>
+            <textarea
+              id="f-definition"
+              rows={16}
+              value={text}
+              onChange={(e) => setText(e.target.value)}
+              aria-invalid={errs.length > 0}
+              aria-describedby="f-definition-hint"
+            />
+            <span className="hint" id="f-definition-hint">
+              {props.hint ?? "The template document; see the template authors' guide."}
+            </span>
           </div>
         )}
         {others.length > 0 && (
           <div className="problem" role="alert">
             <strong>The definition has {plural(others.length, "problem")}:</strong>
-            <ul>{others.map((x, i) => <li key={i}><code>{x.field}</code>: {x.message}</li>)}</ul>
+            <ul>
+              {others.map((x, i) => (
+                <li key={i}>
+                  <code>{x.field}</code>: {x.message}
+                </li>
+              ))}
+            </ul>
           </div>
         )}
         {!errs.length && <ProblemBox error={err} />}
         <div className="actions">
-          <button type="submit" className="primary" disabled={busy || (mode === "paste" ? !text.trim() : !src.repo.trim())}>{busy ? "Checking the sources…" : props.submit}</button>
-          <button type="button" onClick={props.onCancel}>Cancel</button>
+          <button type="submit" className="primary" disabled={busy || (mode === "paste" ? !text.trim() : !src.repo.trim())}>
+            {busy ? "Checking the sources…" : props.submit}
+          </button>
+          <button type="button" onClick={props.onCancel}>
+            Cancel
+          </button>
         </div>
       </fieldset>
     </form>

@@ -11,7 +11,11 @@ function menu(closeOn = "run-1") {
     <div>
       <p>outside</p>
       <Menu label="Retry" closeOn={closeOn}>
-        {(close) => <button type="button" role="menuitem" onClick={close}>Retry failed jobs</button>}
+        {(close) => (
+          <button type="button" role="menuitem" onClick={close}>
+            Retry failed jobs
+          </button>
+        )}
       </Menu>
     </div>
   );

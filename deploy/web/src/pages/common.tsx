@@ -14,12 +14,12 @@ export function ProblemBox({ error }: { error: unknown }) {
       stacks.length > 0
         ? ""
         : error.status === 409
-        ? "Something else is happening to it right now; wait for it to finish and try again."
-        : error.status === 412
-          ? "It changed while you were looking; the page was reloaded with the latest version."
-          : error.status === 0 || error.status === 503
-            ? "Check your connection; Horizon may be restarting."
-            : "";
+          ? "Something else is happening to it right now; wait for it to finish and try again."
+          : error.status === 412
+            ? "It changed while you were looking; the page was reloaded with the latest version."
+            : error.status === 0 || error.status === 503
+              ? "Check your connection; Horizon may be restarting."
+              : "";
     return (
       <div className="problem" role="alert">
         <strong>{p.title}</strong>
@@ -89,20 +89,29 @@ export function useDebounced<T>(value: T, ms: number): T {
 }
 
 /** StateChanges is an object's state history (a stack's, an ISO's), newest first. */
-export function StateChanges({ items }: {
+export function StateChanges({
+  items,
+}: {
   items: { from: string | null; to: string; at: string; actor_id: string | null; actor_name?: string | null; error: string | null }[];
 }) {
   return (
     <table>
       <caption>State changes</caption>
       <thead>
-        <tr><th scope="col">When</th><th scope="col">Change</th><th scope="col">By</th><th scope="col">Error</th></tr>
+        <tr>
+          <th scope="col">When</th>
+          <th scope="col">Change</th>
+          <th scope="col">By</th>
+          <th scope="col">Error</th>
+        </tr>
       </thead>
       <tbody>
         {items.map((h, i) => (
           <tr key={i}>
             <td>{when(h.at)}</td>
-            <td>{h.from ?? "—"} → {h.to}</td>
+            <td>
+              {h.from ?? "—"} → {h.to}
+            </td>
             <td>{h.actor_id ? (h.actor_name ?? h.actor_id.slice(0, 8)) : "Horizon"}</td>
             <td>{h.error ?? ""}</td>
           </tr>
@@ -143,7 +152,14 @@ export function Secret({ name, reveal }: { name: string; reveal: () => Promise<{
   useEffect(() => () => clearTimeout(timer.current), []);
   return (
     <span className="secret">
-      <code>{shown ?? <><span className="visually-hidden">hidden secret</span><span aria-hidden="true">••••••••</span></>}</code>{" "}
+      <code>
+        {shown ?? (
+          <>
+            <span className="visually-hidden">hidden secret</span>
+            <span aria-hidden="true">••••••••</span>
+          </>
+        )}
+      </code>{" "}
       <button
         type="button"
         onClick={async () => {
@@ -178,9 +194,13 @@ export function Secret({ name, reveal }: { name: string; reveal: () => Promise<{
           Reveal
         </button>
       ) : (
-        <button type="button" onClick={() => setShown(null)} aria-label={`Hide ${name}`}>Hide</button>
+        <button type="button" onClick={() => setShown(null)} aria-label={`Hide ${name}`}>
+          Hide
+        </button>
       )}
-      <span role="status" className="small">{note}</span>
+      <span role="status" className="small">
+        {note}
+      </span>
       <ProblemBox error={err} />
     </span>
   );
@@ -226,9 +246,22 @@ export function Menu({ label, closeOn, children }: { label: string; closeOn?: un
  * removal asks the same way): the button waits for the name, Enter confirms once it may, and the
  * safe answer is one click away. The API's refusal is shown in the dialog.
  */
-export function ConfirmByName({ what, name, verb, consequence, run, onDone, onCancel }: {
-  what: string; name: string; verb: string; consequence: string;
-  run: () => Promise<unknown>; onDone: () => void; onCancel: () => void;
+export function ConfirmByName({
+  what,
+  name,
+  verb,
+  consequence,
+  run,
+  onDone,
+  onCancel,
+}: {
+  what: string;
+  name: string;
+  verb: string;
+  consequence: string;
+  run: () => Promise<unknown>;
+  onDone: () => void;
+  onCancel: () => void;
 }) {
   const [typed, setTyped] = useState("");
   const [err, setErr] = useState<unknown>(null);
@@ -245,15 +278,35 @@ export function ConfirmByName({ what, name, verb, consequence, run, onDone, onCa
   };
   return (
     <div className="confirm block" role="alertdialog" aria-labelledby={`${id}-title`}>
-      <strong id={`${id}-title`}>{verb} {name}?</strong> <span>{consequence}</span>
+      <strong id={`${id}-title`}>
+        {verb} {name}?
+      </strong>{" "}
+      <span>{consequence}</span>
       <p>
-        <label htmlFor={`${id}-typed`}>Type the {what}'s name, <strong>{name}</strong>, to confirm:</label>{" "}
-        <input id={`${id}-typed`} value={typed} autoComplete="off" autoFocus onChange={(e) => setTyped(e.target.value)}
-          onKeyDown={(e) => { if (e.key === "Enter") { e.preventDefault(); if (ok) void go(); } }} />
+        <label htmlFor={`${id}-typed`}>
+          Type the {what}'s name, <strong>{name}</strong>, to confirm:
+        </label>{" "}
+        <input
+          id={`${id}-typed`}
+          value={typed}
+          autoComplete="off"
+          autoFocus
+          onChange={(e) => setTyped(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === "Enter") {
+              e.preventDefault();
+              if (ok) void go();
+            }
+          }}
+        />
       </p>
       <div className="actions">
-        <button type="button" className="danger" disabled={!ok} onClick={() => void go()}>Yes, {verb.toLowerCase()}</button>
-        <button type="button" onClick={onCancel}>No</button>
+        <button type="button" className="danger" disabled={!ok} onClick={() => void go()}>
+          Yes, {verb.toLowerCase()}
+        </button>
+        <button type="button" onClick={onCancel}>
+          No
+        </button>
       </div>
       <ProblemBox error={err} />
     </div>

@@ -7,7 +7,17 @@ import { ConfirmByName } from "./common";
 afterEach(cleanup);
 
 function confirm(run: () => Promise<unknown>, onDone = vi.fn()) {
-  render(<ConfirmByName what="subscription" name="chat-ops" verb="Delete" consequence="Its log goes with it." run={run} onDone={onDone} onCancel={vi.fn()} />);
+  render(
+    <ConfirmByName
+      what="subscription"
+      name="chat-ops"
+      verb="Delete"
+      consequence="Its log goes with it."
+      run={run}
+      onDone={onDone}
+      onCancel={vi.fn()}
+    />,
+  );
   return { box: screen.getByLabelText(/Type the subscription's name/), yes: screen.getByRole("button", { name: "Yes, delete" }), onDone };
 }
 
@@ -21,15 +31,23 @@ describe("ConfirmByName", () => {
     expect(run).not.toHaveBeenCalled();
     fireEvent.change(box, { target: { value: " chat-ops " } });
     expect(yes).toHaveProperty("disabled", false);
-    await act(async () => { fireEvent.keyDown(box, { key: "Enter" }); });
+    await act(async () => {
+      fireEvent.keyDown(box, { key: "Enter" });
+    });
     expect(run).toHaveBeenCalledTimes(1);
     expect(onDone).toHaveBeenCalledTimes(1);
   });
   it("shows the API's refusal and stays open", async () => {
-    const run = vi.fn().mockRejectedValue(new ApiError(404, { type: "urn:horizon:problem:not-found", title: "Not found", status: 404, detail: "No such subscription." }));
+    const run = vi
+      .fn()
+      .mockRejectedValue(
+        new ApiError(404, { type: "urn:horizon:problem:not-found", title: "Not found", status: 404, detail: "No such subscription." }),
+      );
     const { box, yes, onDone } = confirm(run);
     fireEvent.change(box, { target: { value: "chat-ops" } });
-    await act(async () => { fireEvent.click(yes); });
+    await act(async () => {
+      fireEvent.click(yes);
+    });
     expect(screen.getByRole("alert").textContent).toContain("No such subscription.");
     expect(onDone).not.toHaveBeenCalled();
   });

@@ -3,15 +3,27 @@ import { useQuery } from "@tanstack/react-query";
 import { api, call } from "../api/client";
 
 export function useTemplates() {
-  return useQuery({ queryKey: ["templates"], queryFn: () => call(api.GET("/v1/templates", { params: { query: { limit: "200" } } })), staleTime: 60_000 });
+  return useQuery({
+    queryKey: ["templates"],
+    queryFn: () => call(api.GET("/v1/templates", { params: { query: { limit: "200" } } })),
+    staleTime: 60_000,
+  });
 }
 
 export function useEnvironments() {
-  return useQuery({ queryKey: ["environments"], queryFn: () => call(api.GET("/v1/environments", { params: { query: { limit: "200" } } })), staleTime: 60_000 });
+  return useQuery({
+    queryKey: ["environments"],
+    queryFn: () => call(api.GET("/v1/environments", { params: { query: { limit: "200" } } })),
+    staleTime: 60_000,
+  });
 }
 
 export function useTeams() {
-  return useQuery({ queryKey: ["teams"], queryFn: () => call(api.GET("/v1/teams", { params: { query: { limit: "200" } } })), staleTime: 60_000 });
+  return useQuery({
+    queryKey: ["teams"],
+    queryFn: () => call(api.GET("/v1/teams", { params: { query: { limit: "200" } } })),
+    staleTime: 60_000,
+  });
 }
 
 export function nameOf(list: { items: { id: string; name: string }[] } | undefined, id: string | null | undefined): string {

@@ -19,7 +19,9 @@ export function useFormOptions(envId: string, stack?: Stack) {
         ),
         call(api.GET("/v1/ssh-keys", { params: { query: { limit: "200" } } })),
         Promise.all(env.proxmox_server_ids.map((id) => call(api.GET("/v1/proxmox-servers/{id}", { params: { path: { id } } })))),
-        call(api.GET("/v1/isos", { params: { query: { limit: "200" } } })).catch(() => ({ items: [] as { id: string; name: string; state: string }[] })),
+        call(api.GET("/v1/isos", { params: { query: { limit: "200" } } })).catch(() => ({
+          items: [] as { id: string; name: string; state: string }[],
+        })),
         env.nagios_server_id
           ? call(api.GET("/v1/nagios-servers/{id}", { params: { path: { id: env.nagios_server_id } } })).catch(() => null)
           : Promise.resolve(null),

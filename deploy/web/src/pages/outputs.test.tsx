@@ -23,7 +23,11 @@ describe("OutputsTable", () => {
     );
     expect(container.querySelectorAll("table")).toHaveLength(1);
     const rows = [...container.querySelectorAll("tr[data-output]")] as HTMLTableRowElement[];
-    expect(rows.map((r) => r.getAttribute("data-output"))).toEqual(["db#0.ip", "application_server#1.a_rather_long_output_name", "application_server#1.api_key"]);
+    expect(rows.map((r) => r.getAttribute("data-output"))).toEqual([
+      "db#0.ip",
+      "application_server#1.a_rather_long_output_name",
+      "application_server#1.api_key",
+    ]);
     for (const r of rows) {
       expect(r.cells).toHaveLength(2);
       expect(r.cells[0].tagName).toBe("TH");

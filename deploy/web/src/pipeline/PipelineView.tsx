@@ -3,12 +3,27 @@ import type { Card, Pipeline } from "../api/client";
 import { duration, layout, waitingText, type TemplatePhase } from "./layout";
 import { machineLabel } from "../numbering";
 
-export function PipelineView({ pipeline, phases, now, onRunAgain }: { pipeline: Pipeline; phases?: TemplatePhase[]; now: number; onRunAgain?: (c: Card) => void }) {
+export function PipelineView({
+  pipeline,
+  phases,
+  now,
+  onRunAgain,
+}: {
+  pipeline: Pipeline;
+  phases?: TemplatePhase[];
+  now: number;
+  onRunAgain?: (c: Card) => void;
+}) {
   const cols = layout(pipeline, phases);
   return (
     <div className="pipeline" role="list" aria-label="Pipeline">
       {cols.map((col) => (
-        <section key={col.phase} className={`column col-${col.state}`} role="listitem" aria-label={col.number ? `Phase ${col.number}: ${col.name}` : col.name}>
+        <section
+          key={col.phase}
+          className={`column col-${col.state}`}
+          role="listitem"
+          aria-label={col.number ? `Phase ${col.number}: ${col.name}` : col.name}
+        >
           <h3>
             {col.number && <span className="phase-no">Phase {col.number}</span>} {col.name}
           </h3>
@@ -42,7 +57,11 @@ function CardView({ c, now, onRunAgain }: { c: Card; now: number; onRunAgain?: (
       </div>
       {c.state === "held" && <div className="small">Held: an earlier phase failed.</div>}
       {c.waiting_on && <div className="small waiting">{waitingText(c)}</div>}
-      {c.error && <div className="small card-error" title={c.error}>{c.error.split("\n")[0]}</div>}
+      {c.error && (
+        <div className="small card-error" title={c.error}>
+          {c.error.split("\n")[0]}
+        </div>
+      )}
       {c.reason && <div className="small muted">{c.reason}</div>}
       {onRunAgain && c.allowed_actions.includes("run_again") && (
         <button type="button" className="small" onClick={() => onRunAgain(c)} aria-label={`Run again: ${name}`}>
@@ -53,7 +72,14 @@ function CardView({ c, now, onRunAgain }: { c: Card; now: number; onRunAgain?: (
   );
 }
 
-function GroupView({ job, cards, counts, state, now, onRunAgain }: {
+function GroupView({
+  job,
+  cards,
+  counts,
+  state,
+  now,
+  onRunAgain,
+}: {
   job: string;
   cards: Card[];
   counts: [string, number][];
@@ -65,7 +91,9 @@ function GroupView({ job, cards, counts, state, now, onRunAgain }: {
   return (
     <article className={`card group state-${state}`} data-card={`${job}*`} data-state={state}>
       <header>
-        <strong>{job} ×{cards.length}</strong>
+        <strong>
+          {job} ×{cards.length}
+        </strong>
         <span className={`state state-${state}`}>{state}</span>
       </header>
       <div className="small">{counts.map(([s, n]) => `${n} ${s}`).join(" · ")}</div>

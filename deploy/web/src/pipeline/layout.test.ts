@@ -5,11 +5,36 @@ import { duration, GROUP_ABOVE, layout, summaryState, waitingText } from "./layo
 let n = 0;
 function card(job: string, execution: number | null, state: Card["state"], extra: Partial<Card> = {}): Card {
   return {
-    step_id: `s${++n}`, job, execution, kind: "apply", state, attempt: 1, node: "pve1", started_at: null, finished_at: null,
-    gate_wait_ms: 0, work_ms: 0, error: null, reason: null, waiting_on: null, allowed_actions: [], ...extra,
+    step_id: `s${++n}`,
+    job,
+    execution,
+    kind: "apply",
+    state,
+    attempt: 1,
+    node: "pve1",
+    started_at: null,
+    finished_at: null,
+    gate_wait_ms: 0,
+    work_ms: 0,
+    error: null,
+    reason: null,
+    waiting_on: null,
+    allowed_actions: [],
+    ...extra,
   };
 }
-const run = { id: "r", stack_id: "s", kind: "deploy", state: "running", actor_id: null, error: null, allowed_actions: [], created_at: "", started_at: null, finished_at: null } as Pipeline["run"];
+const run = {
+  id: "r",
+  stack_id: "s",
+  kind: "deploy",
+  state: "running",
+  actor_id: null,
+  error: null,
+  allowed_actions: [],
+  created_at: "",
+  started_at: null,
+  finished_at: null,
+} as Pipeline["run"];
 
 describe("layout", () => {
   it("orders columns by phase and cards by execution", () => {
@@ -34,7 +59,11 @@ describe("layout", () => {
     expect(g.kind).toBe("group");
     if (g.kind !== "group") return;
     expect(g.cards).toHaveLength(GROUP_ABOVE + 1);
-    expect(g.counts).toEqual([["failed", 1], ["held", 2], ["succeeded", 4]]);
+    expect(g.counts).toEqual([
+      ["failed", 1],
+      ["held", 2],
+      ["succeeded", 4],
+    ]);
     expect(g.state).toBe("failed");
     const exactly = Array.from({ length: GROUP_ABOVE }, (_, i) => card("app", i, "queued"));
     expect(layout({ run, columns: [{ phase: 0, name: "p", cards: exactly }] })[0].items.every((i) => i.kind === "card")).toBe(true);
@@ -59,10 +88,14 @@ describe("card text", () => {
 
   it("says what a queued machine waits on", () => {
     expect(waitingText(card("a", 0, "queued"))).toBe("");
-    expect(waitingText(card("a", 0, "queued", { waiting_on: { node: "pve2", position: 1, since: null, holder: { stack: "x", run: "y", step: "z" } } }))).toBe(
-      "waits for node pve2's build slot (next in line, held by another build)",
+    expect(
+      waitingText(
+        card("a", 0, "queued", { waiting_on: { node: "pve2", position: 1, since: null, holder: { stack: "x", run: "y", step: "z" } } }),
+      ),
+    ).toBe("waits for node pve2's build slot (next in line, held by another build)");
+    expect(waitingText(card("a", 0, "queued", { waiting_on: { node: "pve2", position: 3, since: null, holder: null } }))).toContain(
+      "number 3 in line",
     );
-    expect(waitingText(card("a", 0, "queued", { waiting_on: { node: "pve2", position: 3, since: null, holder: null } }))).toContain("number 3 in line");
   });
 });
 

@@ -69,7 +69,9 @@ export function layout(p: Pipeline, phases?: TemplatePhase[]): Column[] {
           });
         } else for (const card of sorted) items.push({ kind: "card", key: card.step_id, card });
       }
-      const template = col.cards.filter((c) => !c.kind.startsWith("action_") && !c.kind.startsWith("nagios_")).map((c) => phaseOf.get(c.job));
+      const template = col.cards
+        .filter((c) => !c.kind.startsWith("action_") && !c.kind.startsWith("nagios_"))
+        .map((c) => phaseOf.get(c.job));
       const number = phases ? (template.find((n) => n !== undefined) ?? null) : col.phase + 1;
       return { phase: col.phase, number, name: col.name, items, state: summaryState(col.cards.map((c) => c.state)) };
     });

@@ -6,7 +6,17 @@ import type { Schemas } from "../api/client";
 import { deltaLines } from "../quota/usage";
 import { actionLabel, counts, entryName, reasonText, replacements, type Names, type Plan } from "./plan";
 
-export function PlanView({ plan, names, usage, environment = "" }: { plan: Plan; names?: Names; usage?: Schemas["TeamUsage"]; environment?: string }) {
+export function PlanView({
+  plan,
+  names,
+  usage,
+  environment = "",
+}: {
+  plan: Plan;
+  names?: Names;
+  usage?: Schemas["TeamUsage"];
+  environment?: string;
+}) {
   const c = counts(plan);
   const reps = replacements(plan);
   const delta = deltaLines(plan.resources, usage, environment);
@@ -17,13 +27,16 @@ export function PlanView({ plan, names, usage, environment = "" }: { plan: Plan;
         <ul className="quota-hints" aria-label="Quota change">
           {delta.map((d) => (
             <li key={d.dimension} data-dimension={d.dimension} className={d.over ? "problem" : "muted"}>
-              {d.text}{d.over ? ": more than the team has left" : ""}
+              {d.text}
+              {d.over ? ": more than the team has left" : ""}
             </li>
           ))}
         </ul>
       )}
       {c.length === 0 ? (
-        <p className="muted" data-plan="none">No machine is touched: saving runs nothing.</p>
+        <p className="muted" data-plan="none">
+          No machine is touched: saving runs nothing.
+        </p>
       ) : (
         <>
           <p className="plan-counts">
@@ -32,12 +45,18 @@ export function PlanView({ plan, names, usage, environment = "" }: { plan: Plan;
                 {x.text}
               </span>
             ))}
-            {plan.addresses.attach.length > 0 && <span className="small muted"> · {plan.addresses.attach.length} address(es) attached</span>}
+            {plan.addresses.attach.length > 0 && (
+              <span className="small muted"> · {plan.addresses.attach.length} address(es) attached</span>
+            )}
             {plan.addresses.free.length > 0 && <span className="small muted"> · {plan.addresses.free.length} address(es) freed</span>}
           </p>
           {reps.map((r) => (
             <p key={r.job} className="small">
-              {r.job}: replaced {r.order === "add-first" ? "by adding the new machine first, then removing the old one" : "by removing the old machine first, then adding the new one"}.
+              {r.job}: replaced{" "}
+              {r.order === "add-first"
+                ? "by adding the new machine first, then removing the old one"
+                : "by removing the old machine first, then adding the new one"}
+              .
             </p>
           ))}
           <ol className="plan-order">
@@ -45,13 +64,16 @@ export function PlanView({ plan, names, usage, environment = "" }: { plan: Plan;
               <li key={i} data-plan-entry={entryName(e)} data-action={e.action}>
                 <span className={`pbadge pbadge-${e.action}`}>{actionLabel[e.action]}</span> <strong>{entryName(e)}</strong>
                 <span className="muted small">
-                  {" "}· {e.phase}
+                  {" "}
+                  · {e.phase}
                   {e.vm_id != null && ` · VM ${e.vm_id}`}
                   {e.node && ` on ${e.node}`}
                 </span>
                 {e.because && e.because.length > 0 && (
                   <ul className="because">
-                    {e.because.map((r, j) => <li key={j}>{reasonText(r, names)}</li>)}
+                    {e.because.map((r, j) => (
+                      <li key={j}>{reasonText(r, names)}</li>
+                    ))}
                   </ul>
                 )}
                 {e.cleanup.length > 0 && <div className="small">First runs its cleanup: {e.cleanup.join(", ")}</div>}

@@ -17,15 +17,34 @@ import {
 } from "./plan";
 
 function entry(action: PlanEntry["action"], job: string, execution: number, extra: Partial<PlanEntry> = {}): PlanEntry {
-  return { action, job, execution, id: null, vm_id: null, node: "pve1", because: null, cleanup: [], phase: job === "db" ? "database" : "application", ...extra };
+  return {
+    action,
+    job,
+    execution,
+    id: null,
+    vm_id: null,
+    node: "pve1",
+    because: null,
+    cleanup: [],
+    phase: job === "db" ? "database" : "application",
+    ...extra,
+  };
 }
 
 function plan(order: PlanEntry[], extra: Partial<Plan> = {}): Plan {
   const by = (a: PlanEntry["action"]) => order.filter((e) => e.action === a);
   return {
-    version: 3, create: by("create"), destroy: by("destroy"), reapply: by("reapply"), dependents: by("dependent"), order,
-    addresses: { attach: [], free: [] }, run_needed: order.length > 0, problems: [],
-    resources: { machines: 0, vcpus: 0, memory_mib: 0, disk_gib: 0 }, ...extra,
+    version: 3,
+    create: by("create"),
+    destroy: by("destroy"),
+    reapply: by("reapply"),
+    dependents: by("dependent"),
+    order,
+    addresses: { attach: [], free: [] },
+    run_needed: order.length > 0,
+    problems: [],
+    resources: { machines: 0, vcpus: 0, memory_mib: 0, disk_gib: 0 },
+    ...extra,
   };
 }
 
@@ -39,7 +58,9 @@ describe("plan rendering", () => {
 
   it("says why, never showing a secret, and names the ids it knows", () => {
     expect(reasonText({ kind: "param", param: "memory_mb", from: 512, to: 2048 })).toBe("memory_mb: 512 → 2048");
-    expect(reasonText({ kind: "param", param: "admin_password", secret: true, from: "x", to: "y" })).toBe("admin_password (secret) changed");
+    expect(reasonText({ kind: "param", param: "admin_password", secret: true, from: "x", to: "y" })).toBe(
+      "admin_password (secret) changed",
+    );
     const names = (field: string, id: string) => (field === "address_id" && id === "a1" ? "vm-10 (127.0.0.10)" : undefined);
     expect(reasonText({ kind: "attachment", param: "address_id", from: "a1", to: "a2" }, names)).toBe("address: vm-10 (127.0.0.10) → a2");
     expect(reasonText({ kind: "attachment", param: "node", from: "pve1", to: "pve2" })).toBe("node: pve1 → pve2");
@@ -90,16 +111,33 @@ describe("confirmation rules", () => {
   });
 
   it("disables editing while a run is in progress, saying why", () => {
-    const run: Stack["current_run"] & object = { id: "r", stack_id: "s", kind: "run_again", state: "running", actor_id: null, error: null, allowed_actions: [], created_at: "", started_at: null, finished_at: null };
+    const run: Stack["current_run"] & object = {
+      id: "r",
+      stack_id: "s",
+      kind: "run_again",
+      state: "running",
+      actor_id: null,
+      error: null,
+      allowed_actions: [],
+      created_at: "",
+      started_at: null,
+      finished_at: null,
+    };
     expect(busyReason({ state: "deployed", current_run: null })).toBe("");
     expect(busyReason({ state: "failed", current_run: null })).toBe("");
-    expect(busyReason({ state: "updating", current_run: { ...run } })).toBe("A run again run is running: editing is possible again when it ends.");
+    expect(busyReason({ state: "updating", current_run: { ...run } })).toBe(
+      "A run again run is running: editing is possible again when it ends.",
+    );
     expect(busyReason({ state: "removing", current_run: null })).toMatch(/^The stack is removing/);
   });
 
   it("lists what removing does, in order", () => {
     const exec = (state: "active" | "removed") => ({ state }) as never;
-    const s = { state: "deployed" as const, deployed_at: "x", jobs: { db: { executions: [exec("active")] }, app: { executions: [exec("active"), exec("active"), exec("removed")] } } };
+    const s = {
+      state: "deployed" as const,
+      deployed_at: "x",
+      jobs: { db: { executions: [exec("active")] }, app: { executions: [exec("active"), exec("active"), exec("removed")] } },
+    };
     const steps = removeSteps(s, ["app"], ["database", "application"]);
     expect(steps[0]).toBe("The cleanup scripts of app run on their machines.");
     expect(steps[1]).toBe("Its 3 executions are destroyed in reverse phase order (application, then database).");
@@ -115,7 +153,11 @@ describe("confirmation rules", () => {
 
   it("summarises what a force-remove leaves behind", () => {
     const m = {
-      stack_id: "s", stack_name: "n", team_id: "t", workspaces: ["ws1", "ws2"], nagios_hosts: [],
+      stack_id: "s",
+      stack_name: "n",
+      team_id: "t",
+      workspaces: ["ws1", "ws2"],
+      nagios_hosts: [],
       vms: [{ job: "db", execution: 0, name: "n-db-1", proxmox_server_id: null, vm_id: 100, node: "pve1", pool: "dev", tags: [] }],
       addresses: [{ id: "a", network_id: "n", name: "vm-10", ip: "127.0.0.10" }],
       action_instances: [{ id: "i", action: "create-pool", number: 1, template_version: 1, workspace: "ws2" }],

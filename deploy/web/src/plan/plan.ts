@@ -125,14 +125,20 @@ export function typedNameMatches(typed: string, name: string): boolean {
 
 /** busyReason says why a stack cannot be edited now, or "" when it can. */
 export function busyReason(s: Pick<Stack, "state" | "current_run">): string {
-  if (s.current_run) return `A ${s.current_run.kind.replace("_", " ")} run is ${s.current_run.state}: editing is possible again when it ends.`;
+  if (s.current_run)
+    return `A ${s.current_run.kind.replace("_", " ")} run is ${s.current_run.state}: editing is possible again when it ends.`;
   if (s.state === "deploying" || s.state === "updating" || s.state === "removing")
     return `The stack is ${s.state}: editing is possible again when it ends.`;
   return "";
 }
 
 /** removeSteps lists what removing a stack does, in order. */
-export function removeSteps(s: Pick<Stack, "state" | "jobs" | "deployed_at">, cleanupJobs: string[], phases: string[], instances = 0): string[] {
+export function removeSteps(
+  s: Pick<Stack, "state" | "jobs" | "deployed_at">,
+  cleanupJobs: string[],
+  phases: string[],
+  instances = 0,
+): string[] {
   if (s.state === "draft") return ["The draft is deleted at once; nothing was ever built."];
   const machines = Object.values(s.jobs).reduce((n, j) => n + j.executions.filter((e) => e.state !== "removed").length, 0);
   const steps: string[] = [];

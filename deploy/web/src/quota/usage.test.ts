@@ -22,14 +22,24 @@ describe("team usage", () => {
 describe("a new stack's share of the quota", () => {
   const def = {
     name: "shop",
-    phases: [{
-      name: "p", jobs: [
-        { name: "app", source: { repo: "r", branch: "main" }, machine: true,
-          parameters: [{ name: "cores", type: "integer" as const, default: 2 }, { name: "memory_mb", type: "number" as const, default: 1000.5 }],
-          resources: { cores: { param: "cores" }, memory_mb: { param: "memory_mb" }, disk_gb: 20 } },
-        { name: "dns", source: { repo: "r", branch: "main" } },
-      ],
-    }],
+    phases: [
+      {
+        name: "p",
+        jobs: [
+          {
+            name: "app",
+            source: { repo: "r", branch: "main" },
+            machine: true,
+            parameters: [
+              { name: "cores", type: "integer" as const, default: 2 },
+              { name: "memory_mb", type: "number" as const, default: 1000.5 },
+            ],
+            resources: { cores: { param: "cores" }, memory_mb: { param: "memory_mb" }, disk_gb: 20 },
+          },
+          { name: "dns", source: { repo: "r", branch: "main" } },
+        ],
+      },
+    ],
   };
   it("counts machines and their resources from answers, defaults and constants", () => {
     const cost = stackCost(def, { app: { executions: [{ parameters: { cores: 4 } }, { parameters: {} }] }, dns: { executions: [{}] } });
@@ -38,10 +48,21 @@ describe("a new stack's share of the quota", () => {
   it("says what it takes of what remains, the environment's narrowing first", () => {
     const free = { used: 0, limit: null, remaining: null };
     const usage = {
-      team_id: "t", machines: free, memory_mib: free, disk_gib: { used: 10, limit: 50, remaining: 40 },
+      team_id: "t",
+      machines: free,
+      memory_mib: free,
+      disk_gib: { used: 10, limit: 50, remaining: 40 },
       vcpus: { used: 4, limit: 24, remaining: 20 },
-      environments: [{ environment_id: "e", name: "prod", machines: free, memory_mib: free, disk_gib: { used: 10, limit: null, remaining: 40 },
-        vcpus: { used: 4, limit: 8, remaining: 4 } }],
+      environments: [
+        {
+          environment_id: "e",
+          name: "prod",
+          machines: free,
+          memory_mib: free,
+          disk_gib: { used: 10, limit: null, remaining: 40 },
+          vcpus: { used: 4, limit: 8, remaining: 4 },
+        },
+      ],
     };
     const cost = { machines: 2, vcpus: 6, memory_mib: 2002, disk_gib: 40 };
     expect(quotaHints(cost, usage, "other")).toEqual([
@@ -55,10 +76,21 @@ describe("a new stack's share of the quota", () => {
 describe("an edit's change of usage, in the plan", () => {
   const free = { used: 0, limit: null, remaining: null };
   const usage = {
-    team_id: "t", machines: { used: 3, limit: 10, remaining: 7 }, memory_mib: free, disk_gib: { used: 45, limit: 50, remaining: 5 },
+    team_id: "t",
+    machines: { used: 3, limit: 10, remaining: 7 },
+    memory_mib: free,
+    disk_gib: { used: 45, limit: 50, remaining: 5 },
     vcpus: { used: 16, limit: 20, remaining: 4 },
-    environments: [{ environment_id: "e", name: "prod", machines: { used: 3, limit: 4, remaining: 1 }, memory_mib: free, disk_gib: free,
-      vcpus: { used: 16, limit: null, remaining: 4 } }],
+    environments: [
+      {
+        environment_id: "e",
+        name: "prod",
+        machines: { used: 3, limit: 4, remaining: 1 },
+        memory_mib: free,
+        disk_gib: free,
+        vcpus: { used: 16, limit: null, remaining: 4 },
+      },
+    ],
   };
   it("says what grows, what remains of the tighter quota and whether it fits", () => {
     expect(deltaLines({ machines: 2, vcpus: 2, memory_mib: 2048, disk_gib: 0 }, usage, "e")).toEqual([

@@ -14,9 +14,8 @@ const DIMENSIONS = [
 export function usageLines(u: Pick<Schemas["TeamUsage"], "machines" | "vcpus" | "memory_mib" | "disk_gib">): UsageLine[] {
   return DIMENSIONS.map(([dim, label, unit]) => {
     const a = u[dim];
-    const text = a.limit === null
-      ? `${a.used}${unit} used (no quota)`
-      : `${a.used} of ${a.limit}${unit} used, ${a.remaining ?? 0}${unit} left`;
+    const text =
+      a.limit === null ? `${a.used}${unit} used (no quota)` : `${a.used} of ${a.limit}${unit} used, ${a.remaining ?? 0}${unit} left`;
     return { dimension: dim, label, used: a.used, limit: a.limit, text };
   });
 }
@@ -24,7 +23,11 @@ export function usageLines(u: Pick<Schemas["TeamUsage"], "machines" | "vcpus" | 
 type Cost = { machines: number; vcpus: number; memory_mib: number; disk_gib: number };
 type JobAnswers = Record<string, { executions: { parameters?: Record<string, unknown> | null }[] }>;
 
-const READS = [["cores", "vcpus"], ["memory_mb", "memory_mib"], ["disk_gb", "disk_gib"]] as const;
+const READS = [
+  ["cores", "vcpus"],
+  ["memory_mb", "memory_mib"],
+  ["disk_gb", "disk_gib"],
+] as const;
 
 // stackCost is what a stack of these answers uses, as the server counts it: one machine per
 // execution of a machine job, plus its declared resources (a constant, or the answer to a
@@ -54,7 +57,11 @@ export function stackCost(def: Schemas["Definition"], jobs: JobAnswers): Cost {
 // quotaHints says, for each dimension the team (or its quota in the environment) limits, how
 // much of what remains a new stack of this cost takes: "This stack uses 6 of 20 remaining
 // vCPUs"; over is true when it does not fit.
-export function quotaHints(cost: Cost, usage: Schemas["TeamUsage"], environment: string): { dimension: string; text: string; over: boolean }[] {
+export function quotaHints(
+  cost: Cost,
+  usage: Schemas["TeamUsage"],
+  environment: string,
+): { dimension: string; text: string; over: boolean }[] {
   const env = usage.environments.find((e) => e.environment_id === environment);
   return DIMENSIONS.flatMap(([dim, label, unit]) => {
     const remaining = (env ?? usage)[dim].remaining ?? usage[dim].remaining;
@@ -77,9 +84,12 @@ export function deltaLines(delta: Cost, usage: Schemas["TeamUsage"] | undefined,
   return DIMENSIONS.flatMap(([dim, label, unit]) => {
     const d = delta[dim];
     if (d === 0) return [];
-    const amount = dim === "machines" ? `${Math.abs(d)} machine${Math.abs(d) === 1 ? "" : "s"}`
-      : dim === "vcpus" ? `${Math.abs(d)} vCPU${Math.abs(d) === 1 ? "" : "s"}`
-      : `${Math.abs(d)}${unit} of ${label.toLowerCase()}`;
+    const amount =
+      dim === "machines"
+        ? `${Math.abs(d)} machine${Math.abs(d) === 1 ? "" : "s"}`
+        : dim === "vcpus"
+          ? `${Math.abs(d)} vCPU${Math.abs(d) === 1 ? "" : "s"}`
+          : `${Math.abs(d)}${unit} of ${label.toLowerCase()}`;
     const sign = d > 0 ? "+" : "−";
     if (d < 0) return [{ dimension: dim, text: `${sign}${amount}, freed once the destroys end`, over: false }];
     // The scopes that limit this dimension, the tighter one shown.
@@ -87,7 +97,8 @@ export function deltaLines(delta: Cost, usage: Schemas["TeamUsage"] | undefined,
     const team = usage?.[dim];
     if (team && team.limit !== null) scopes.push({ remaining: Math.max(0, team.limit - team.used), limit: team.limit, where: "" });
     const narrow = env?.[dim];
-    if (env && narrow && narrow.limit !== null) scopes.push({ remaining: Math.max(0, narrow.limit - narrow.used), limit: narrow.limit, where: ` in ${env.name}` });
+    if (env && narrow && narrow.limit !== null)
+      scopes.push({ remaining: Math.max(0, narrow.limit - narrow.used), limit: narrow.limit, where: ` in ${env.name}` });
     if (scopes.length === 0) return [{ dimension: dim, text: `${sign}${amount}`, over: false }];
     const s = scopes.reduce((a, b) => (b.remaining < a.remaining ? b : a));
     return [{ dimension: dim, text: `${sign}${amount}, ${s.remaining} of ${s.limit}${unit} remaining${s.where}`, over: d > s.remaining }];

@@ -13,7 +13,12 @@ function def(): Definition {
       {
         name: "application",
         jobs: [
-          { name: "app", source: { ...src, path: "jobs/app" }, inputs: { db_host: "$" + "{jobs.db.outputs.ip}" }, outputs: [{ name: "url" }] },
+          {
+            name: "app",
+            source: { ...src, path: "jobs/app" },
+            inputs: { db_host: "$" + "{jobs.db.outputs.ip}" },
+            outputs: [{ name: "url" }],
+          },
           { name: "worker", source: { ...src, path: "jobs/worker" } },
         ],
       },
@@ -30,14 +35,21 @@ describe("definitionChanges", () => {
   it("names added, removed and changed jobs and what changed in them", () => {
     const b = def();
     b.phases[1].jobs = b.phases[1].jobs.filter((j) => j.name !== "worker");
-    b.phases[0].jobs[0].parameters = [{ name: "cores", type: "integer", default: 2 }, { name: "disk_gb", type: "integer" }] as never;
+    b.phases[0].jobs[0].parameters = [
+      { name: "cores", type: "integer", default: 2 },
+      { name: "disk_gb", type: "integer" },
+    ] as never;
     b.phases[0].jobs[0].source.branch = "v2";
     b.phases[1].jobs[0].inputs = {};
     b.phases[1].jobs.push({ name: "cache", source: { ...src, path: "jobs/cache" } });
     const c = definitionChanges(def(), b);
     expect(c).toContainEqual({ subject: "job worker", kind: "removed", details: [] });
     expect(c).toContainEqual({ subject: "job cache", kind: "added", details: [] });
-    expect(c).toContainEqual({ subject: "job db", kind: "changed", details: ["source branch: main → v2", "parameter cores changed", "parameter disk_gb added"] });
+    expect(c).toContainEqual({
+      subject: "job db",
+      kind: "changed",
+      details: ["source branch: main → v2", "parameter cores changed", "parameter disk_gb added"],
+    });
     expect(c).toContainEqual({ subject: "job app", kind: "changed", details: ["input db_host removed"] });
     expect(c).toHaveLength(4);
   });
@@ -46,7 +58,10 @@ describe("definitionChanges", () => {
     const b = def();
     const worker = b.phases[1].jobs.pop()!;
     b.phases.push({ name: "workers", jobs: [worker] });
-    b.actions = [{ name: "rotate", kind: "script", job: "app", path: "rotate2.sh" }, { name: "backup", kind: "script", job: "db", path: "b.sh" }] as never;
+    b.actions = [
+      { name: "rotate", kind: "script", job: "app", path: "rotate2.sh" },
+      { name: "backup", kind: "script", job: "db", path: "b.sh" },
+    ] as never;
     const c = definitionChanges(def(), b);
     expect(c).toContainEqual({ subject: "phase workers", kind: "added", details: [] });
     expect(c).toContainEqual({ subject: "job worker", kind: "changed", details: ["moved from phase application to workers"] });

@@ -25,7 +25,8 @@ function byName<T extends Named>(xs: T[] | undefined): Map<string, T> {
 /** listDiff names the members of two named lists that were added, removed or changed. */
 function listDiff<T extends Named>(what: string, a: T[] | undefined, b: T[] | undefined): string[] {
   const out: string[] = [];
-  const A = byName(a), B = byName(b);
+  const A = byName(a),
+    B = byName(b);
   for (const [n, x] of B) {
     if (!A.has(n)) out.push(`${what} ${n} added`);
     else if (!same(A.get(n), x)) out.push(`${what} ${n} changed`);
@@ -43,8 +44,10 @@ function jobDetails(a: Job, b: Job, phaseA: string, phaseB: string): string[] {
     if (d.length === 0 || !d.some((x) => x.startsWith("source"))) d.push("source changed");
   }
   d.push(...listDiff("parameter", a.parameters, b.parameters));
-  const ia = a.inputs ?? {}, ib = b.inputs ?? {};
-  for (const k of Object.keys(ib)) if (!(k in ia)) d.push(`input ${k} added`);
+  const ia = a.inputs ?? {},
+    ib = b.inputs ?? {};
+  for (const k of Object.keys(ib))
+    if (!(k in ia)) d.push(`input ${k} added`);
     else if (ia[k] !== ib[k]) d.push(`input ${k}: ${ia[k]} → ${ib[k]}`);
   for (const k of Object.keys(ia)) if (!(k in ib)) d.push(`input ${k} removed`);
   d.push(...listDiff("output", a.outputs, b.outputs));
@@ -59,7 +62,8 @@ function jobDetails(a: Job, b: Job, phaseA: string, phaseB: string): string[] {
 /** definitionChanges lists what changes from definition a to definition b. */
 export function definitionChanges(a: Definition, b: Definition): Change[] {
   const out: Change[] = [];
-  const phasesA = a.phases.map((p) => p.name), phasesB = b.phases.map((p) => p.name);
+  const phasesA = a.phases.map((p) => p.name),
+    phasesB = b.phases.map((p) => p.name);
   for (const p of phasesB) if (!phasesA.includes(p)) out.push({ subject: `phase ${p}`, kind: "added", details: [] });
   for (const p of phasesA) if (!phasesB.includes(p)) out.push({ subject: `phase ${p}`, kind: "removed", details: [] });
   const jobsA = new Map(a.phases.flatMap((p) => p.jobs.map((j) => [j.name, { j, phase: p.name }] as const)));
@@ -73,7 +77,8 @@ export function definitionChanges(a: Definition, b: Definition): Change[] {
     }
   }
   for (const n of jobsA.keys()) if (!jobsB.has(n)) out.push({ subject: `job ${n}`, kind: "removed", details: [] });
-  const actA = byName(a.actions), actB = byName(b.actions);
+  const actA = byName(a.actions),
+    actB = byName(b.actions);
   for (const [n, x] of actB) {
     const old = actA.get(n);
     if (!old) out.push({ subject: `action ${n}`, kind: "added", details: [] });
