@@ -109,28 +109,7 @@ func (c *Cluster) rollbackSnapshot(k *call) (any, error) {
 	if err := k.p.err(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, err := c.lookupVM(k)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := v.Snapshots[name]; !ok {
-		return nil, failf("snapshot '%s' does not exist", name)
-	}
-	if l := v.Conf["lock"]; l != "" {
-		return nil, failf("VM is locked (%s)", l)
-	}
-	v.Conf["lock"] = "rollback"
-	return c.startTask(v.Node, "qmrollback", vmidString(v.VMID), k.user, nil, func(t *task) error {
-		delete(v.Conf, "lock")
-		if c.vms[v.VMID] != v {
-			return fmt.Errorf("VM %d does not exist any more", v.VMID)
-		}
-		snap, ok := v.Snapshots[name]
-		if !ok {
-			return fmt.Errorf("snapshot '%s' does not exist", name)
-		}
+	return c.snapshotTask(k, name, "rollback", "qmrollback", func(t *task, v *vm, snap map[string]string) error {
 		if err := c.stopVM(v, t); err != nil {
 			return err
 		}
@@ -163,7 +142,7 @@ func (c *Cluster) rollbackSnapshot(k *call) (any, error) {
 			return c.startVM(v, t)
 		}
 		return nil
-	}), nil
+	})
 }
 
 // deleteSnapshot removes a snapshot's section in a qmdelsnapshot task, as PVE does: the
@@ -174,28 +153,7 @@ func (c *Cluster) deleteSnapshot(k *call) (any, error) {
 	if err := k.p.err(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, err := c.lookupVM(k)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := v.Snapshots[name]; !ok {
-		return nil, failf("snapshot '%s' does not exist", name)
-	}
-	if l := v.Conf["lock"]; l != "" {
-		return nil, failf("VM is locked (%s)", l)
-	}
-	v.Conf["lock"] = "snapshot-delete"
-	return c.startTask(v.Node, "qmdelsnapshot", vmidString(v.VMID), k.user, nil, func(t *task) error {
-		delete(v.Conf, "lock")
-		if c.vms[v.VMID] != v {
-			return fmt.Errorf("VM %d does not exist any more", v.VMID)
-		}
-		snap, ok := v.Snapshots[name]
-		if !ok {
-			return fmt.Errorf("snapshot '%s' does not exist", name)
-		}
+	return c.snapshotTask(k, name, "snapshot-delete", "qmdelsnapshot", func(t *task, v *vm, snap map[string]string) error {
 		reparent := func(m map[string]string) {
 			if m["parent"] != name {
 				return
@@ -213,6 +171,36 @@ func (c *Cluster) deleteSnapshot(k *call) (any, error) {
 		reparent(v.Conf)
 		t.logf("delete snapshot '%s'", name)
 		return nil
+	})
+}
+
+// snapshotTask runs change on an existing snapshot of the call's VM in a task of type typ,
+// the VM locked (lock) from the call until the task runs, as PVE does: a locked VM or an
+// unknown snapshot is refused at once, and both are checked again when the task runs.
+func (c *Cluster) snapshotTask(k *call, name, lock, typ string, change func(t *task, v *vm, snap map[string]string) error) (any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, err := c.lookupVM(k)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.Snapshots[name]; !ok {
+		return nil, failf("snapshot '%s' does not exist", name)
+	}
+	if l := v.Conf["lock"]; l != "" {
+		return nil, failf("VM is locked (%s)", l)
+	}
+	v.Conf["lock"] = lock
+	return c.startTask(v.Node, typ, vmidString(v.VMID), k.user, nil, func(t *task) error {
+		delete(v.Conf, "lock")
+		if c.vms[v.VMID] != v {
+			return fmt.Errorf("VM %d does not exist any more", v.VMID)
+		}
+		snap, ok := v.Snapshots[name]
+		if !ok {
+			return fmt.Errorf("snapshot '%s' does not exist", name)
+		}
+		return change(t, v, snap)
 	}), nil
 }
 
