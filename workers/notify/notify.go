@@ -32,6 +32,9 @@ import (
 	"horizon/shared/store"
 )
 
+// handOverTimeout bounds the enqueues of one sweep's claimed deliveries.
+const handOverTimeout = 30 * time.Second
+
 // DefaultLease is how long a claimed delivery waits for its attempt before a sweep enqueues it
 // again: above an attempt's timeout and a queue's usual wait.
 const DefaultLease = 2 * time.Minute
@@ -97,6 +100,11 @@ func (h Handler) DispatchDue(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The claim is committed: the hand-over must not end with the pass's own deadline (one
+	// period, 2 s), which a loaded machine reaches between the claim and the last enqueue —
+	// the rest would wait out their lease.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
+	defer cancel()
 	for _, d := range ds {
 		if err := h.Enqueue.Enqueue(ctx, queue.NewWebhookDeliver(h.Queues, d.ID, d.Attempts+1)); err != nil {
 			return 0, err // the claim expires and a later sweep tries again
