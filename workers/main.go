@@ -57,7 +57,12 @@ func run(cfg config.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := store.Open(ctx, store.Config{URL: cfg.DatabaseURL})
+	// The pool is sized for the process's work unless the URL says pool_max_conns. A periodic
+	// pass holds a connection for its Guard's lock while its handler takes others: with pgx's
+	// default (max(4, GOMAXPROCS), 4 on two cores) the five passes enqueued at start took every
+	// connection, and their handlers and every step then waited for one until the passes timed
+	// out (an hour for the outbox's pruning).
+	pool, err := store.Open(ctx, store.Config{URL: cfg.DatabaseURL, DefaultMaxConns: int32(cfg.WorkerConcurrency + cfg.WebhookConcurrency/2 + 10)})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,8 @@ type Config struct {
 	URL string
 	// MaxConns bounds the pool; 0 keeps pgx's default (max(4, GOMAXPROCS)).
 	MaxConns int32
+	// DefaultMaxConns bounds the pool when neither MaxConns nor the URL's pool_max_conns does.
+	DefaultMaxConns int32
 }
 
 // Open connects a pool and checks that Postgres answers. The pool is set up for a failover: a
@@ -41,8 +44,11 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	if cfg.MaxConns > 0 {
+	switch {
+	case cfg.MaxConns > 0:
 		pc.MaxConns = cfg.MaxConns
+	case cfg.DefaultMaxConns > 0 && !strings.Contains(cfg.URL, "pool_max_conns"):
+		pc.MaxConns = cfg.DefaultMaxConns
 	}
 	pc.HealthCheckPeriod = healthCheckPeriod
 	pc.MaxConnIdleTime = min(pc.MaxConnIdleTime, maxConnIdleTime)
