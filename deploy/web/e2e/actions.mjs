@@ -48,7 +48,10 @@ export async function actionsJourney({ browser, page, stackId, CONSOLE, VIEWER, 
     );
     // The cards offer Run again once the action's run has ended (the instance turns active and
     // the notice clears a moment before the run's end makes the stack idle again).
-    await page.getByRole("button", { name: /^Run again: app #/ }).first().waitFor({ timeout: 30_000 });
+    await page
+      .getByRole("button", { name: /^Run again: app #/ })
+      .first()
+      .waitFor({ timeout: 30_000 });
     check((await instance(n).textContent()).includes(`pool=${name}`), `instance #${n} holds its answers`);
   };
   await runPool(1, "e2e-pool-a", "first");

@@ -436,11 +436,11 @@ export function LogView({
           {err}
         </p>
       )}
-      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take the keyboard focus to scroll by keys */}
       <div
         className="log-lines"
         ref={scroller}
         role="region"
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take the keyboard focus to scroll by keys
         tabIndex={0}
         aria-label="Log lines"
         data-testid="log-lines"
