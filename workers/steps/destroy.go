@@ -16,8 +16,8 @@ import (
 // destroy removes the execution: cleanup scripts on the machine first (while it still runs),
 // then terraform destroy, then its Terraform workspace (only the workspace when it tracks no
 // resource: runner.Forget says why), then the VM if Proxmox still has it (removeUnrecordedVM).
-// The step's outcome frees the address and the VM id. Cleanup runs once: a destroy tried again after the scripts succeeded (the
-// VM may be stopped by then) goes straight to Terraform.
+// The step's outcome frees the address and the VM id. Cleanup runs once: a destroy tried again
+// after the scripts succeeded (the VM may be stopped by then) goes straight to Terraform.
 func (h *Handler) destroy(ctx context.Context, w *stepWork, out *attempt.Log) (outcome, error) {
 	switch {
 	case len(w.job.Cleanup) == 0 || w.exec.AppliedHash == nil:
