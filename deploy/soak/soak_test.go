@@ -765,6 +765,64 @@ func (s *soak) settle(t *testing.T, within time.Duration) {
 	t.Logf("runs still in progress after %s of settling", within)
 }
 
+// vmidHistory says, for an orphaned VM, which executions had its VM id, in which states, and
+// the steps that built or destroyed them: where to look for the path that left it.
+func (s *soak) vmidHistory(vmid int) string {
+	ctx := context.Background()
+	var b strings.Builder
+	rows, err := s.lab.API.DB.Query(ctx, `SELECT x.id::text, s.name, s.state, x.job || '[' || x.index || ']', x.state, COALESCE(x.vm_name, ''),
+		x.applied_hash IS NOT NULL, EXISTS (SELECT 1 FROM vm_ids v WHERE v.execution_id = x.id)
+		FROM executions x JOIN stacks s ON s.id = x.stack_id WHERE x.vmid = $1 ORDER BY x.created_at`, vmid)
+	if err != nil {
+		return fmt.Sprintf("history: %v", err)
+	}
+	type ex struct{ id, line string }
+	var exs []ex
+	for rows.Next() {
+		var id, stack, stackState, job, state, name string
+		var applied, held bool
+		_ = rows.Scan(&id, &stack, &stackState, &job, &state, &name, &applied, &held)
+		exs = append(exs, ex{id, fmt.Sprintf("execution %s of stack %s (%s): %s %s, vm_name %q, applied %t, vm id held %t",
+			job, stack, stackState, id, state, name, applied, held)})
+	}
+	rows.Close()
+	if len(exs) == 0 {
+		return "no execution ever had this VM id"
+	}
+	for _, e := range exs {
+		b.WriteString("\n\t" + e.line)
+		steps, err := s.lab.API.DB.Query(ctx, `SELECT r.kind, r.state, st.kind, st.state, st.attempt, COALESCE(st.error, ''),
+			to_char(st.started_at, 'HH24:MI:SS'), to_char(st.finished_at, 'HH24:MI:SS')
+			FROM steps st JOIN runs r ON r.id = st.run_id WHERE st.execution_id = $1 ORDER BY r.created_at, st.position`, e.id)
+		if err != nil {
+			continue
+		}
+		for steps.Next() {
+			var runKind, runState, kind, state, stepErr string
+			var attempt int
+			var started, finished *string
+			_ = steps.Scan(&runKind, &runState, &kind, &state, &attempt, &stepErr, &started, &finished)
+			fmt.Fprintf(&b, "\n\t\t%s run (%s): %s step %s, attempt %d, %s–%s %s", runKind, runState, kind, state, attempt,
+				deref(started), deref(finished), firstLine(stepErr))
+		}
+		steps.Close()
+	}
+	return b.String()
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return "?"
+	}
+	return *p
+}
+
+// firstLine is the first line of a step's error.
+func firstLine(err string) string {
+	first, _, _ := strings.Cut(err, "\n")
+	return first
+}
+
 // check verifies the invariants and fails the test on each one broken.
 func (s *soak) check(t *testing.T) {
 	ctx := context.Background()
@@ -814,10 +872,12 @@ func (s *soak) check(t *testing.T) {
 		t.Errorf("ISOs left busy: %v", busyISOs)
 	}
 
-	// One VM per active execution that has one, and no VM that no execution owns.
+	// One VM per execution that has one and is not removed, and no VM that no such execution
+	// owns. An execution an edit is removing ('removing') keeps its VM until its destroy
+	// succeeds: a failed or canceled removal leaves it, owned and known, for the next one.
 	want := map[int]string{}
 	rows, _ = db.Query(ctx, `SELECT x.vmid, s.name || ' ' || x.job || '[' || x.index || ']' FROM executions x JOIN stacks s ON s.id = x.stack_id
-		WHERE x.vmid IS NOT NULL AND x.state = 'active' AND s.state <> 'removed'`)
+		WHERE x.vmid IS NOT NULL AND x.state <> 'removed' AND s.state <> 'removed'`)
 	for rows.Next() {
 		var vmid int
 		var name string
@@ -832,7 +892,7 @@ func (s *soak) check(t *testing.T) {
 		}
 		have[vm.VMID] = true
 		if _, ok := want[vm.VMID]; !ok {
-			t.Errorf("orphaned VM %d %q (no active execution owns it)", vm.VMID, vm.Name)
+			t.Errorf("orphaned VM %d %q (no execution that is not removed owns it); %s", vm.VMID, vm.Name, s.vmidHistory(vm.VMID))
 		}
 	}
 	for vmid, name := range want {

@@ -6,7 +6,9 @@
 // uploads it to the node over SFTP (pinned host key), runs terraform apply, releases the gate
 // once Terraform has exited, and then runs the job's scripts over SSH on the new machine (its
 // host key pinned through cloud-init). A destroy runs the cleanup scripts, then terraform
-// destroy, and frees the execution's address and VM id.
+// destroy, then deletes the execution's VM itself if Proxmox still has it (an apply cut off
+// before Terraform saved its state made a VM no state records), and frees the execution's
+// address and VM id.
 //
 // The steps of action runs are the action:run task's (Actions): a script action's runs its
 // script on one machine like a job's scripts; a terraform action's applies the action's module
