@@ -100,7 +100,7 @@ func run(cfg config.Config, log *slog.Logger) error {
 	}
 	logs := logstream.New(rdb, pool, logstream.Config{Prefix: cfg.Namespace, MaxLen: cfg.LogMaxLen, Retention: cfg.LogRetention})
 	w, err := worker.New(worker.Config{DB: pool, Redis: rdb, Box: box, Log: log, Namespace: cfg.Namespace,
-		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, DriftInterval: cfg.DriftInterval, Heartbeat: cfg.StepHeartbeat, VMSSHPort: cfg.VMSSHPort, Git: git,
+		Concurrency: cfg.WorkerConcurrency, ReconcileInterval: cfg.ReconcileInterval, DriftInterval: cfg.DriftInterval, DriftSweepIntervals: cfg.DriftSweepIntervals, Heartbeat: cfg.StepHeartbeat, VMSSHPort: cfg.VMSSHPort, Git: git,
 		LogClient: logs, EventsMaxLen: cfg.EventsMaxLen,
 		ISODownloadAttempts: cfg.ISODownloadAttempts, ISORetryBackoff: cfg.ISORetryBackoff, ProxmoxTaskPoll: cfg.ProxmoxTaskPoll,
 		Webhooks:           notify.Config{Guard: notify.Guard{Allow: cfg.WebhookAllowCIDRs}, Timeout: cfg.WebhookTimeout, ConsoleURL: cfg.ConsoleURL},

@@ -25,6 +25,8 @@ type catalogue struct {
 	bridges map[uuid.UUID]string
 	// nagios is the environment's Nagios server, if it has one.
 	nagios *horizon.NagiosServer
+	// quota is the team's quota in env and what its other stacks use, read with env.
+	quota store.QuotaInEnvironment
 }
 
 // loadBridges reads which bridge each execution's address plugs its machine into, for the
@@ -50,12 +52,14 @@ func (c *catalogue) bridgePath(e horizon.Execution) string {
 	return "/sdn/zones/localnetwork/" + c.bridges[*e.Config.AddressID]
 }
 
-func loadCatalogue(ctx context.Context, q store.Querier, envID, team uuid.UUID) (*catalogue, error) {
-	env, err := store.EnvironmentGet(ctx, q, envID)
+// loadCatalogue reads environment envID as a change of stack (uuid.Nil for a new one) of team
+// sees it, its team's quota and what the team's other stacks use included.
+func loadCatalogue(ctx context.Context, q store.Querier, envID, team, stack uuid.UUID) (*catalogue, error) {
+	env, qe, err := store.EnvironmentWithQuota(ctx, q, envID, team, stack)
 	if err != nil {
 		return nil, err
 	}
-	c := &catalogue{team: team, env: env, servers: map[uuid.UUID]*horizon.ProxmoxServer{}, networks: map[uuid.UUID]bool{}}
+	c := &catalogue{team: team, env: env, quota: qe, servers: map[uuid.UUID]*horizon.ProxmoxServer{}, networks: map[uuid.UUID]bool{}}
 	for _, id := range env.ProxmoxServerIDs {
 		s, err := store.ProxmoxServerGet(ctx, q, id)
 		if err != nil {

@@ -65,7 +65,7 @@ func Create(d api.Deps) fiber.Handler {
 			if err != nil {
 				return err
 			}
-			cat, err := loadCatalogue(ctx, tx, r.Body.EnvironmentID, r.Body.TeamID)
+			cat, err := loadCatalogue(ctx, tx, r.Body.EnvironmentID, r.Body.TeamID, uuid.Nil)
 			if errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Invalid("environment_id", "is not an environment")
 			}

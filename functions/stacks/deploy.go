@@ -35,7 +35,7 @@ func Deploy(d api.Deps) fiber.Handler {
 		if err := deployable(ctx, d.DB, l.stack); err != nil {
 			return err
 		}
-		cat, err := loadCatalogue(ctx, d.DB, l.stack.EnvironmentID, l.stack.TeamID)
+		cat, err := loadCatalogue(ctx, d.DB, l.stack.EnvironmentID, l.stack.TeamID, l.stack.ID)
 		if err != nil {
 			return err
 		}

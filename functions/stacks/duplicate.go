@@ -75,7 +75,7 @@ func Duplicate(d api.Deps) fiber.Handler {
 					notCopied = append(notCopied, left...)
 				}
 			}
-			cat, err := loadCatalogue(ctx, tx, stack.EnvironmentID, stack.TeamID)
+			cat, err := loadCatalogue(ctx, tx, stack.EnvironmentID, stack.TeamID, stack.ID)
 			if err != nil {
 				return err
 			}

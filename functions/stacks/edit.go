@@ -56,7 +56,7 @@ func planEdit(ctx context.Context, q store.Querier, d api.Deps, who auth.Princip
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	cat, err := loadCatalogue(ctx, q, l.stack.EnvironmentID, l.stack.TeamID)
+	cat, err := loadCatalogue(ctx, q, l.stack.EnvironmentID, l.stack.TeamID, l.stack.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +74,7 @@ func planEdit(ctx context.Context, q store.Querier, d api.Deps, who auth.Princip
 	if ed.problems, err = problems(ctx, q, ed.def, ed.result(), cat); err != nil {
 		return nil, err
 	}
-	over, err := quotaProblems(ctx, q, l.stack, cat.env.Name, editItems(ed))
-	if err != nil {
-		return nil, err
-	}
-	ed.problems = append(ed.problems, over...)
+	ed.problems = append(ed.problems, quotaProblems(cat, editItems(ed))...)
 	return ed, nil
 }
 

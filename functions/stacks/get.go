@@ -39,7 +39,7 @@ func detail(ctx context.Context, q store.Querier, l *loaded, can horizon.Capabil
 	}
 	var probs []horizon.FieldError
 	if l.stack.State == horizon.StackDraft || l.stack.State == horizon.StackFailed {
-		cat, err := loadCatalogue(ctx, q, l.stack.EnvironmentID, l.stack.TeamID)
+		cat, err := loadCatalogue(ctx, q, l.stack.EnvironmentID, l.stack.TeamID, l.stack.ID)
 		if err != nil {
 			return Stack{}, err
 		}

@@ -85,15 +85,18 @@ func editItems(ed *edit) []quota.Item {
 	return items
 }
 
-// quotaProblems checks a change of stack s against its team's quota, outside any transaction:
-// for the preflight, the plan and a draft's problems, which report it with the rest. The
-// transaction that starts the run checks again under the quota's lock (enforceQuota).
-func quotaProblems(ctx context.Context, q store.Querier, s horizon.Stack, envName string, items []quota.Item) ([]horizon.FieldError, error) {
-	qt, err := store.QuotaGet(ctx, q, s.TeamID)
-	if err != nil {
-		return nil, err
+// quotaProblems checks a change of a stack against its team's quota, outside any transaction:
+// for the preflight, the plan and a draft's problems, which report it with the rest. The quota
+// and what the team's other stacks use came with the catalogue's environment (one statement,
+// no round trip of its own); the transaction that starts the run checks again under the
+// quota's lock (enforceQuota).
+func quotaProblems(cat *catalogue, items []quota.Item) []horizon.FieldError {
+	qe := cat.quota
+	if qe.Quota.Unlimited() || !grows(quota.Delta(items)) {
+		return nil
 	}
-	return checkQuota(ctx, q, qt, s, envName, items)
+	others := quota.Usage{Total: qe.Used, Environments: map[uuid.UUID]horizon.Resources{cat.env.ID: qe.UsedInEnvironment}}
+	return quota.Check(qe.Quota, others, cat.env.ID, cat.env.Name, items)
 }
 
 // enforceQuota checks a change of stack s in the transaction that writes its run, holding
@@ -136,9 +139,5 @@ func deployProblems(ctx context.Context, q store.Querier, l *loaded, cat *catalo
 	if err != nil {
 		return nil, err
 	}
-	over, err := quotaProblems(ctx, q, l.stack, cat.env.Name, deployItems(l))
-	if err != nil {
-		return nil, err
-	}
-	return append(probs, over...), nil
+	return append(probs, quotaProblems(cat, deployItems(l))...), nil
 }

@@ -141,7 +141,7 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	if req.EnvironmentID != nil {
 		envID = *req.EnvironmentID
 	}
-	cat, err := loadCatalogue(ctx, tx, envID, l.stack.TeamID)
+	cat, err := loadCatalogue(ctx, tx, envID, l.stack.TeamID, l.stack.ID)
 	if errors.Is(err, horizon.ErrNotFound) {
 		return nil, horizon.Invalid("environment_id", "is not an environment")
 	}

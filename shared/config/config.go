@@ -80,6 +80,10 @@ type Config struct {
 	// DriftInterval (HORIZON_DRIFT_INTERVAL, default 5m): how often every Proxmox server's
 	// machines are compared with what Horizon set on them (workers/drift).
 	DriftInterval time.Duration
+	// DriftSweepIntervals (HORIZON_DRIFT_SWEEP_INTERVALS, default 1): every machine's config
+	// is read at least once every this many drift intervals; 1 finds a change only a config
+	// shows (a NIC, onboot, a cloud-init key) by the next check, more reads fewer configs.
+	DriftSweepIntervals int
 	// TerraformBin (HORIZON_TERRAFORM_BIN, default: terraform, else tofu, on PATH): the
 	// Terraform-compatible binary the workers run.
 	TerraformBin string
@@ -173,25 +177,26 @@ type Config struct {
 func Load(lookup func(string) (string, bool)) (Config, error) {
 	l := loader{lookup: lookup}
 	c := Config{
-		DatabaseURL:       l.required("HORIZON_DATABASE_URL"),
-		RedisURL:          l.required("HORIZON_REDIS_URL"),
-		Listen:            l.str("HORIZON_LISTEN", "127.0.0.1:8080"),
-		WorkersListen:     l.str("HORIZON_WORKERS_LISTEN", "127.0.0.1:8081"),
-		LogFormat:         l.oneOf("HORIZON_LOG_FORMAT", "json", "json", "text"),
-		LogLevel:          l.oneOf("HORIZON_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
-		RequestTimeout:    l.duration("HORIZON_REQUEST_TIMEOUT", 30*time.Second),
-		Namespace:         l.str("HORIZON_NAMESPACE", "horizon"),
-		WorkerConcurrency: l.positiveInt("HORIZON_WORKER_CONCURRENCY", 10),
-		ReconcileInterval: l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
-		DriftInterval:     l.duration("HORIZON_DRIFT_INTERVAL", 5*time.Minute),
-		AuthCacheTTL:      l.durationOrZero("HORIZON_AUTH_CACHE_TTL", 5*time.Second),
-		GitCacheDir:       l.str("HORIZON_GIT_CACHE_DIR", filepath.Join(".data", "git")),
-		TerraformBin:      l.str("HORIZON_TERRAFORM_BIN", ""),
-		WorkDir:           l.str("HORIZON_WORK_DIR", ""),
-		PluginCacheDir:    l.str("HORIZON_PLUGIN_CACHE_DIR", ""),
-		StepHeartbeat:     l.duration("HORIZON_STEP_HEARTBEAT", 10*time.Second),
-		VMSSHPort:         l.positiveInt("HORIZON_VM_SSH_PORT", 22),
-		GitCAFile:         l.str("HORIZON_GIT_CA_FILE", ""),
+		DatabaseURL:         l.required("HORIZON_DATABASE_URL"),
+		RedisURL:            l.required("HORIZON_REDIS_URL"),
+		Listen:              l.str("HORIZON_LISTEN", "127.0.0.1:8080"),
+		WorkersListen:       l.str("HORIZON_WORKERS_LISTEN", "127.0.0.1:8081"),
+		LogFormat:           l.oneOf("HORIZON_LOG_FORMAT", "json", "json", "text"),
+		LogLevel:            l.oneOf("HORIZON_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		RequestTimeout:      l.duration("HORIZON_REQUEST_TIMEOUT", 30*time.Second),
+		Namespace:           l.str("HORIZON_NAMESPACE", "horizon"),
+		WorkerConcurrency:   l.positiveInt("HORIZON_WORKER_CONCURRENCY", 10),
+		ReconcileInterval:   l.duration("HORIZON_RECONCILE_INTERVAL", 30*time.Second),
+		DriftInterval:       l.duration("HORIZON_DRIFT_INTERVAL", 5*time.Minute),
+		DriftSweepIntervals: l.positiveInt("HORIZON_DRIFT_SWEEP_INTERVALS", 1),
+		AuthCacheTTL:        l.durationOrZero("HORIZON_AUTH_CACHE_TTL", 5*time.Second),
+		GitCacheDir:         l.str("HORIZON_GIT_CACHE_DIR", filepath.Join(".data", "git")),
+		TerraformBin:        l.str("HORIZON_TERRAFORM_BIN", ""),
+		WorkDir:             l.str("HORIZON_WORK_DIR", ""),
+		PluginCacheDir:      l.str("HORIZON_PLUGIN_CACHE_DIR", ""),
+		StepHeartbeat:       l.duration("HORIZON_STEP_HEARTBEAT", 10*time.Second),
+		VMSSHPort:           l.positiveInt("HORIZON_VM_SSH_PORT", 22),
+		GitCAFile:           l.str("HORIZON_GIT_CA_FILE", ""),
 
 		ISODownloadAttempts: l.positiveInt("HORIZON_ISO_DOWNLOAD_ATTEMPTS", 3),
 		ISORetryBackoff:     l.duration("HORIZON_ISO_RETRY_BACKOFF", 10*time.Second),

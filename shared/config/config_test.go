@@ -25,7 +25,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.Listen != "127.0.0.1:8080" || c.LogFormat != "json" || c.LogLevel != "info" || c.RequestTimeout != 30*time.Second ||
 		c.RateLimit != 1200 || c.RateWindow != time.Minute || c.Namespace != "horizon" || len(c.SecretKey) != 32 ||
-		c.GitCacheDir != ".data/git" || c.GitCAFile != "" {
+		c.GitCacheDir != ".data/git" || c.GitCAFile != "" || c.DriftSweepIntervals != 1 {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -41,12 +41,13 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 		"HORIZON_CORS_ORIGINS":          "https://ok.example.org,ftp://bad",
 		"HORIZON_RATE_LIMIT":            "lots",
 		"HORIZON_REQUEST_TIMEOUT":       "-1s",
+		"HORIZON_DRIFT_SWEEP_INTERVALS": "0",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, name := range []string{"HORIZON_DATABASE_URL", "HORIZON_REDIS_URL", "HORIZON_SECRET_KEY", "HORIZON_LISTEN", "HORIZON_LOG_FORMAT",
-		"HORIZON_BOOTSTRAP_ADMIN_TOKEN", "HORIZON_CORS_ORIGINS", "HORIZON_RATE_LIMIT", "HORIZON_REQUEST_TIMEOUT"} {
+		"HORIZON_BOOTSTRAP_ADMIN_TOKEN", "HORIZON_CORS_ORIGINS", "HORIZON_RATE_LIMIT", "HORIZON_REQUEST_TIMEOUT", "HORIZON_DRIFT_SWEEP_INTERVALS"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("the error does not mention %s: %v", name, err)
 		}

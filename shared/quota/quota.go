@@ -22,6 +22,10 @@
 //     (store.QuotaLock) in the transaction that writes its run and counts again there, so of
 //     two requests racing for the last of a quota exactly one wins. A team without a quota
 //     has nothing to lock and nothing to check.
+//   - The preflight's check, before that transaction, costs no round trip: the quota and the
+//     SUM come with the environment the preflight reads anyway (store.EnvironmentWithQuota),
+//     the SUM only when the team has a quota. The locked re-check cannot be folded so: a SUM
+//     in the statement that takes the lock would read from before the lock was granted.
 package quota
 
 import (

@@ -226,6 +226,7 @@ func TestCountLeavesOutWhatDoesNotCount(t *testing.T) {
 	ctx := context.Background()
 	db := testkit.DB(t)
 	team, stacks := seed(t, db, 4)
+	all := stacks
 	for _, q := range []string{
 		`UPDATE stacks SET state = 'draft' WHERE id = $1`,
 		`UPDATE stacks SET state = 'removed' WHERE id = $1`,
@@ -244,6 +245,36 @@ func TestCountLeavesOutWhatDoesNotCount(t *testing.T) {
 	// Left: the removing stack's two executions and the one left of the third: 3 machines of 2 vCPUs.
 	if want := (horizon.Resources{Machines: 3, VCPUs: 6}); u.Total != want {
 		t.Errorf("Count %+v, want %+v", u.Total, want)
+	}
+
+	// The preflight's read (the environment with the quota, one statement) counts the same
+	// once the team has a quota, leaves out the stack changed, and counts nothing without one.
+	var env uuid.UUID
+	if err := db.QueryRow(ctx, `SELECT environment_id FROM stacks WHERE id = $1`, all[0]).Scan(&env); err != nil {
+		t.Fatal(err)
+	}
+	if _, qe, err := store.EnvironmentWithQuota(ctx, db, env, team, uuid.Nil); err != nil || !qe.Quota.Unlimited() || qe.Used != (horizon.Resources{}) {
+		t.Fatalf("no quota: %+v, %v", qe, err)
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO team_quotas (team_id, machines) VALUES ($1, 10)`, team); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO team_environment_quotas (team_id, environment_id, vcpus) VALUES ($1, $2, 8)`, team, env); err != nil {
+		t.Fatal(err)
+	}
+	for _, except := range []uuid.UUID{uuid.Nil, all[3]} { // all[3] counts: leaving it out changes the sum
+		u, err := quota.Count(ctx, db, team, except)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, qe, err := store.EnvironmentWithQuota(ctx, db, env, team, except)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.ID != env || qe.Used != u.Total || qe.UsedInEnvironment != u.Environments[env] ||
+			*qe.Quota.Limits.Machines != 10 || *qe.Quota.Environments[env].VCPUs != 8 {
+			t.Errorf("except %s: environment %s, %+v; Count %+v", except, e.ID, qe, u)
+		}
 	}
 }
 

@@ -6,16 +6,23 @@
 // Decisions a newcomer would otherwise rediscover:
 //
 //   - Cost per check of a server: one GET /cluster/resources?type=vm, one task-log read per
-//     node that holds a checked machine (PVE has no cluster-wide task listing), and one config
-//     read per machine whose listing row shows memory, CPUs or the boot disk changed, whose
-//     node's task log names it (qmconfig, resize, a snapshot rollback, migration…), that has an
-//     open config finding, or that the rolling sweep reaches. PVE shows a config's digest only in the
-//     config itself, and a synchronous config edit (PUT …/config, what the web UI's hardware
-//     and options panels do) leaves no task; the sweep reads the configs not read for longest,
-//     ceil(machines / Sweep) per check, so every config is read at least once every Sweep
-//     checks (default 12: hourly at the default 5-minute interval). An edit of a key the
-//     listing does not reflect (a NIC's bridge, onboot, a cloud-init key) made that way is
-//     therefore found within Sweep intervals, not one.
+//     node that holds a checked machine (PVE has no cluster-wide task listing), and a config
+//     read per machine the sweep reaches — by default every machine, every check. PVE shows a
+//     config's digest only in the config itself, and a synchronous config edit (PUT …/config,
+//     what the web UI's hardware and options panels do) leaves no task and changes nothing in
+//     the listing when it touches a NIC, onboot, boot order, a cloud-init key or a non-boot
+//     disk: only reading the config finds it. The sweep reads the configs not read for
+//     longest, ceil(machines / Sweep) per check, so every config is read at least once every
+//     Sweep checks (HORIZON_DRIFT_SWEEP_INTERVALS, default 1: such an edit is found by the
+//     next check). An operator may raise Sweep to read fewer configs per check; machines
+//     whose listing row shows memory, CPUs or the boot disk changed, whose node's task log
+//     names them (qmconfig, resize, a snapshot rollback, migration…) or that have an open
+//     config finding are read every check whatever Sweep is, and first.
+//   - A periodic check spreads its config reads over Spread (the worker sets half the drift
+//     interval, at most half the check's timeout), node by node, with at most PerNode at a
+//     time on each node: 3 000 machines are 1 000 reads per cluster over minutes, not a burst
+//     on pveproxy. The findings are recorded when the last read is done. An on-demand check
+//     (POST /v1/stacks/{id}/drift-check) is not spread: an operator waits for it.
 //   - Nothing is ever written to Proxmox: every call is a GET (shared/drift.API has no other).
 //   - A server that does not answer fails the check: the failure is recorded on the server's
 //     drift_checks row, and no finding is raised or cleared (no false "missing"). A machine
@@ -26,8 +33,6 @@
 //   - Paused stacks: a stack with a run in progress or whose last run failed is not compared
 //     (HCP's rule) unless an operator asked for it by POST /v1/stacks/{id}/drift-check, which
 //     still waits for a run in progress to end.
-//   - Config reads run at most PerNode at a time on each node, so a check never floods one
-//     node's pveproxy.
 //   - Events: stack.drift.found when a stack goes from no unaccepted finding to some,
 //     stack.drift.cleared back; published after the transaction that records them.
 package drift
@@ -62,8 +67,12 @@ type Checker struct {
 	Box    *secrets.Box
 	Events *events.Publisher
 	Log    *slog.Logger
-	// Sweep: every machine's config is read at least once every Sweep checks (default 12).
+	// Sweep: every machine's config is read at least once every Sweep checks (default 1: every
+	// check reads every config).
 	Sweep int
+	// Spread: a periodic check (no stacks asked for) starts its config reads on each node
+	// evenly over Spread (0: as fast as PerNode allows).
+	Spread time.Duration
 	// PerNode bounds the concurrent config and task-log reads on one node (default 2).
 	PerNode int
 	// Client returns the API of a server; nil: proxmox.ForServer (the benchmark counts calls).
@@ -181,13 +190,19 @@ func (c *Checker) check(ctx context.Context, server uuid.UUID, also []uuid.UUID,
 	if err != nil {
 		return nil, err
 	}
-	mustRead := map[uuid.UUID]bool{}
-	for _, id := range append(open, sweep...) {
-		mustRead[id] = true
+	urgent := map[uuid.UUID]bool{}
+	for _, id := range open {
+		urgent[id] = true
+	}
+	swept := map[uuid.UUID]int{}
+	for i, id := range sweep {
+		swept[id] = i
 	}
 
 	outcomes := make([]*outcome, 0, len(recs))
+	// A machine with a sign of change is read first; then the sweep's, oldest read first.
 	var reads []*outcome
+	sweepReads := make([]*outcome, len(sweep))
 	for _, rec := range recs {
 		row := rows[rec.VMID]
 		l := drift.CompareListing(rec, row)
@@ -200,12 +215,23 @@ func (c *Checker) check(ctx context.Context, server uuid.UUID, also []uuid.UUID,
 			o.scope = store.DriftScopeAll // gone: no config finding can stand
 			continue
 		}
-		if l.ReadConfig || mustRead[rec.ExecutionID] || tasksFailed[row.Node] ||
+		if l.ReadConfig || urgent[rec.ExecutionID] || tasksFailed[row.Node] ||
 			drift.Mentions(tasks[row.Node], rec) || drift.Mentions(tasks[rec.Node], rec) {
+			reads = append(reads, o)
+		} else if i, ok := swept[rec.ExecutionID]; ok {
+			sweepReads[i] = o
+		}
+	}
+	for _, o := range sweepReads {
+		if o != nil {
 			reads = append(reads, o)
 		}
 	}
-	c.readConfigs(ctx, api, rows, reads, res)
+	var spread time.Duration
+	if len(also) == 0 {
+		spread = c.Spread
+	}
+	c.readConfigs(ctx, api, rows, reads, spread, res)
 	for _, o := range outcomes {
 		row := rows[o.rec.VMID]
 		var nodeTasks []drift.Task
@@ -248,34 +274,63 @@ func (c *Checker) readTasks(ctx context.Context, api drift.API, nodes map[string
 	return tasks, failed
 }
 
-// readConfigs reads the configs of outs, at most PerNode at a time per node, and compares them.
-// A machine whose config cannot be read keeps the listing's scope: its config findings stay.
-func (c *Checker) readConfigs(ctx context.Context, api drift.API, rows map[int]*drift.Resource, outs []*outcome, res *Result) {
-	sems := map[string]chan struct{}{}
+// readConfigs reads the configs of outs and compares them: on each node in the order of outs, at
+// most PerNode at a time, the i-th of a node's k reads starting no earlier than i/k of spread
+// after the first. A machine whose config cannot be read keeps the listing's scope: its config
+// findings stay.
+func (c *Checker) readConfigs(ctx context.Context, api drift.API, rows map[int]*drift.Resource, outs []*outcome, spread time.Duration, res *Result) {
+	byNode := map[string][]*outcome{}
 	for _, o := range outs {
-		if node := rows[o.rec.VMID].Node; sems[node] == nil {
-			sems[node] = make(chan struct{}, c.perNode())
-		}
+		node := rows[o.rec.VMID].Node
+		byNode[node] = append(byNode[node], o)
 	}
+	res.ConfigReads += len(outs)
+	start := time.Now()
 	var wg sync.WaitGroup
-	for _, o := range outs {
-		row := rows[o.rec.VMID]
-		res.ConfigReads++
+	for node, list := range byNode {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sems[row.Node] <- struct{}{}
-			defer func() { <-sems[row.Node] }()
-			raw, err := drift.ReadConfig(ctx, api, row.Node, o.rec.VMID)
-			if err != nil {
-				return
+			sem := make(chan struct{}, c.perNode())
+			var reads sync.WaitGroup
+			defer reads.Wait()
+			for i, o := range list {
+				if spread > 0 && !sleepUntil(ctx, start.Add(spread*time.Duration(i)/time.Duration(len(list)))) {
+					return // the check's time is up: the rest keep their config findings
+				}
+				sem <- struct{}{}
+				reads.Add(1)
+				go func() {
+					defer reads.Done()
+					defer func() { <-sem }()
+					raw, err := drift.ReadConfig(ctx, api, node, o.rec.VMID)
+					if err != nil {
+						return
+					}
+					o.scope = store.DriftScopeAll
+					o.digest, _ = raw["digest"].(string)
+					o.findings = append(o.findings, drift.CompareConfig(o.rec, raw)...)
+				}()
 			}
-			o.scope = store.DriftScopeAll
-			o.digest, _ = raw["digest"].(string)
-			o.findings = append(o.findings, drift.CompareConfig(o.rec, raw)...)
 		}()
 	}
 	wg.Wait()
+}
+
+// sleepUntil waits until t; false when ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // record writes the outcomes stack by stack, each in its own transaction, then announces the
@@ -360,7 +415,7 @@ func (c *Checker) sweep() int {
 	if c.Sweep > 0 {
 		return c.Sweep
 	}
-	return 12
+	return 1
 }
 
 func (c *Checker) perNode() int {

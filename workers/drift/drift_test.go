@@ -4,16 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"horizon/deploy/sandbox/estate"
 	"horizon/deploy/sandbox/pve"
 	"horizon/deploy/sandbox/pve/pvetest"
 	"horizon/shared/drift"
-	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
 	"horizon/shared/secrets"
 	"horizon/shared/store"
@@ -21,9 +22,9 @@ import (
 	driftcheck "horizon/workers/drift"
 )
 
-// estate is n deployed stacks of one VM each on the in-process sandbox, recorded as an apply
-// records them (shared/drift.CaptureRecord's fields), and a checker of the server.
-type estate struct {
+// fixture is n deployed stacks of one VM each on the in-process sandbox (deploy/sandbox/estate)
+// and a checker of the server.
+type fixture struct {
 	t       *testing.T
 	db      *pgxpool.Pool
 	api     *proxmox.Client
@@ -35,62 +36,26 @@ type estate struct {
 	nodes   []string
 }
 
-func newEstate(t *testing.T, n int) *estate {
+func newEstate(t *testing.T, n int) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	sb := pvetest.Start(t, func(c *pve.Config) { c.TaskDuration = 0 })
-	e := &estate{t: t, db: testkit.DB(t), cluster: sb.Cluster("demo")}
+	e := &fixture{t: t, db: testkit.DB(t), cluster: sb.Cluster("demo")}
 	key := make([]byte, secrets.KeySize)
 	_, _ = rand.Read(key)
 	box, err := secrets.NewBox(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := e.cluster
-	e.api, err = proxmox.New(proxmox.Config{URL: c.URL(), TokenID: c.TokenID(), TokenSecret: secrets.Value(c.TokenSecret()), Fingerprint: c.CertFingerprint()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var team, env uuid.UUID
-	if err := e.db.QueryRow(ctx, `INSERT INTO teams (name) VALUES ('ops') RETURNING id`).Scan(&team); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.db.QueryRow(ctx, `INSERT INTO environments (name) VALUES ('lab') RETURNING id`).Scan(&env); err != nil {
-		t.Fatal(err)
-	}
-	tmpl, _, err := store.TemplateCreate(ctx, e.db, horizon.Template{Name: "vm", Active: true},
-		horizon.TemplateVersion{Definition: []byte(`{"name":"vm","phases":[]}`), DefinitionHash: "drift", JobCommits: map[string]string{}, Modules: []byte(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.db.QueryRow(ctx, `INSERT INTO proxmox_servers (name, api_url, token_id, token_secret, tls_fingerprint, ssh_user, ssh_private_key, ssh_public_key)
-		VALUES ('demo', $1, $2, $3, $4, 'root', '\x00', '') RETURNING id`, c.URL(), c.TokenID(),
-		box.SealString(horizon.PurposeProxmoxTokenSecret, c.TokenSecret()), c.CertFingerprint()).Scan(&e.server); err != nil {
-		t.Fatal(err)
-	}
 	prefix := testkit.LoopbackNet(t) // started VMs serve SSH on their addresses
-	for i := range n {
-		var stack, exec uuid.UUID
-		if err := e.db.QueryRow(ctx, `INSERT INTO stacks (team_id, name, environment_id, template_id, template_version, state, deployed_at)
-			VALUES ($1, $2, $3, $4, 1, 'deployed', now()) RETURNING id`, team, fmt.Sprintf("stack-%d", i), env, tmpl.ID).Scan(&stack); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.db.QueryRow(ctx, `INSERT INTO executions (stack_id, job, index, commit) VALUES ($1, 'vm', 0, 'c') RETURNING id`, stack).Scan(&exec); err != nil {
-			t.Fatal(err)
-		}
-		vmid, node, name := 100+i, fmt.Sprintf("pve%d", 1+i%3), fmt.Sprintf("vm-%d", i)
-		e.task("POST", "/nodes/"+node+"/qemu", map[string]any{"vmid": vmid, "name": name, "memory": 512, "cores": 1,
-			"net0": "virtio,bridge=vmbr0", "tags": "horizon", "scsi0": "local-lvm:1", "ipconfig0": fmt.Sprintf("ip=%s.%d/24,gw=%s.1", prefix, 10+i, prefix),
-			"start": 1, "pool": "dev"})
-		rec, err := drift.CaptureRecord(ctx, e.api, drift.Record{ExecutionID: exec, StackID: stack, ServerID: e.server, VMID: vmid, Node: node, Name: name,
-			Tags: []string{"horizon"}, Pool: "dev", Status: "running"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := store.VMRecordPut(ctx, e.db, rec, nil); err != nil {
-			t.Fatal(err)
-		}
-		e.stacks, e.vmids, e.nodes = append(e.stacks, stack), append(e.vmids, vmid), append(e.nodes, node)
+	built, err := estate.Build(ctx, e.db, box, []*pve.Cluster{e.cluster}, estate.Options{Stacks: n,
+		IPConfig: func(i int) string { return fmt.Sprintf("ip=%s.%d/24,gw=%s.1", prefix, 10+i, prefix) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api, e.server, e.stacks = built.APIs[0], built.Servers[0], built.Stacks
+	for _, m := range built.Machines {
+		e.vmids, e.nodes = append(e.vmids, m.VMID), append(e.nodes, m.Node)
 	}
 	// Task start times have a resolution of a second, and a task of the record's second is
 	// taken for Horizon's own (drift.Mentions): what the tests do behind Horizon's back starts
@@ -101,7 +66,7 @@ func newEstate(t *testing.T, n int) *estate {
 }
 
 // task runs a PVE call that answers a task and waits for the task to succeed.
-func (e *estate) task(method, path string, body map[string]any) {
+func (e *fixture) task(method, path string, body map[string]any) {
 	e.t.Helper()
 	ctx := context.Background()
 	var upid string
@@ -123,19 +88,19 @@ func (e *estate) task(method, path string, body map[string]any) {
 }
 
 // put edits a VM's config synchronously, as the web UI's hardware and options panels do.
-func (e *estate) put(i int, body map[string]any) {
+func (e *fixture) put(i int, body map[string]any) {
 	e.t.Helper()
 	if err := e.api.Put(context.Background(), fmt.Sprintf("/nodes/%s/qemu/%d/config", e.nodes[i], e.vmids[i]), body, nil); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
-func (e *estate) vmPath(i int) string {
+func (e *fixture) vmPath(i int) string {
 	return fmt.Sprintf("/nodes/%s/qemu/%d", e.nodes[i], e.vmids[i])
 }
 
 // check runs one check of the server and returns the findings it left open.
-func (e *estate) check() (driftcheck.Result, []store.DriftFinding) {
+func (e *fixture) check() (driftcheck.Result, []store.DriftFinding) {
 	e.t.Helper()
 	ctx := context.Background()
 	res, err := e.checker.Check(ctx, e.server, nil)
@@ -181,6 +146,32 @@ func TestHealthyEstateNoFalseAlarm(t *testing.T) {
 	_, open := e.check()
 	if len(open) != 1 || open[0].Path != "memory" || open[0].Kind != drift.Changed || open[0].StackID != e.stacks[11] {
 		t.Fatalf("a memory change behind Horizon's back: %+v", open)
+	}
+}
+
+// TestConfigOnlyEditFoundByNextCheck: a synchronous config edit (PUT …/config, no task) of keys
+// the cluster listing does not reflect — a NIC's bridge, onboot, a cloud-init key — is found
+// by the first check after it, on every machine it touched.
+func TestConfigOnlyEditFoundByNextCheck(t *testing.T) {
+	t.Parallel()
+	e := newEstate(t, 20)
+	for i := range 3 {
+		if _, open := e.check(); len(open) != 0 {
+			t.Fatalf("check %d of a healthy estate: %+v", i+1, open)
+		}
+	}
+	e.put(4, map[string]any{"net0": "virtio,bridge=vmbr1"})
+	e.put(12, map[string]any{"onboot": 0})
+	e.put(17, map[string]any{"ipconfig0": "ip=dhcp"})
+	_, open := e.check()
+	got := map[uuid.UUID][]string{}
+	for _, f := range open {
+		got[f.StackID] = append(got[f.StackID], f.Path)
+		slices.Sort(got[f.StackID])
+	}
+	want := map[uuid.UUID][]string{e.stacks[4]: {"net0.bridge"}, e.stacks[12]: {"onboot"}, e.stacks[17]: {"ipconfig0.gw", "ipconfig0.ip"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the first check after config-only edits found %v, want %v", got, want)
 	}
 }
 

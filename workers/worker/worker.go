@@ -54,6 +54,8 @@ type Config struct {
 	// DriftInterval is the period of the drift pass (default queue.DriftInterval); it is
 	// scheduled with reconcile, so 0 ReconcileInterval disables it too.
 	DriftInterval time.Duration
+	// DriftSweepIntervals: every config is read once every this many drift intervals (default 1).
+	DriftSweepIntervals int
 	// Terraform configures the runner; when its States is nil, New serves the state from DB
 	// (tfstate) on loopback for as long as the workers run.
 	Terraform terraform.Config
@@ -185,7 +187,8 @@ func New(cfg Config) (*Worker, error) {
 	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen})
 	recorder := metrics.NewRecorder(cfg.Redis, cfg.Namespace)
 	w := &Worker{Queues: queues, log: cfg.Log, states: states}
-	w.Drift = &drift.Checker{DB: cfg.DB, Box: cfg.Box, Events: pub, Log: cfg.Log}
+	w.Drift = &drift.Checker{DB: cfg.DB, Box: cfg.Box, Events: pub, Log: cfg.Log, Sweep: cfg.DriftSweepIntervals,
+		Spread: min(cfg.DriftInterval, queue.DriftCheckTimeout) / 2}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	// Every kind of step runs its attempts through the one lifecycle.
 	lifecycle := attempt.Lifecycle{DB: cfg.DB, Redis: cfg.Redis, Gate: g, Logs: cfg.LogClient, Events: pub, Enqueue: enqueue,
