@@ -464,12 +464,17 @@ type makespanResult struct {
 	processes   float64
 }
 
-func makespanOf(b *testing.B, e *engine, clock *tfClock, run uuid.UUID) makespanResult {
+// makespanOf measures runs made at once: from the first accepted to the last finished.
+func makespanOf(b *testing.B, e *engine, clock *tfClock, runs ...uuid.UUID) makespanResult {
 	var created, finished time.Time
-	if err := e.API.DB.QueryRow(context.Background(), `SELECT created_at, finished_at FROM runs WHERE id = $1`, run).Scan(&created, &finished); err != nil {
+	if err := e.API.DB.QueryRow(context.Background(), `SELECT min(created_at), max(finished_at) FROM runs WHERE id = ANY($1)`, runs).Scan(&created, &finished); err != nil {
 		b.Fatal(err)
 	}
-	steps := clock.attribute(b, e.stepsOf(run))
+	var all []stepTimes
+	for _, run := range runs {
+		all = append(all, e.stepsOf(run)...)
+	}
+	steps := clock.attribute(b, all)
 	r := makespanResult{makespan: finished.Sub(created)}
 	byNode := map[string][]stepTimes{}
 	firstStart, lastApply := finished, created
