@@ -27,7 +27,7 @@ func (s *Server) LoseConnectionAt(table string, request func() *Response) *Respo
 	testkit.Eventually(t, 10*time.Second, "no statement of the request waited on "+table, func() bool {
 		var killed bool
 		err := s.DB.QueryRow(ctx, `SELECT coalesce(bool_or(pg_terminate_backend(pid)), false) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%FROM `+table+`%'`).Scan(&killed)
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ~* ('(from|into|update|join)\s+' || $1 || '\M')`, table).Scan(&killed)
 		return err == nil && killed
 	})
 	_ = lock.Rollback(ctx)

@@ -92,3 +92,26 @@ func TestIdempotentResponseThatDoesNotOpenRunsAgain(t *testing.T) {
 		t.Fatalf("the next retry replays the new answer: got %s", third.Body)
 	}
 }
+
+// TestIdempotencyKeyWithTheDatabaseLostIsA503: a request whose claim of its Idempotency-Key
+// loses Postgres (a restart: the soak saw "the database system is starting up") is a 503 the
+// client retries, never a 500; the retry then runs the request once.
+func TestIdempotencyKeyWithTheDatabaseLostIsA503(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, nil)
+	key := map[string]string{"Idempotency-Key": "lost-db"}
+	body := map[string]any{"name": "blue"}
+	r := s.LoseConnectionAt("idempotency_keys", func() *apitest.Response {
+		return s.Do("POST", "/v1/teams", apitest.Req{Body: body, Headers: key})
+	})
+	if r.Status != 503 || r.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("claiming the key with the database lost: %d %s, want 503 problem+json", r.Status, r.Body)
+	}
+	if again := s.Do("POST", "/v1/teams", apitest.Req{Body: body, Headers: key}); again.Status != 201 {
+		t.Fatalf("the client's retry: %d %s, want 201", again.Status, again.Body)
+	}
+	var teams int
+	if err := s.DB.QueryRow(context.Background(), `SELECT count(*) FROM teams WHERE name = 'blue'`).Scan(&teams); err != nil || teams != 1 {
+		t.Fatalf("%d teams named blue (%v), want 1", teams, err)
+	}
+}

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"crypto/sha256"
+	"fmt"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -55,13 +56,15 @@ func Idempotency(d api.Deps) fiber.Handler {
 		purpose := sealPurpose(p.TokenID, key)
 		existing, err := store.IdempotencyBegin(ctx, d.DB, p.TokenID, key, c.Method(), path, hash)
 		if err != nil {
-			return problem.Internal(err)
+			// The error handler tells a database that is down (a 503 the client retries)
+			// from a bug (500).
+			return fmt.Errorf("claim the idempotency key: %w", err)
 		}
 		if existing != nil && existing.Done && string(existing.RequestHash) == string(hash) {
 			if existing.Body, err = d.Box.Open(purpose, existing.Body); err != nil {
 				d.Log.InfoContext(ctx, "stored idempotent response does not open; running the request again", "error", err)
 				if existing, err = reclaim(c, d, p.TokenID, key, path, hash); err != nil {
-					return problem.Internal(err)
+					return fmt.Errorf("claim the idempotency key again: %w", err)
 				}
 			}
 		}
