@@ -74,12 +74,8 @@ func benchAPI(ctx context.Context) error {
 		return err
 	}
 
-	user, err := store.UserCreate(ctx, env.DB, store.NewUser{Name: "bench", Email: "bench@example.org", Role: auth.RoleAdmin, Teams: []uuid.UUID{}})
+	tok, err := benchAdmin(ctx, env)
 	if err != nil {
-		return err
-	}
-	tok := auth.NewToken().Reveal()
-	if _, err := store.TokenCreate(ctx, env.DB, user.ID, "bench", auth.TokenFull, auth.HashToken(tok)); err != nil {
 		return err
 	}
 	netw, err := store.NetworkCreate(ctx, env.DB, horizon.Network{Name: "bench", CIDR: netip.MustParsePrefix("10.0.0.0/8"),
@@ -157,6 +153,17 @@ func serveHorizon(ctx context.Context, env *benchEnv) (string, error) {
 	}
 	go func() { _ = srv.Serve(ctx, ln) }() // runs until the benchmark's process exits
 	return ln.Addr().String(), nil
+}
+
+// benchAdmin makes an admin user and returns a token of theirs.
+func benchAdmin(ctx context.Context, env *benchEnv) (string, error) {
+	user, err := store.UserCreate(ctx, env.DB, store.NewUser{Name: "bench", Email: "bench@example.org", Role: auth.RoleAdmin, Teams: []uuid.UUID{}})
+	if err != nil {
+		return "", err
+	}
+	tok := auth.NewToken().Reveal()
+	_, err = store.TokenCreate(ctx, env.DB, user.ID, "bench", auth.TokenFull, auth.HashToken(tok))
+	return tok, err
 }
 
 func serve(a *fiber.App) (string, error) {

@@ -16,6 +16,7 @@ type request func(i int64, req *fasthttp.Request)
 // result is what one load run measured.
 type result struct {
 	rps      float64
+	n        int64 // requests answered
 	p50, p99 time.Duration
 	errors   int64
 }
@@ -108,7 +109,7 @@ func summarize(per [][]time.Duration, elapsed time.Duration, errs int64) result 
 		all = append(all, l...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	r := result{rps: float64(len(all)) / elapsed.Seconds(), errors: errs}
+	r := result{rps: float64(len(all)) / elapsed.Seconds(), n: int64(len(all)), errors: errs}
 	if len(all) > 0 {
 		r.p50 = all[len(all)/2]
 		r.p99 = all[len(all)*99/100]

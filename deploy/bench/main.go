@@ -3,6 +3,7 @@
 // the ratios mean something on any hardware.
 //
 //	go run ./deploy/bench [api]      # API throughput and latency vs bare Fiber handlers
+//	go run ./deploy/bench stack      # a stack's detail: round trips, saturation, p99 at half of it
 //	go run ./deploy/bench scale      # stack list, detail and reconcile pass: 10 000 stacks vs 100
 //	go run ./deploy/bench quota      # a deploy preflight with quotas on vs off, 1 000 active executions
 //
@@ -29,6 +30,7 @@ func main() {
 	}
 	benches := map[string]func(context.Context) error{
 		"api":   benchAPI,
+		"stack": benchStack,
 		"scale": benchScale,
 		"drift": benchDrift,
 		"quota": benchQuota,

@@ -71,19 +71,15 @@ func toDriftFinding(f store.DriftFinding) DriftFinding {
 // noDrift is the drift of a stack never checked.
 func noDrift() Drift { return Drift{Findings: []DriftFinding{}} }
 
-// stackDrift reads the stack's drift. The caller has checked that the stack is the caller's.
-func stackDrift(ctx context.Context, q store.Querier, stack uuid.UUID) (Drift, error) {
+// toDrift renders a stack's drift findings and last check (store.StackView).
+func toDrift(v store.StackView) Drift {
 	out := noDrift()
-	fs, err := store.DriftFindingsOfStack(ctx, q, stack)
-	if err != nil {
-		return out, err
-	}
-	for _, f := range fs {
+	for _, f := range v.Findings {
 		out.Findings = append(out.Findings, toDriftFinding(f))
 		out.Drifted = out.Drifted || f.AcceptedAt == nil
 	}
-	out.CheckedAt, out.FailedAt, out.CheckError, err = store.DriftCheckOfStack(ctx, q, stack)
-	return out, err
+	out.CheckedAt, out.FailedAt, out.CheckError = v.CheckedAt, v.FailedAt, v.CheckError
+	return out
 }
 
 // DriftCheckAccepted is the answer of POST /v1/stacks/{id}/drift-check.

@@ -2,11 +2,12 @@ package stacks
 
 import (
 	"context"
-	"errors"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"horizon/functions/api"
+	"horizon/shared/auth"
 	"horizon/shared/horizon"
 	"horizon/shared/store"
 )
@@ -15,11 +16,7 @@ import (
 // what can be done to it.
 func Get(d api.Deps) fiber.Handler {
 	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
-		l, err := load(ctx, d.DB, r.Who.Scope(), r.ID, false)
-		if err != nil {
-			return err
-		}
-		out, err := detail(ctx, d.DB, l, capabilities(r.Who))
+		out, err := view(ctx, d.DB, r.Who.Scope(), r.ID, capabilities(r.Who))
 		if err != nil {
 			return err
 		}
@@ -28,13 +25,17 @@ func Get(d api.Deps) fiber.Handler {
 	})
 }
 
-// detail renders a loaded stack with its run in progress and, for drafts and failed stacks,
-// its problems.
-func detail(ctx context.Context, q store.Querier, l *loaded, can horizon.Capabilities) (Stack, error) {
-	var run *horizon.Run
-	if r, err := store.RunActive(ctx, q, store.OfStack(l.stack.ID)); err == nil {
-		run = &r
-	} else if !errors.Is(err, horizon.ErrNotFound) {
+// view reads a stack the scope may see and renders it with its run in progress, its drift and,
+// for drafts and failed stacks, its problems. Postgres is asked once (store.StackViewGet),
+// and once more the first time the process reads the stack's template version (version); a
+// draft's problems read what its answers refer to besides.
+func view(ctx context.Context, q store.Querier, scope auth.Scope, id uuid.UUID, can horizon.Capabilities) (Stack, error) {
+	v, err := store.StackViewGet(ctx, q, scope, id)
+	if err != nil {
+		return Stack{}, err
+	}
+	l := &loaded{stack: v.Stack, execs: v.Executions}
+	if l.version, l.def, err = version(ctx, q, l.stack.TemplateID, l.stack.TemplateVersion); err != nil {
 		return Stack{}, err
 	}
 	var probs []horizon.FieldError
@@ -47,8 +48,7 @@ func detail(ctx context.Context, q store.Querier, l *loaded, can horizon.Capabil
 			return Stack{}, err
 		}
 	}
-	out := toStack(l, run, probs, nil, can)
-	var err error
-	out.Drift, err = stackDrift(ctx, q, l.stack.ID)
-	return out, err
+	out := toStack(l, v.Active, probs, nil, can)
+	out.Drift = toDrift(v)
+	return out, nil
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"horizon/shared/auth"
 	"horizon/shared/horizon"
@@ -42,8 +44,15 @@ func load(ctx context.Context, q store.Querier, scope auth.Scope, id uuid.UUID, 
 	return l, nil
 }
 
-// version reads a template version and decodes its definition.
+// version reads a template version and decodes its definition. A version never changes (a
+// trigger refuses updates) nor goes while a stack uses it (ON DELETE RESTRICT), so what was
+// read is kept (versions) and read again only by another process. Callers must not change what
+// it returns: other requests share it.
 func version(ctx context.Context, q store.Querier, templateID uuid.UUID, number int) (horizon.TemplateVersion, *template.Definition, error) {
+	key := versionKey{templateID, number}
+	if c, ok := versions.get(key); ok {
+		return c.v, c.def, nil
+	}
 	v, err := store.TemplateVersionGet(ctx, q, templateID, number)
 	if err != nil {
 		return v, nil, err
@@ -52,7 +61,51 @@ func version(ctx context.Context, q store.Querier, templateID uuid.UUID, number 
 	if err := json.Unmarshal(v.Definition, def); err != nil {
 		return v, nil, fmt.Errorf("decode template %s version %d: %w", templateID, number, err)
 	}
+	// A transaction may read a row it has not committed yet, which a rollback would take back:
+	// only what the pool read, committed, is kept.
+	if _, inTx := q.(pgx.Tx); !inTx {
+		versions.put(key, cachedVersion{v, def})
+	}
 	return v, def, nil
+}
+
+// maxVersions bounds the versions kept: past it the cache is emptied rather than grown (the
+// versions in use come back on their next read).
+const maxVersions = 1024
+
+type versionKey struct {
+	template uuid.UUID
+	number   int
+}
+
+type cachedVersion struct {
+	v   horizon.TemplateVersion
+	def *template.Definition
+}
+
+// versionCache holds decoded template versions of this process, by template and number.
+type versionCache struct {
+	mu      sync.Mutex
+	entries map[versionKey]cachedVersion
+}
+
+// versions is the process's cache of template versions.
+var versions = &versionCache{entries: map[versionKey]cachedVersion{}}
+
+func (c *versionCache) get(k versionKey) (cachedVersion, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.entries[k]
+	return v, ok
+}
+
+func (c *versionCache) put(k versionKey, v cachedVersion) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxVersions {
+		clear(c.entries)
+	}
+	c.entries[k] = v
 }
 
 // toStack renders a loaded stack for the API.

@@ -104,11 +104,7 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 	if run != nil {
 		return accepted(c, d, *run, who)
 	}
-	fresh, err := load(ctx, d.DB, who.Scope(), l.stack.ID, false)
-	if err != nil {
-		return err
-	}
-	out, err := detail(ctx, d.DB, fresh, capabilities(who))
+	out, err := view(ctx, d.DB, who.Scope(), l.stack.ID, capabilities(who))
 	if err != nil {
 		return err
 	}

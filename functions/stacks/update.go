@@ -83,10 +83,7 @@ func Update(d api.Deps) fiber.Handler {
 				ObjectID: &s.ID, TeamID: &s.TeamID}); err != nil {
 				return err
 			}
-			if l, err = load(ctx, tx, r.Who.Scope(), r.ID, false); err != nil {
-				return err
-			}
-			out, err = detail(ctx, tx, l, capabilities(r.Who))
+			out, err = view(ctx, tx, r.Who.Scope(), r.ID, capabilities(r.Who))
 			out.Preselected = append(out.Preselected, preselected...)
 			return err
 		})

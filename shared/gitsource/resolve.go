@@ -18,53 +18,122 @@ import (
 // Errors wrap ErrInvalidURL, ErrRepoNotFound, ErrUnreachable, ErrAuth, ErrHostKey or
 // ErrBranchNotFound when the repository, the network or the user is at fault.
 func (c *Cache) Resolve(ctx context.Context, repoURL, branch string, creds Credentials) (string, error) {
-	if err := CheckURL(repoURL); err != nil {
-		return "", err
+	r := c.ResolveBranches(ctx, repoURL, []string{branch}, creds)[branch]
+	return r.Commit, r.Err
+}
+
+// Resolved is what a branch resolved to: its commit, or the error Resolve would return.
+type Resolved struct {
+	Commit string
+	Err    error
+}
+
+// ResolveBranches is Resolve for several branches of one repository at the cost of one: one
+// ref listing for them all, and at most one fetch for the commits the cache lacks. It returns
+// every branch asked for, each with its commit or its error.
+func (c *Cache) ResolveBranches(ctx context.Context, repoURL string, branches []string, creds Credentials) map[string]Resolved {
+	out := make(map[string]Resolved, len(branches))
+	var refs []string
+	for _, b := range branches {
+		if _, seen := out[b]; seen {
+			continue
+		}
+		if err := CheckBranch(b); err != nil {
+			out[b] = Resolved{Err: fmt.Errorf("%w: %v", ErrBranchNotFound, err)}
+			continue
+		}
+		out[b] = Resolved{}
+		refs = append(refs, "refs/heads/"+b)
 	}
-	if err := CheckBranch(branch); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBranchNotFound, err)
+	fail := func(err error) map[string]Resolved {
+		for _, ref := range refs {
+			out[strings.TrimPrefix(ref, "refs/heads/")] = Resolved{Err: err}
+		}
+		return out
+	}
+	if err := CheckURL(repoURL); err != nil {
+		for b := range out {
+			out[b] = Resolved{Err: err}
+		}
+		return out
+	}
+	if len(refs) == 0 {
+		return out
 	}
 	rem, err := c.remote(repoURL, creds)
 	if err != nil {
-		return "", err
+		return fail(err)
 	}
 	defer rem.cleanup()
-	ref := "refs/heads/" + branch
 
 	c.listings.Add(1)
-	out, err := c.git(ctx, rem.env, rem.redact, "ls-remote", "--", repoURL, ref)
+	listing, err := c.git(ctx, rem.env, rem.redact, append([]string{"ls-remote", "--", repoURL}, refs...)...)
 	if err != nil {
-		return "", fmt.Errorf("list branches of %s: %w", repoURL, classify(err))
-	}
-	commit := findRef(out, ref)
-	if commit == "" {
-		return "", fmt.Errorf("%w: %s has no branch %q", ErrBranchNotFound, repoURL, branch)
+		return fail(fmt.Errorf("list branches of %s: %w", repoURL, classify(err)))
 	}
 	key := repoKey(repoURL)
-	if c.has(ctx, key, commit) {
-		return commit, nil
+	missing := map[string]string{} // ref → listed commit, for the commits the cache lacks
+	for _, ref := range refs {
+		branch := strings.TrimPrefix(ref, "refs/heads/")
+		switch commit := findRef(listing, ref); {
+		case commit == "":
+			out[branch] = Resolved{Err: fmt.Errorf("%w: %s has no branch %q", ErrBranchNotFound, repoURL, branch)}
+		case c.has(ctx, key, commit):
+			out[branch] = Resolved{Commit: commit}
+		default:
+			missing[ref] = commit
+		}
 	}
+	if len(missing) == 0 {
+		return out
+	}
+	if err := c.fetchBranches(ctx, key, repoURL, rem, missing, out); err != nil {
+		for ref := range missing {
+			if b := strings.TrimPrefix(ref, "refs/heads/"); out[b].Commit == "" {
+				out[b] = Resolved{Err: err}
+			}
+		}
+	}
+	return out
+}
 
+// fetchBranches fetches the branches of missing (ref → the commit listed) whose commit the
+// bare clone still lacks once the repository is locked, all in one fetch, and records the
+// commit each points to in out.
+func (c *Cache) fetchBranches(ctx context.Context, key, repoURL string, rem *remote, missing map[string]string, out map[string]Resolved) error {
 	release, err := c.lock(ctx, key)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer release()
 	if err := c.ensureBare(ctx, key); err != nil {
-		return "", err
+		return err
 	}
-	if c.has(ctx, key, commit) {
-		return commit, nil // fetched by another goroutine or process while we waited
+	var refs, specs []string
+	for ref, commit := range missing {
+		if c.has(ctx, key, commit) { // fetched by another goroutine or process while we waited
+			out[strings.TrimPrefix(ref, "refs/heads/")] = Resolved{Commit: commit}
+			continue
+		}
+		refs, specs = append(refs, ref), append(specs, "+"+ref+":"+ref)
 	}
-	if err := c.fetch(ctx, key, repoURL, rem, "+"+ref+":"+ref); err != nil {
-		return "", err
+	if len(refs) == 0 {
+		return nil
 	}
-	// The branch may have moved since the listing; what was fetched is at least as new.
-	out, err = c.git(ctx, c.baseEnv(), noRedact, "--git-dir="+c.bareDir(key), "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
-	if err != nil {
-		return "", fmt.Errorf("read fetched branch %q of %s: %w", branch, repoURL, err)
+	if err := c.fetch(ctx, key, repoURL, rem, specs...); err != nil {
+		return err
 	}
-	return strings.TrimSpace(string(out)), nil
+	for _, ref := range refs {
+		branch := strings.TrimPrefix(ref, "refs/heads/")
+		// The branch may have moved since the listing; what was fetched is at least as new.
+		commit, err := c.git(ctx, c.baseEnv(), noRedact, "--git-dir="+c.bareDir(key), "rev-parse", "--verify", "--end-of-options", ref+"^{commit}")
+		if err != nil {
+			out[branch] = Resolved{Err: fmt.Errorf("read fetched branch %q of %s: %w", branch, repoURL, err)}
+			continue
+		}
+		out[branch] = Resolved{Commit: strings.TrimSpace(string(commit))}
+	}
+	return nil
 }
 
 // findRef returns the object id of ref in ls-remote output, or "". ls-remote matches patterns
@@ -94,12 +163,13 @@ func (c *Cache) has(ctx context.Context, key, commit string) bool {
 	return err == nil
 }
 
-// fetch runs one fetch into the bare clone. The caller holds the repository's lock.
-func (c *Cache) fetch(ctx context.Context, key, repoURL string, rem *remote, refspec string) error {
+// fetch runs one fetch of refspecs into the bare clone. The caller holds the repository's lock.
+func (c *Cache) fetch(ctx context.Context, key, repoURL string, rem *remote, refspecs ...string) error {
 	c.removeStaleLocks(key)
 	c.fetches.Add(1)
-	_, err := c.git(ctx, rem.env, rem.redact, "--git-dir="+c.bareDir(key),
-		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--", repoURL, refspec)
+	args := append([]string{"--git-dir=" + c.bareDir(key),
+		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--", repoURL}, refspecs...)
+	_, err := c.git(ctx, rem.env, rem.redact, args...)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", repoURL, classify(err))
 	}

@@ -92,3 +92,27 @@ func TestResolveHonoursContext(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
+
+// TestResolveBranchesListsAndFetchesOnce: the branches of one repository are resolved with one
+// listing and one fetch, a branch the repository lacks is an error of its own that leaves the
+// others resolved, and on a warm cache nothing is fetched.
+func TestResolveBranchesListsAndFetchesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t)
+	main := repo.Commit(map[string]string{"a": "a\n"})
+	repo.Git("checkout", "--quiet", "-b", "release/1.x")
+	rel := repo.Commit(map[string]string{"b": "b\n"})
+	c := newCache(t)
+
+	for i, want := range []gitsource.Stats{{Listings: 1, Fetches: 1}, {Listings: 2, Fetches: 1}} {
+		got := c.ResolveBranches(ctx, repo.URL, []string{"main", "release/1.x", "gone", "main"}, gitsource.Credentials{})
+		if len(got) != 3 || got["main"].Commit != main || got["main"].Err != nil || got["release/1.x"].Commit != rel ||
+			got["release/1.x"].Err != nil || !errors.Is(got["gone"].Err, gitsource.ErrBranchNotFound) {
+			t.Fatalf("pass %d: got %+v; want main %s, release/1.x %s, gone not found", i+1, got, main, rel)
+		}
+		if st := c.Stats(); st != want {
+			t.Fatalf("pass %d: got %+v, want %+v", i+1, st, want)
+		}
+	}
+}

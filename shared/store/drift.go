@@ -427,14 +427,17 @@ func DriftedStacks(ctx context.Context, q Querier, stacks []uuid.UUID) (map[uuid
 // DriftCheckOfStack is when the stack was last checked, and the last failure of a check of one
 // of its servers since then (nil when none failed).
 func DriftCheckOfStack(ctx context.Context, q Querier, stack uuid.UUID) (checkedAt, failedAt *time.Time, failure *string, err error) {
-	err = q.QueryRow(ctx, `SELECT s.drift_checked_at, c.failed_at, c.error FROM stacks s
+	err = q.QueryRow(ctx, driftCheckQuery, stack).Scan(&checkedAt, &failedAt, &failure)
+	return checkedAt, failedAt, failure, translate(err)
+}
+
+// driftCheckQuery reads the stack $1's last drift check and the failure of a check since.
+const driftCheckQuery = `SELECT s.drift_checked_at, c.failed_at, c.error FROM stacks s
 		LEFT JOIN LATERAL (SELECT d.failed_at, d.error FROM drift_checks d
 			WHERE d.server_id IN (SELECT server_id FROM vm_records WHERE stack_id = s.id) AND d.error IS NOT NULL
 			  AND (s.drift_checked_at IS NULL OR d.failed_at > s.drift_checked_at)
 			ORDER BY d.failed_at DESC LIMIT 1) c ON true
-		WHERE s.id = $1`, stack).Scan(&checkedAt, &failedAt, &failure)
-	return checkedAt, failedAt, failure, translate(err)
-}
+		WHERE s.id = $1`
 
 // DriftQuiet returns those of stacks that have no finding and were last announced not
 // drifted: a check that finds nothing on them only marks them checked (DriftMarkChecked),

@@ -48,38 +48,29 @@ type SourceChange struct {
 // Compare tells, exactly, whether latest (a template's newest definition) differs from what pin
 // recorded: the definition hashes differ, or the branch of some job or terraform action of
 // latest now resolves to a commit other than the one pinned under its name. It costs one ref
-// listing per distinct repository and branch (gitsource.Cache.Resolve, which also fetches a new
+// listing per distinct repository (gitsource.Cache.ResolveBranches, which also fetches a new
 // commit into the cache, as the upgrade that follows will need it) and reads no tree.
 //
 // What the template's author or an admin can fix (a repository or branch gone, credentials
 // refused) is reported in the source's Error; anything else (the context ended, a broken
 // cache) is returned as an error.
 func Compare(ctx context.Context, latest *Definition, pin Pin, git *gitsource.Cache, creds map[string]gitsource.Credentials) (Changes, error) {
-	type branchKey struct{ repo, branch string }
-	type resolved struct {
-		commit string
-		err    error
-	}
-	byBranch := map[branchKey]resolved{}
+	sources := latest.sources()
+	byBranch := resolveBranches(ctx, sources, git, creds)
 	ch := Changes{DefinitionChanged: latest.Hash() != pin.Hash, Sources: []SourceChange{}}
-	for _, s := range latest.sources() {
-		k := branchKey{s.src.Repo, s.src.Branch}
-		r, seen := byBranch[k]
-		if !seen {
-			r.commit, r.err = git.Resolve(ctx, k.repo, k.branch, creds[k.repo])
-			byBranch[k] = r
-		}
-		sc := SourceChange{Job: s.job, Action: s.action, Repo: s.src.Repo, Branch: s.src.Branch, Current: r.commit}
+	for _, s := range sources {
+		r := byBranch[branchKey{s.src.Repo, s.src.Branch}]
+		sc := SourceChange{Job: s.job, Action: s.action, Repo: s.src.Repo, Branch: s.src.Branch, Current: r.Commit}
 		if s.job != "" {
 			sc.Pinned = pin.JobCommits[s.job]
 		} else {
 			sc.Pinned = pin.ActionCommits[s.action]
 		}
-		if r.err != nil {
-			if _, ok := sourceField(r.err); !ok {
-				return Changes{}, fmt.Errorf("compare %s: %w", s.path, r.err)
+		if r.Err != nil {
+			if _, ok := sourceField(r.Err); !ok {
+				return Changes{}, fmt.Errorf("compare %s: %w", s.path, r.Err)
 			}
-			sc.Error = r.err.Error()
+			sc.Error = r.Err.Error()
 		}
 		sc.Changed = sc.Pinned != "" && sc.Current != "" && sc.Pinned != sc.Current
 		ch.Changed = ch.Changed || sc.Changed

@@ -17,9 +17,9 @@ import (
 // at the source path, and then checks everything with CheckModules. It returns the modules
 // (each with its Commit) by job and action name: what a template version or a new stack pins.
 //
-// A repository and branch used by several sources is resolved once per call, and a repository
-// and commit read once, so the network cost is one ref listing per distinct branch, plus a fetch
-// for each commit the cache does not have yet. creds maps a repository URL to its credentials;
+// The branches of a repository are resolved together once per call, and a repository and
+// commit read once, so the network cost is one ref listing per distinct repository, plus a
+// fetch per repository whose commits the cache does not have yet. creds maps a repository URL to its credentials;
 // a repository missing from it is accessed anonymously.
 //
 // Whatever the template's author can fix is a *horizon.ValidationError with document paths
@@ -28,12 +28,12 @@ import (
 // problem). Anything else — the context ended, the cache is broken — is returned as it is, with
 // nil modules.
 func Inspect(ctx context.Context, d *Definition, git *gitsource.Cache, creds map[string]gitsource.Credentials) (Modules, error) {
-	type branchKey struct{ repo, branch string }
 	type resolved struct {
 		dir, commit string
 		err         error
 	}
 	byBranch := map[branchKey]resolved{}
+	commits := resolveBranches(ctx, d.sources(), git, creds)
 	roots := map[string]*os.Root{} // by tree directory
 	defer func() {
 		for _, r := range roots {
@@ -48,7 +48,7 @@ func Inspect(ctx context.Context, d *Definition, git *gitsource.Cache, creds map
 		k := branchKey{s.src.Repo, s.src.Branch}
 		r, seen := byBranch[k]
 		if !seen {
-			r.commit, r.err = git.Resolve(ctx, k.repo, k.branch, creds[k.repo])
+			r.commit, r.err = commits[k].Commit, commits[k].Err
 			if r.err == nil {
 				r.dir, r.err = git.Tree(ctx, k.repo, r.commit, creds[k.repo])
 			}
@@ -123,4 +123,26 @@ func describePath(p string) string {
 		return "the repository root"
 	}
 	return p
+}
+
+type branchKey struct{ repo, branch string }
+
+// resolveBranches resolves the branch of every source, with one ref listing per repository
+// (gitsource.Cache.ResolveBranches).
+func resolveBranches(ctx context.Context, sources []sourced, git *gitsource.Cache, creds map[string]gitsource.Credentials) map[branchKey]gitsource.Resolved {
+	byRepo := map[string][]string{}
+	var repos []string
+	for _, s := range sources {
+		if _, seen := byRepo[s.src.Repo]; !seen {
+			repos = append(repos, s.src.Repo)
+		}
+		byRepo[s.src.Repo] = append(byRepo[s.src.Repo], s.src.Branch)
+	}
+	out := map[branchKey]gitsource.Resolved{}
+	for _, repo := range repos {
+		for branch, r := range git.ResolveBranches(ctx, repo, byRepo[repo], creds[repo]) {
+			out[branchKey{repo, branch}] = r
+		}
+	}
+	return out
 }
