@@ -27,12 +27,10 @@
 //     event); then the lines seen live must have increasing ids and all be in the stored log
 //     (the download), in the same order (by text: a line whose XADD answer was lost is stored
 //     under a fallback id, shared/logstream); a stored line never sent live is a finding unless
-//     the writer's notice said so or Redis crashed during the follow (lines Redis acknowledged
-//     and lost are in Postgres only, by design). After a Redis restart it is reported apart, not
-//     failed: shared/logstream announces fallback lines only with a writer's next batch once
-//     Redis answers, so a step that ends while Redis is down, or within RedisRetry after, never
-//     announces them (a known gap; once fixed, this exemption goes). A removed stack's logs
-//     are deleted with it.
+//     the writer's notice said so, or the end event's unstreamed count did (the follower then
+//     re-reads the download, as the console does, and checks that), or Redis crashed during
+//     the follow (lines Redis acknowledged and lost are in Postgres only, by design). A removed
+//     stack's logs are deleted with it.
 //   - An operation is acknowledged when the API answered 2xx with a run. The invariants are
 //     checked after the workload stops and every acknowledged run had time to end: no run or
 //     stack left busy; one VM in the sandbox per active execution with a VM, none orphaned;

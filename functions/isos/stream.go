@@ -20,8 +20,8 @@ import (
 // GetLogStream follows an ISO run's log as Server-Sent Events — the latest run, or ?run= —
 // filtered by ?stage= or ?clone=: the lines written so far, then live ones, then an "end" event
 // with the run's final state. Events: "line" (data: the line's JSON, as logstream.Line encodes
-// it), "end" (data: {"run", "status"}) and "lagging" (data: {"id"}: the reader fell too far
-// behind; it reconnects from that id). Every event's id resumes after it with Last-Event-ID
+// it), "end" (data: {"run", "status", "unstreamed"}, see functions/logs) and "lagging" (data:
+// {"id"}: the reader fell too far behind; it reconnects from that id). Every event's id resumes after it with Last-Event-ID
 // (or ?last_event_id=). It is served like the stacks' log streams (functions/stream:
 // heartbeats, write deadlines, the per-process limit), and a browser opens it with an
 // iso_logs stream token.
@@ -76,7 +76,7 @@ func follow(ctx context.Context, w *stream.Writer, hub *logstream.Hub, run uuid.
 			buf = m.Line.AppendJSON(buf[:0])
 			ev.Data = buf
 		case logstream.KindEnd:
-			ev.Data, err = json.Marshal(map[string]string{"run": run.String(), "status": m.Status})
+			ev.Data, err = json.Marshal(map[string]any{"run": run.String(), "status": m.Status, "unstreamed": m.Unstreamed})
 		default: // lagging: resume from its id
 			ev.Data, err = json.Marshal(map[string]string{"id": m.ID.String()})
 		}

@@ -22,10 +22,12 @@
 //     the lines are stored (the stack exists): trimmed or expired parts of the Redis stream are
 //     read from Postgres. Reconnecting after the end of a run that is not followed answers 204,
 //     which tells EventSource to stop reconnecting.
-//   - Event names: "line" (data: the logstream.Line JSON), "end" ({"run", "status"}), "run"
-//     ({"run"}; its id "<run>/0-0" resumes at the start of that run), and "lagging" ({"id"}):
-//     a client more than HORIZON_SSE_BUFFER behind gets it as the last event and must resume
-//     from that id, which EventSource does by itself.
+//   - Event names: "line" (data: the logstream.Line JSON), "end" ({"run", "status",
+//     "unstreamed"}), "run" ({"run"}; its id "<run>/0-0" resumes at the start of that run),
+//     and "lagging" ({"id"}): a client more than HORIZON_SSE_BUFFER behind gets it as the last
+//     event and must resume from that id, which EventSource does by itself. unstreamed above 0
+//     counts stored lines of the filter the stream could not send (written while Redis was
+//     down; logstream.Message): the client reads the download for the complete log.
 //   - Each run being followed costs one Redis reader per API process, whatever the number of
 //     clients (logstream.Hub); a client costs a bounded buffer, nothing per line.
 package logs

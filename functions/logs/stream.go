@@ -162,7 +162,7 @@ func (fw *follower) runLog(ctx context.Context, w *stream.Writer, run uuid.UUID,
 			buf = m.Line.AppendJSON(buf[:0])
 			ev.Data = buf
 		case logstream.KindEnd:
-			ev.Data, err = json.Marshal(map[string]string{"run": run.String(), "status": m.Status})
+			ev.Data, err = json.Marshal(map[string]any{"run": run.String(), "status": m.Status, "unstreamed": m.Unstreamed})
 		default: // lagging: resume from pos
 			ev.Data, err = json.Marshal(map[string]string{"id": pos})
 		}

@@ -34,6 +34,15 @@
 // line the writer accepted. Longer texts than MaxLineBytes are masked whole, then stored as
 // several lines.
 //
+// A writer that dies between the XADD and the COPY (its worker SIGKILLed, or Postgres down
+// until then) leaves lines followers saw that log_lines lacks. Client.StoreStreamed copies
+// them from the stream — masked already, under their stream ids — and the workers call it
+// when a step is taken over after a lost delivery and before End, so the durable log holds
+// every line a follower saw, unless Redis lost it first (a crash, or the stream trimmed by
+// MaxLen before the copy). It is idempotent and safe beside a still-live writer; a line
+// whose XADD outcome its writer never learned is copied only when its fallback twin is not
+// stored yet (a stale writer still storing it may then leave it twice).
+//
 // # When Redis fails
 //
 // A batch whose XADDs fail still goes to Postgres, with fallback ids made by the writer: the
@@ -46,9 +55,12 @@
 // Consequences, by design:
 //
 //   - log_lines, the download and backfills served from Postgres have every line, in order;
-//   - live followers and backfills served from Redis do not see fallback lines (the notice
-//     tells them so); a line whose XADD outcome was unknown (broken connection) may appear
-//     both live and, under its fallback id, in Postgres;
+//   - live followers and backfills served from Redis do not see fallback lines: the notice
+//     tells them so when Redis answers before the writer's Close, and Hub.Follow's end
+//     message counts them (Message.Unstreamed, the SSE end event's unstreamed) in any case,
+//     so a follower knows to read the stored log for the complete one; a line whose XADD
+//     outcome was unknown (broken connection) may appear both live and, under its fallback
+//     id, in Postgres;
 //   - Close reports ErrNotStreamed with the count; only ErrNotDurable means lines are lost.
 //
 // A COPY that fails is retried with backoff, keeping its lines (and so, through the buffer
@@ -74,7 +86,8 @@
 // Subscribe does the same into a channel for an SSE writer. A follower that falls
 // rstream.Config.Buffer behind gets a final KindLagging message and is dropped; it resumes by
 // id, through backfill. Every follow ends with KindEnd once the eof is read (from Redis or
-// log_ends). Download streams a run's or a stack's stored lines as text or NDJSON with keyset
+// log_ends), carrying the count of stored lines matching the filter that the follow could not
+// pass (fallback lines, less those it read from Postgres). Download streams a run's or a stack's stored lines as text or NDJSON with keyset
 // pages, in constant memory.
 //
 // End must be called after every Writer of the run is closed; see End for what happens when

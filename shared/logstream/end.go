@@ -18,8 +18,9 @@ import (
 // End ends run's log: it appends the eof entry (type=eof, status) to the stream and sets the
 // stream to expire after expire (Config.Retention if expire ≤ 0; XADD does not touch a TTL, so
 // this is done once, here), then records the end in log_ends. Call it after every Writer of
-// the run is closed: followers stop at the eof, and a follower replaying from Postgres trusts
-// log_ends to mean every line is stored.
+// the run is closed, and after StoreStreamed unless the run's lines are being deleted:
+// followers stop at the eof, and a follower replaying from Postgres trusts log_ends to mean
+// every line is stored.
 //
 // If Redis fails the end is still recorded in Postgres, with an id after any line's, and the
 // error is returned: followers connected now are not told (the stream keeps its first-write

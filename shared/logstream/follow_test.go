@@ -2,9 +2,11 @@ package logstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -338,5 +340,69 @@ func TestBackfillWaitsForTrimmedLinesToBeStored(t *testing.T) {
 	}
 	if d := cmp.Diff(numbered("line", 3000), texts(<-got)); d != "" {
 		t.Fatalf("backfill (-want +got):\n%s", d)
+	}
+}
+
+// TestFollowerLearnsAtTheEndWhatRedisMissed: Redis fails mid-step and is still down when the
+// writer closes, so no notice reaches the live log; the follower's end says how many stored
+// lines it was not sent. A follower reading the whole log from Postgres is told none.
+func TestFollowerLearnsAtTheEndWhatRedisMissed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, logstream.Config{})
+	p := testkit.NewProxy(t, e.rdb.Options().Addr)
+	c := logstream.New(redisVia(t, p), e.db, logstream.Config{Prefix: e.ns, RedisRetry: time.Hour})
+	hub := e.hub(rstream.Config{})
+	run, stack := uuid.New(), uuid.New()
+	step := uuid.New()
+	sub := hub.Subscribe(context.Background(), run, rstream.ID{}, logstream.Filter{})
+	filtered := hub.Subscribe(context.Background(), run, rstream.ID{}, logstream.Filter{Step: step})
+
+	w := c.NewWriter(run, stack, &secrets.Masker{})
+	for i := range 5 {
+		if err := w.Line(step, "", 0, logstream.Stdout, fmt.Sprintf("before %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "first lines streamed", func() bool { return w.Stats().Streamed == 5 })
+	p.Cut()
+	for i := range 10 {
+		if err := w.Line(step, "", 0, logstream.Stdout, fmt.Sprintf("during %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "lines given fallback ids", func() bool { return w.Stats().Fallback == 10 })
+	if err := w.Close(context.Background()); !errors.Is(err, logstream.ErrNotStreamed) {
+		t.Fatalf("close: got %v, want ErrNotStreamed", err)
+	}
+	e.end(run, stack, "succeeded") // Redis is back for the run's end
+
+	stored := len(e.storedTexts(run)) // the lines and the notice that could not be streamed
+	for _, tc := range []struct {
+		name string
+		sub  *rstream.Subscription[logstream.Message]
+		want int64
+	}{{"all", sub, int64(stored - 5)}, {"step", filtered, 10}} {
+		got, err := drain(t, tc.sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(append(numbered("before", 5), "<end>"), texts(got)); d != "" {
+			t.Fatalf("%s: live (-want +got):\n%s", tc.name, d)
+		}
+		if end := got[len(got)-1]; end.Unstreamed != tc.want {
+			t.Fatalf("%s: the end says %d lines were not streamed, want %d", tc.name, end.Unstreamed, tc.want)
+		}
+	}
+
+	// Once the stream is gone, the whole log comes from Postgres: nothing is missed.
+	if err := e.rdb.Del(context.Background(), e.c.Key(run)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := drain(t, hub.Subscribe(context.Background(), run, rstream.ID{}, logstream.Filter{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != stored+1 || got[len(got)-1].Unstreamed != 0 || !strings.Contains(texts(got)[stored-1], "were written while the live log was unavailable") {
+		t.Fatalf("from Postgres: %q, end %+v; want the %d stored lines and an end with nothing unstreamed", texts(got), got[len(got)-1], stored)
 	}
 }

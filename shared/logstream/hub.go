@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"horizon/shared/rstream"
+	"horizon/shared/store"
 )
 
 // subscriptionBuffer is the capacity of a subscription's channel: enough to carry what arrives between
@@ -41,13 +42,16 @@ func (h *Hub) Close() { h.hub.Close() }
 // the start) that matches f: the backfill (Client.Backfill), then live lines as they are
 // written, until the end of the log, which it passes too. Resuming with the ID of the last
 // message received gives exactly the rest, with no line lost or repeated, for as long as the
-// lines are stored.
+// lines are stored. The end message's Unstreamed counts the stored lines the follow could not
+// pass because they were never in the live stream: a follower told a number above 0 reads the
+// stored log for the complete one.
 //
 // A follower whose fn does not keep up is dropped once it is rstream.Config.Buffer behind: fn
 // then gets a KindLagging message whose ID is where to resume. Follow returns nil after
 // passing an end or lagging message, ctx's error when ctx ends, rstream.ErrClosed when the hub
 // closes, and fn's error as is.
 func (h *Hub) Follow(ctx context.Context, run uuid.UUID, after rstream.ID, f Filter, fn func(Message) error) error {
+	fn = h.c.countUnstreamed(ctx, run, f, fn)
 	cur, ended, err := h.c.Backfill(ctx, run, after, f, fn)
 	if err != nil || ended {
 		return err
@@ -79,6 +83,26 @@ func (h *Hub) Follow(ctx context.Context, run uuid.UUID, after rstream.ID, f Fil
 				return err
 			}
 		}
+	}
+}
+
+// countUnstreamed wraps a follower's fn: it sets the end's Unstreamed, from the stored lines
+// with fallback ids that match f, less those fn was passed (from Postgres, in a backfill).
+func (c *Client) countUnstreamed(ctx context.Context, run uuid.UUID, f Filter, fn func(Message) error) func(Message) error {
+	var passed int64
+	return func(m Message) error {
+		switch {
+		case m.Kind == KindLine && m.ID.Seq&fallbackBit != 0:
+			passed++
+		case m.Kind == KindEnd:
+			// Every writer of the run is closed once it has ended: the count is final.
+			n, err := store.LogLinesCountFrom(ctx, c.db, run, f.store(), fallbackBit)
+			if err != nil {
+				return err
+			}
+			m.Unstreamed = max(n-passed, 0)
+		}
+		return fn(m)
 	}
 }
 

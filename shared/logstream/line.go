@@ -224,6 +224,12 @@ type Message struct {
 	ID     rstream.ID
 	Line   Line   // KindLine
 	Status string // KindEnd
+	// Unstreamed (KindEnd, from Hub.Follow) is how many stored lines matching the follower's
+	// filter were never in the live stream — given fallback ids while Redis failed — less
+	// those this follow passed from Postgres. More than 0: the follower missed up to that many
+	// lines (the writer's notice may have said so, or not, when Redis was still down at its
+	// Close), and reads the stored log (Download) for the complete one.
+	Unstreamed int64
 }
 
 // Redis entry fields.

@@ -70,6 +70,13 @@ func LogLinesCopy(ctx context.Context, q Querier, lines []LogLine) error {
 }
 
 func logLinesInsertNew(ctx context.Context, q Querier, lines []LogLine) error {
+	_, err := logLinesInsert(ctx, q, lines, "")
+	return err
+}
+
+// logLinesInsert inserts the lines not stored yet, and those only that also pass the SQL
+// predicate where on the unnested row u (none when ""), and returns how many it inserted.
+func logLinesInsert(ctx context.Context, q Querier, lines []LogLine, where string, args ...any) (int64, error) {
 	var (
 		runs, stacks, steps []pgtype.UUID
 		ms, seqs            []int64
@@ -87,14 +94,61 @@ func logLinesInsertNew(ctx context.Context, q Querier, lines []LogLine) error {
 		execs = append(execs, pgtype.Int4{Int32: int32(l.Execution), Valid: l.Job != ""})
 		ats, fds, texts = append(ats, l.At), append(fds, l.FD), append(texts, l.Text)
 	}
-	_, err := q.Exec(ctx, `INSERT INTO log_lines (run_id, stream_ms, stream_seq, stack_id, step_id, job, execution, at, fd, text)
-		SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::uuid[], $5::uuid[], $6::text[], $7::int[], $8::timestamptz[], $9::text[], $10::text[])
-		ON CONFLICT (run_id, stream_ms, stream_seq) DO NOTHING`,
-		runs, ms, seqs, stacks, steps, jobs, execs, ats, fds, texts)
-	if err != nil {
-		return fmt.Errorf("insert %d log lines: %w", len(lines), translate(err))
+	if where != "" {
+		where = " WHERE " + where
 	}
-	return nil
+	tag, err := q.Exec(ctx, `INSERT INTO log_lines (run_id, stream_ms, stream_seq, stack_id, step_id, job, execution, at, fd, text)
+		SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::uuid[], $5::uuid[], $6::text[], $7::int[], $8::timestamptz[], $9::text[], $10::text[])
+			AS u (run_id, stream_ms, stream_seq, stack_id, step_id, job, execution, at, fd, text)`+where+`
+		ON CONFLICT (run_id, stream_ms, stream_seq) DO NOTHING`,
+		append([]any{runs, ms, seqs, stacks, steps, jobs, execs, ats, fds, texts}, args...)...)
+	if err != nil {
+		return 0, fmt.Errorf("insert %d log lines: %w", len(lines), translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// LogLinesInsertStreamed stores the lines of a run's live stream that log_lines lacks (a
+// writer that streamed them died before its COPY) and returns how many it stored. It is
+// idempotent, and safe beside a writer still storing the same lines: a line stored already
+// under its id is skipped, and so is a line stored under an id whose sequence number is at
+// least twinSeq (logstream's fallback ids) with the same step, time, fd and text — the same
+// line, whose XADD outcome its writer never learned.
+func LogLinesInsertStreamed(ctx context.Context, q Querier, lines []LogLine, twinSeq int64) (int64, error) {
+	return logLinesInsert(ctx, q, lines, `NOT EXISTS (SELECT 1 FROM log_lines t WHERE t.run_id = u.run_id AND t.stream_seq >= $11
+		AND t.step_id IS NOT DISTINCT FROM u.step_id AND t.at = u.at AND t.fd = u.fd AND t.text = u.text)`, twinSeq)
+}
+
+// LogLinesStoredBetween returns, in order, the positions of run's stored lines from first to
+// last, both included.
+func LogLinesStoredBetween(ctx context.Context, q Querier, run uuid.UUID, first, last LogPos) ([]LogPos, error) {
+	rows, err := q.Query(ctx, `SELECT stream_ms, stream_seq FROM log_lines
+		WHERE run_id = $1 AND (stream_ms, stream_seq) >= ($2, $3) AND (stream_ms, stream_seq) <= ($4, $5)
+		ORDER BY stream_ms, stream_seq`, run, first.MS, first.Seq, last.MS, last.Seq)
+	if err != nil {
+		return nil, fmt.Errorf("query log line positions of run %s: %w", run, translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LogPos, error) {
+		var p LogPos
+		return p, r.Scan(&p.MS, &p.Seq)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read log line positions of run %s: %w", run, translate(err))
+	}
+	return out, nil
+}
+
+// LogLinesCountFrom counts run's lines that match f and whose sequence number is at least
+// seqFrom (logstream passes its fallback bit: the lines that were never in the live stream).
+// It walks the run's rows.
+func LogLinesCountFrom(ctx context.Context, q Querier, run uuid.UUID, f LogFilter, seqFrom int64) (int64, error) {
+	args := []any{run, seqFrom}
+	var n int64
+	err := q.QueryRow(ctx, `SELECT count(*) FROM log_lines WHERE run_id = $1 AND stream_seq >= $2`+logFilterSQL(f, &args), args...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count log lines of run %s: %w", run, translate(err))
+	}
+	return n, nil
 }
 
 // LogLinesOfRun calls fn, in stream order, for up to limit lines of run strictly between after

@@ -180,6 +180,13 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 		Run: a.Run.ID, Step: a.Step.ID, Attempt: a.Step.Attempt, Log: log})
 	defer stopWatch()
 
+	if a.Step.State == horizon.StepRunning || a.Step.Attempt > 1 {
+		// An earlier delivery or attempt ran the step, and its worker may have died between
+		// streaming lines and storing them: they are stored now, before this attempt's.
+		if _, err := l.Logs.StoreStreamed(ctx, a.Run.ID, a.owner()); err != nil {
+			log.WarnContext(ctx, "store the lines of the run's log stream that log_lines lacks", "error", err)
+		}
+	}
 	out.open(l.Logs.NewWriter(a.Run.ID, a.owner(), a.Masker))
 	end, err := run(ctx, watched, k, w, out, lease, prep, log)
 	// The log is closed — every line in Redis and Postgres — before the step is finished:

@@ -190,12 +190,16 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 // enough for its followers to read to its end. Everything else of the stack's logs goes.
 const removedLogRetention = time.Minute
 
-// endLog ends a finished run's log stream; once a removal succeeded, the streams of the
-// stack's other runs are deleted (its stored lines went with the removal's commit).
+// endLog ends a finished run's log stream, after storing the lines a dead writer streamed
+// and never stored; once a removal succeeded, the streams of the stack's other runs are
+// deleted (its stored lines went with the removal's commit).
 func (a Advancer) endLog(ctx context.Context, log *slog.Logger, run horizon.Run, removed bool) {
 	retention := time.Duration(0)
 	if removed {
 		retention = removedLogRetention
+	} else if _, err := a.Logs.StoreStreamed(ctx, run.ID, *run.StackID); err != nil {
+		// Lines a dead worker streamed and never stored (a removal's are deleted anyway).
+		log.WarnContext(ctx, "store the lines of the run's log stream that log_lines lacks", "error", err)
 	}
 	if err := a.Logs.End(ctx, run.ID, *run.StackID, string(run.State), retention); err != nil {
 		log.WarnContext(ctx, "end the run's log stream", "error", err)

@@ -3,16 +3,20 @@ package runs_test
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
 	"horizon/shared/auth"
 	"horizon/shared/horizon"
+	"horizon/shared/logstream"
 	"horizon/shared/queue"
 	"horizon/shared/store"
 	"horizon/workers/worker/workertest"
@@ -180,4 +184,36 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestAdvanceStoresWhatADeadWriterStreamed: a worker streamed a line of the app's step and was
+// killed before storing it; when the run ends, the line followers saw is in the durable log,
+// under its stream id.
+func TestAdvanceStoresWhatADeadWriterStreamed(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	_, run := deploy(t, l)
+	if err := k.Step(k.Queued(run)[0]); err != nil {
+		t.Fatal(err)
+	}
+	app := k.Queued(run)[0]
+	key := logstream.New(l.API.Redis, l.API.DB, logstream.Config{Prefix: l.API.Deps.Namespace}).Key(run)
+	id, err := l.API.Redis.XAdd(t.Context(), &redis.XAddArgs{Stream: key, Values: []string{"step", app.ID.String(), "job", app.Job,
+		"execution", "0", "fd", "stdout", "ts", strconv.FormatInt(time.Now().UnixMicro(), 10), "text", "streamed by a worker since killed"}}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Step(app); err != nil {
+		t.Fatal(err)
+	}
+	k.Advance(run)
+	if r, err := store.RunGet(t.Context(), l.API.DB, run); err != nil || r.State != horizon.RunSucceeded {
+		t.Fatalf("run %+v (%v), want succeeded", r, err)
+	}
+	ms, seq, _ := strings.Cut(id, "-")
+	var text string
+	if err := l.API.DB.QueryRow(t.Context(), `SELECT text FROM log_lines WHERE run_id = $1 AND stream_ms = $2 AND stream_seq = $3`,
+		run, ms, seq).Scan(&text); err != nil || text != "streamed by a worker since killed" {
+		t.Fatalf("the streamed line in log_lines: %q (%v)", text, err)
+	}
 }

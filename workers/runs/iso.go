@@ -38,7 +38,8 @@ func finishISO(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.Ru
 	return to, err
 }
 
-// endISOLog writes the summary of a finished ISO run as its last log lines, then ends its log.
+// endISOLog writes the summary of a finished ISO run as its last log lines, stores the lines a
+// dead writer streamed and never stored, then ends its log.
 func (a Advancer) endISOLog(ctx context.Context, log *slog.Logger, run horizon.Run) {
 	steps, err := store.StepsOfRun(ctx, a.DB, run.ID)
 	if err != nil {
@@ -53,6 +54,9 @@ func (a Advancer) endISOLog(ctx context.Context, log *slog.Logger, run horizon.R
 		if err := w.Close(ctx); err != nil {
 			log.WarnContext(ctx, "write the ISO run's summary", "error", err)
 		}
+	}
+	if _, err := a.Logs.StoreStreamed(ctx, run.ID, *run.ISOID); err != nil {
+		log.WarnContext(ctx, "store the lines of the run's log stream that log_lines lacks", "error", err)
 	}
 	if err := a.Logs.End(ctx, run.ID, *run.ISOID, string(run.State), 0); err != nil {
 		log.WarnContext(ctx, "end the run's log stream", "error", err)

@@ -1221,9 +1221,11 @@ export interface paths {
          *     (a `run` event announces each; without any run yet, it waits for the first).
          *     Filters apply on the server.
          *
-         *     Events: `line` (data: `LogLine`), `end` (data: `{"run","status"}`), `run` (data:
-         *     `{"run"}`), `lagging` (data: `{"id"}`: the client fell too far behind; the stream
-         *     ends and the client resumes from that id). Every event's SSE `id` is
+         *     Events: `line` (data: `LogLine`), `end` (data: `{"run","status","unstreamed"}`), `run`
+         *     (data: `{"run"}`), `lagging` (data: `{"id"}`: the client fell too far behind; the
+         *     stream ends and the client resumes from that id). `unstreamed` above 0 says that many
+         *     stored lines (of the filter) were never sent live, because Redis was down when they
+         *     were written: the download (`GET …/logs`) has the complete log. Every event's SSE `id` is
          *     `<run>/<ms>-<seq>`, the line's Redis stream id within its run; reconnecting with
          *     `Last-Event-ID` (or `?last_event_id=`) resumes exactly after it. After the end of a
          *     run that is not followed, a reconnection is answered 204, which stops EventSource.
@@ -1858,8 +1860,9 @@ export interface paths {
         };
         /**
          * Follow a run's log (latest, or ?run=) as Server-Sent Events.
-         * @description Events `line` (data: `LogLine`), `end` (data: `{"run","status"}`, the run's final state)
-         *     and `lagging` (data: `{"id"}`; the client fell too far behind and resumes from that id).
+         * @description Events `line` (data: `LogLine`), `end` (data: `{"run","status","unstreamed"}`, the run's
+         *     final state and how many stored lines were never sent live, Redis being down when they
+         *     were written: then the download has the complete log) and `lagging` (data: `{"id"}`; the client fell too far behind and resumes from that id).
          *     Each event's `id` resumes after it through `Last-Event-ID` (or `?last_event_id=`). A
          *     comment is sent every `HORIZON_SSE_HEARTBEAT`. Browsers pass an `iso_logs` token of this
          *     ISO from `POST /v1/stream-tokens` as `?stream_token=`.
