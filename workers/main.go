@@ -107,6 +107,7 @@ func run(cfg config.Config, log *slog.Logger) error {
 		WebhookConcurrency: cfg.WebhookConcurrency,
 		WebhookRetention:   cfg.WebhookRetention,
 		WebhookKeep:        cfg.WebhookKeep,
+		WebhookLease:       cfg.WebhookLease,
 		Terraform:          terraform.Config{Binary: bin, WorkRoot: cfg.WorkDir, PluginCacheDir: cfg.PluginCacheDir}})
 	if err != nil {
 		return err

@@ -54,6 +54,10 @@ type Deps struct {
 	// Webhooks checks webhook destinations and sends the test messages that enabling a
 	// subscription and POST /v1/webhooks/{id}/test send (the workers deliver everything else).
 	Webhooks *notify.Sender
+	// WebhookLease is how long a delivery the API hands to the queue (a test message, a
+	// redelivery) stays claimed before the outbox's sweep hands it over again
+	// (HORIZON_WEBHOOK_LEASE).
+	WebhookLease time.Duration
 	// Now is the clock for values computed in Go (most times come from Postgres' now()).
 	Now func() time.Time
 }

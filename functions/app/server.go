@@ -131,7 +131,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *Server, 
 		Events: events.NewPublisher(rdb, eventsCfg), Queue: queue.Enqueuer{Client: client},
 		Queues: queues, Namespace: cfg.Namespace, Now: time.Now,
 		Logs: logs, LogHub: logHub, EventHub: eventHub, StreamTokens: signer, StreamTokenTTL: cfg.StreamTokenTTL, Streams: streams,
-		Webhooks: notify.NewSender(notify.Config{Guard: notify.Guard{Allow: cfg.WebhookAllowCIDRs, Resolve: cfg.WebhookResolve}, Timeout: cfg.WebhookTimeout, ConsoleURL: cfg.ConsoleURL})}
+		Webhooks:     notify.NewSender(notify.Config{Guard: notify.Guard{Allow: cfg.WebhookAllowCIDRs, Resolve: cfg.WebhookResolve}, Timeout: cfg.WebhookTimeout, ConsoleURL: cfg.ConsoleURL}),
+		WebhookLease: cfg.WebhookLease}
 	s.App = New(s.Deps, Options{RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit,
 		RateWindow: cfg.RateWindow, CORSOrigins: cfg.CORSOrigins, Registry: reg})
 	return s, nil

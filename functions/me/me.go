@@ -9,13 +9,17 @@ import (
 
 	"horizon/functions/api"
 	"horizon/functions/users"
+	"horizon/shared/auth"
 	"horizon/shared/store"
 )
 
-// Me is the caller's user and the id of the token in use.
+// Me is the caller's user, the id of the token in use and that token's scope: what it may
+// call (full, deploy, read or prometheus), so that a client can tell what to offer. The console
+// signs in with a token too (a sign-in code stands for one), so every caller has a scope.
 type Me struct {
 	users.User
-	TokenID uuid.UUID `json:"token_id"`
+	TokenID    uuid.UUID       `json:"token_id"`
+	TokenScope auth.TokenScope `json:"token_scope"`
 }
 
 // Get returns the caller.
@@ -25,6 +29,6 @@ func Get(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		return c.JSON(Me{User: users.ToUser(u), TokenID: r.Who.TokenID})
+		return c.JSON(Me{User: users.ToUser(u), TokenID: r.Who.TokenID, TokenScope: r.Who.TokenScope})
 	})
 }

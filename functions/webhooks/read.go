@@ -31,21 +31,13 @@ func Get(d api.Deps) fiber.Handler {
 	})
 }
 
-// ListDeliveries returns a subscription's delivery log, newest first.
+// ListDeliveries returns a subscription's delivery log, newest first, a page at a time.
 func ListDeliveries(d api.Deps) fiber.Handler {
-	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
+	return api.ListPage(func(ctx context.Context, _ *fiber.Ctx, r api.Req[api.None], page store.Page) ([]horizon.Delivery, *uuid.UUID, error) {
 		w, err := get(ctx, d, r)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		ds, next, err := store.DeliveryList(ctx, d.DB, w.ID, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(ds, toDelivery), next))
-	})
+		return store.DeliveryList(ctx, d.DB, w.ID, page)
+	}, toDelivery)
 }

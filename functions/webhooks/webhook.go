@@ -37,14 +37,22 @@ type Webhook struct {
 	Events         []string   `json:"events"`
 	Enabled        bool       `json:"enabled"`
 	DisabledReason *string    `json:"disabled_reason"`
-	Version        int64      `json:"version"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+	// LastDelivery is the newest entry of its delivery log (null before the first), so that a
+	// list shows each subscription's state without a request per row.
+	LastDelivery *Delivery `json:"last_delivery"`
+	Version      int64     `json:"version"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 func toWebhook(w horizon.Webhook) Webhook {
-	return Webhook{ID: w.ID, TeamID: w.TeamID, Name: w.Name, Kind: w.Kind, URL: w.URLShown, Events: w.Events, Enabled: w.Enabled,
+	out := Webhook{ID: w.ID, TeamID: w.TeamID, Name: w.Name, Kind: w.Kind, URL: w.URLShown, Events: w.Events, Enabled: w.Enabled,
 		DisabledReason: w.DisabledReason, Version: w.Version, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+	if w.LastDelivery != nil {
+		d := toDelivery(*w.LastDelivery)
+		out.LastDelivery = &d
+	}
+	return out
 }
 
 // Delivery is one entry of a subscription's delivery log.

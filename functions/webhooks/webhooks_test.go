@@ -189,3 +189,74 @@ func TestEnablingSendsATestMessage(t *testing.T) {
 		t.Errorf("%d test messages, %d with a bad signature; want 2 and 0", rcv.hits.Load(), rcv.badSigs.Load())
 	}
 }
+
+// TestLastDeliveryAndDeliveryLogPages: a subscription carries its newest delivery, so that a
+// list needs no request per row; the delivery log pages on past its first page, newest first,
+// each delivery once.
+func TestLastDeliveryAndDeliveryLogPages(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, &apitest.Options{Webhooks: loopback})
+	red := s.NewTeam("red")
+	rcv := newReceiver(t, 200)
+	r := s.Do("POST", "/v1/webhooks", apitest.Req{Body: map[string]any{"team_id": red, "name": "bot", "url": rcv.URL + "/hook",
+		"events": []string{"run.finished"}}})
+	if r.Status != 201 || r.Map()["last_delivery"] != nil {
+		t.Fatalf("create: %d %s (no delivery yet: last_delivery null)", r.Status, r.Body)
+	}
+	id := r.Map()["id"].(string)
+	const n = 57 // more than a page (50)
+	var newest string
+	for range n {
+		d := s.Do("POST", "/v1/webhooks/"+id+"/test", apitest.Req{})
+		if d.Status != 202 {
+			t.Fatalf("test: %d %s", d.Status, d.Body)
+		}
+		newest = d.Map()["id"].(string)
+	}
+	last := func(m map[string]any) string {
+		ld, _ := m["last_delivery"].(map[string]any)
+		if ld == nil {
+			return ""
+		}
+		return ld["id"].(string)
+	}
+	if got := last(s.Do("GET", "/v1/webhooks/"+id, apitest.Req{}).Map()); got != newest {
+		t.Errorf("GET: last_delivery %q, want the newest %q", got, newest)
+	}
+	list := s.Do("GET", "/v1/webhooks?team_id="+red.String(), apitest.Req{}).Map()["items"].([]any)
+	if len(list) != 1 || last(list[0].(map[string]any)) != newest {
+		t.Errorf("list: %v, want last_delivery %s", list, newest)
+	}
+
+	seen, cursor, pages := map[string]bool{}, "", 0
+	for {
+		path := "/v1/webhooks/" + id + "/deliveries"
+		if cursor != "" {
+			path += "?cursor=" + cursor
+		}
+		p := s.Do("GET", path, apitest.Req{})
+		if p.Status != 200 {
+			t.Fatalf("page %d: %d %s", pages, p.Status, p.Body)
+		}
+		pages++
+		items := p.Map()["items"].([]any)
+		if pages == 1 && (len(items) == 0 || items[0].(map[string]any)["id"] != newest) {
+			t.Errorf("the first page does not start with the newest delivery")
+		}
+		for _, it := range items {
+			did := it.(map[string]any)["id"].(string)
+			if seen[did] {
+				t.Errorf("delivery %s on two pages", did)
+			}
+			seen[did] = true
+		}
+		next, _ := p.Map()["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(seen) != n || pages != 2 {
+		t.Errorf("%d deliveries over %d pages, want %d over 2", len(seen), pages, n)
+	}
+}

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"horizon/functions/api"
 	"horizon/shared/horizon"
 	"horizon/shared/notify"
+	"horizon/shared/queue"
 	"horizon/shared/store"
 )
 
@@ -123,10 +125,11 @@ func Test(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		del, err := store.DeliveryCreateTest(ctx, d.DB, w.ID)
+		del, err := store.DeliveryCreateTest(ctx, d.DB, w.ID, lease(d))
 		if err != nil {
 			return err
 		}
+		enqueue(ctx, d, del)
 		return c.Status(fiber.StatusAccepted).JSON(toDelivery(del))
 	})
 }
@@ -138,10 +141,26 @@ func Redeliver(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		del, err := store.DeliveryRedeliver(ctx, d.DB, w.ID, r.Sub)
+		del, err := store.DeliveryRedeliver(ctx, d.DB, w.ID, r.Sub, lease(d))
 		if err != nil {
 			return err
 		}
+		enqueue(ctx, d, del)
 		return c.Status(fiber.StatusAccepted).JSON(toDelivery(del))
 	})
+}
+
+// lease is how long a delivery the API queues stays claimed (HORIZON_WEBHOOK_LEASE).
+func lease(d api.Deps) time.Duration {
+	return cmp.Or(d.WebhookLease, notify.DefaultLease)
+}
+
+// enqueue hands a committed delivery's first attempt to the workers at once, rather than after
+// the outbox's next sweep. The delivery is claimed for the lease: should this enqueue fail,
+// the sweep hands it over when the lease ends, so the request does not fail for it.
+func enqueue(ctx context.Context, d api.Deps, del horizon.Delivery) {
+	if err := d.Queue.Enqueue(ctx, queue.NewWebhookDeliver(d.Queues, del.ID, del.Attempts+1)); err != nil {
+		d.Log.WarnContext(ctx, "enqueue a webhook delivery; the outbox's sweep sends it when its lease ends",
+			"delivery_id", del.ID, "error", err)
+	}
 }

@@ -171,6 +171,11 @@ type Config struct {
 	// WebhookKeep (HORIZON_WEBHOOK_KEEP, default 100) deliveries of each subscription.
 	WebhookRetention time.Duration
 	WebhookKeep      int
+	// WebhookLease (HORIZON_WEBHOOK_LEASE, default 2m): how long a delivery handed to the queue
+	// waits for its attempt before the outbox's sweep hands it over again — what a delivery
+	// whose worker died waits. Longer than WebhookTimeout, so that a slow attempt in progress is
+	// not sent twice.
+	WebhookLease time.Duration
 }
 
 // Load reads the configuration through lookup (os.LookupEnv in production).
@@ -215,6 +220,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		WebhookConcurrency:  l.positiveInt("HORIZON_WEBHOOK_CONCURRENCY", 20),
 		WebhookRetention:    l.duration("HORIZON_WEBHOOK_RETENTION", 30*24*time.Hour),
 		WebhookKeep:         l.positiveInt("HORIZON_WEBHOOK_KEEP", 100),
+		WebhookLease:        l.duration("HORIZON_WEBHOOK_LEASE", 2*time.Minute),
 	}
 	if c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)
@@ -275,6 +281,9 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		if u, err := url.Parse(c.ConsoleURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			l.fail("HORIZON_CONSOLE_URL", "must be an http(s) URL")
 		}
+	}
+	if c.WebhookLease <= c.WebhookTimeout {
+		l.fail("HORIZON_WEBHOOK_LEASE", "must be longer than HORIZON_WEBHOOK_TIMEOUT (%s): an attempt still running when its lease ends is sent again", c.WebhookTimeout)
 	}
 	if c.StreamTokenTTL > 5*time.Minute {
 		l.fail("HORIZON_STREAM_TOKEN_TTL", "must be at most 5m: a stream token travels in a URL")

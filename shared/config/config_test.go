@@ -25,8 +25,31 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.Listen != "127.0.0.1:8080" || c.LogFormat != "json" || c.LogLevel != "info" || c.RequestTimeout != 30*time.Second ||
 		c.RateLimit != 1200 || c.RateWindow != time.Minute || c.Namespace != "horizon" || len(c.SecretKey) != 32 ||
-		c.GitCacheDir != ".data/git" || c.GitCAFile != "" || c.DriftSweepIntervals != 1 {
+		c.GitCacheDir != ".data/git" || c.GitCAFile != "" || c.DriftSweepIntervals != 1 || c.WebhookLease != 2*time.Minute {
 		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+// TestLoadWebhookLease: the lease of a queued delivery is settable, and refused when an attempt
+// could outlive it (it would be sent twice) or when it is not a duration.
+func TestLoadWebhookLease(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) map[string]string {
+		m := map[string]string{"HORIZON_DATABASE_URL": "postgres://h@db/horizon", "HORIZON_REDIS_URL": "redis://cache:6379/0", "HORIZON_SECRET_KEY": key}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	c, err := config.Load(lookup(env("HORIZON_WEBHOOK_LEASE", "5s", "HORIZON_WEBHOOK_TIMEOUT", "2s")))
+	if err != nil || c.WebhookLease != 5*time.Second {
+		t.Fatalf("lease 5s: %v %v", c.WebhookLease, err)
+	}
+	for _, bad := range []map[string]string{env("HORIZON_WEBHOOK_LEASE", "10s"), env("HORIZON_WEBHOOK_LEASE", "3s", "HORIZON_WEBHOOK_TIMEOUT", "3s"),
+		env("HORIZON_WEBHOOK_LEASE", "soon"), env("HORIZON_WEBHOOK_LEASE", "-1m")} {
+		if _, err := config.Load(lookup(bad)); err == nil || !strings.Contains(err.Error(), "HORIZON_WEBHOOK_LEASE") {
+			t.Errorf("%v: the error does not name HORIZON_WEBHOOK_LEASE: %v", bad, err)
+		}
 	}
 }
 

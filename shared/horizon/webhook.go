@@ -29,6 +29,9 @@ type Webhook struct {
 	PreviousUntil        *time.Time
 	Version              int64
 	CreatedAt, UpdatedAt time.Time
+	// LastDelivery is the subscription's newest delivery, nil when it has none (or when the
+	// query that loaded it does not say).
+	LastDelivery *Delivery
 }
 
 // Delivery is one event's delivery to one subscription, with what its last attempt got.

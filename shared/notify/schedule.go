@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+// DefaultLease is how long a delivery handed to the queue waits for its attempt before the
+// outbox's sweep hands it over again (HORIZON_WEBHOOK_LEASE): above an attempt's timeout and a
+// queue's usual wait.
+const DefaultLease = 2 * time.Minute
+
 // retrySchedule is the Standard Webhooks specification's example: the delay before each attempt
 // after the first (which is immediate). Ten attempts over about three days.
 func retrySchedule() []time.Duration {

@@ -124,10 +124,12 @@ func scanDelivery(r pgx.Row) (horizon.Delivery, error) {
 	return d, err
 }
 
-// DeliveryCreateTest adds a pending delivery of a test message to a subscription.
-func DeliveryCreateTest(ctx context.Context, q Querier, webhook uuid.UUID) (horizon.Delivery, error) {
-	d, err := scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries AS d (webhook_id, event_type) VALUES ($1, $2)
-		RETURNING `+deliveryColumns, webhook, string(notify.Test)))
+// DeliveryCreateTest adds a pending delivery of a test message to a subscription, claimed for
+// lease: the caller enqueues its first attempt once this commits, and the outbox's sweep hands
+// it over only if that attempt has not happened when the lease ends.
+func DeliveryCreateTest(ctx context.Context, q Querier, webhook uuid.UUID, lease time.Duration) (horizon.Delivery, error) {
+	d, err := scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries AS d (webhook_id, event_type, claimed_until)
+		VALUES ($1, $2, now() + $3::interval) RETURNING `+deliveryColumns, webhook, string(notify.Test), lease))
 	return d, translate(err)
 }
 
@@ -233,11 +235,12 @@ func DeliveryList(ctx context.Context, q Querier, webhook uuid.UUID, p Page) ([]
 }
 
 // DeliveryRedeliver sends a delivery of the subscription again: a new delivery of the same event
-// (the same webhook-id, so that a receiver that has it already can tell), pending now.
-func DeliveryRedeliver(ctx context.Context, q Querier, webhook, id uuid.UUID) (horizon.Delivery, error) {
-	d, err := scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries AS d (webhook_id, event_id, event_type)
-		SELECT webhook_id, event_id, event_type FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2
-		RETURNING `+deliveryColumns, id, webhook))
+// (the same webhook-id, so that a receiver that has it already can tell), pending now and
+// claimed for lease, as DeliveryCreateTest's.
+func DeliveryRedeliver(ctx context.Context, q Querier, webhook, id uuid.UUID, lease time.Duration) (horizon.Delivery, error) {
+	d, err := scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries AS d (webhook_id, event_id, event_type, claimed_until)
+		SELECT webhook_id, event_id, event_type, now() + $3::interval FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2
+		RETURNING `+deliveryColumns, id, webhook, lease))
 	if err != nil {
 		return d, fmt.Errorf("delivery %s: %w", id, translate(err))
 	}

@@ -58,7 +58,33 @@ func WebhookGet(ctx context.Context, q Querier, scope auth.Scope, id uuid.UUID) 
 	if err != nil {
 		return w, fmt.Errorf("webhook %s: %w", id, translate(err))
 	}
-	return w, nil
+	return w, withLastDelivery(ctx, q, []*horizon.Webhook{&w})
+}
+
+// withLastDelivery sets each subscription's LastDelivery, its newest delivery (nil when it has
+// none), in one query: one index probe per subscription on (webhook_id, id).
+func withLastDelivery(ctx context.Context, q Querier, ws []*horizon.Webhook) error {
+	ids := make([]uuid.UUID, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	rows, err := q.Query(ctx, `SELECT `+deliveryColumns+` FROM unnest($1::uuid[]) w(id)
+		CROSS JOIN LATERAL (SELECT * FROM webhook_deliveries x WHERE x.webhook_id = w.id ORDER BY x.id DESC LIMIT 1) d`, ids)
+	if err != nil {
+		return translate(err)
+	}
+	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (horizon.Delivery, error) { return scanDelivery(r) })
+	if err != nil {
+		return translate(err)
+	}
+	last := make(map[uuid.UUID]*horizon.Delivery, len(ds))
+	for i := range ds {
+		last[ds[i].WebhookID] = &ds[i]
+	}
+	for _, w := range ws {
+		w.LastDelivery = last[w.ID]
+	}
+	return nil
 }
 
 // WebhookList returns one page of the subscriptions scope sees, of team when given.
@@ -73,7 +99,11 @@ func WebhookList(ctx context.Context, q Querier, scope auth.Scope, team *uuid.UU
 		return nil, nil, translate(err)
 	}
 	ws, next := cut(ws, p, func(w horizon.Webhook) uuid.UUID { return w.ID })
-	return ws, next, nil
+	ptrs := make([]*horizon.Webhook, len(ws))
+	for i := range ws {
+		ptrs[i] = &ws[i]
+	}
+	return ws, next, withLastDelivery(ctx, q, ptrs)
 }
 
 // WebhookUpdate writes w's name, kind, URL, events and enabled flag if the row is still at
@@ -86,7 +116,7 @@ func WebhookUpdate(ctx context.Context, q Querier, w horizon.Webhook, ifVersion 
 	if err != nil {
 		return out, staleOrMissing(ctx, q, err, "webhooks", w.ID)
 	}
-	return out, nil
+	return out, withLastDelivery(ctx, q, []*horizon.Webhook{&out})
 }
 
 // WebhookRotateSecret makes secret the signing secret; the current one keeps signing until
@@ -94,7 +124,10 @@ func WebhookUpdate(ctx context.Context, q Querier, w horizon.Webhook, ifVersion 
 func WebhookRotateSecret(ctx context.Context, q Querier, id uuid.UUID, secret []byte, graceUntil time.Time) (horizon.Webhook, error) {
 	out, err := scanWebhook(q.QueryRow(ctx, `UPDATE webhooks SET previous_secret_sealed = secret_sealed, previous_secret_until = $3,
 		secret_sealed = $2, version = version + 1, updated_at = now() WHERE id = $1 RETURNING `+webhookColumns, id, secret, graceUntil))
-	return out, translate(err)
+	if err != nil {
+		return out, translate(err)
+	}
+	return out, withLastDelivery(ctx, q, []*horizon.Webhook{&out})
 }
 
 // WebhookDisable turns a subscription off for reason (a 410 from its destination); its pending

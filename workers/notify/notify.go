@@ -32,12 +32,8 @@ import (
 	"horizon/shared/store"
 )
 
-// handOverTimeout bounds the enqueues of one sweep's claimed deliveries.
+// handOverTimeout bounds one sweep: its claim and the enqueues of the deliveries it claimed.
 const handOverTimeout = 30 * time.Second
-
-// DefaultLease is how long a claimed delivery waits for its attempt before a sweep enqueues it
-// again: above an attempt's timeout and a queue's usual wait.
-const DefaultLease = 2 * time.Minute
 
 // dispatchBatch bounds the deliveries one sweep claims; the next sweep continues.
 const dispatchBatch = 500
@@ -53,7 +49,7 @@ type Handler struct {
 	Log     *slog.Logger
 	// Namespace prefixes the Redis keys of the Slack rate limit.
 	Namespace string
-	// Lease is DefaultLease unless set (tests shorten it).
+	// Lease is notify.DefaultLease unless set (HORIZON_WEBHOOK_LEASE).
 	Lease time.Duration
 	// Retention and Keep are Prune's: finished deliveries older than Retention are deleted
 	// except the newest Keep of each subscription (defaults DefaultRetention, DefaultKeep).
@@ -85,7 +81,7 @@ func (h Handler) lease() time.Duration {
 	if h.Lease > 0 {
 		return h.Lease
 	}
-	return DefaultLease
+	return notify.DefaultLease
 }
 
 // Dispatch is the webhook:dispatch task: it claims the due deliveries and enqueues them.
@@ -96,15 +92,15 @@ func (h Handler) Dispatch(ctx context.Context, _ *asynq.Task) error {
 
 // DispatchDue claims and enqueues the due deliveries, returning how many.
 func (h Handler) DispatchDue(ctx context.Context) (int, error) {
+	// Neither the claim nor the hand-over ends with the pass's own deadline (one period, 2 s),
+	// which a loaded machine reaches between them: a claim committed whose answer is cut off,
+	// or a hand-over stopped half-way, leaves its deliveries waiting out their lease.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
+	defer cancel()
 	ds, err := store.DeliveriesClaimDue(ctx, h.DB, h.lease(), dispatchBatch)
 	if err != nil {
 		return 0, err
 	}
-	// The claim is committed: the hand-over must not end with the pass's own deadline (one
-	// period, 2 s), which a loaded machine reaches between the claim and the last enqueue —
-	// the rest would wait out their lease.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handOverTimeout)
-	defer cancel()
 	for _, d := range ds {
 		if err := h.Enqueue.Enqueue(ctx, queue.NewWebhookDeliver(h.Queues, d.ID, d.Attempts+1)); err != nil {
 			return 0, err // the claim expires and a later sweep tries again

@@ -81,7 +81,7 @@ type Config struct {
 	ProxmoxTaskPoll time.Duration
 	// Webhooks is how notifications are sent; WebhookConcurrency (default 20) how many at once,
 	// in a pool of their own; WebhookLease how long a claimed delivery waits before a sweep
-	// enqueues it again (default workers/notify.DefaultLease).
+	// enqueues it again (default notify.DefaultLease).
 	Webhooks           notify.Config
 	WebhookConcurrency int
 	WebhookLease       time.Duration

@@ -2144,6 +2144,8 @@ export interface components {
             updated_at: string;
             /** Format: uuid */
             token_id: string;
+            /** @description What the token in use may call (the console signs in with a token too). */
+            token_scope: components["schemas"]["TokenScope"];
         };
         UserCreate: {
             name: string;
@@ -2230,6 +2232,8 @@ export interface components {
             enabled: boolean;
             /** @description Why Horizon disabled it (a 410 Gone). */
             disabled_reason: string | null;
+            /** @description The newest entry of its delivery log (null before the first), so that a list needs no request per subscription. */
+            last_delivery: components["schemas"]["WebhookDelivery"] | null;
             version: number;
             /** Format: date-time */
             created_at: string;
@@ -2252,6 +2256,8 @@ export interface components {
             enabled: boolean;
             /** @description Why Horizon disabled it (a 410 Gone). */
             disabled_reason: string | null;
+            /** @description The newest entry of its delivery log (null before the first), so that a list needs no request per subscription. */
+            last_delivery: components["schemas"]["WebhookDelivery"] | null;
             version: number;
             /** Format: date-time */
             created_at: string;

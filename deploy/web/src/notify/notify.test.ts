@@ -23,6 +23,7 @@ const hook: Webhook = {
   events: ["run.finished", "iso.built"],
   enabled: false,
   disabled_reason: null,
+  last_delivery: null,
   version: 3,
   created_at: "2026-12-04T10:00:00Z",
   updated_at: "2026-12-04T10:00:00Z",

@@ -20,7 +20,6 @@ import {
   KINDS,
   mayManage,
   updateBody,
-  type TokenScope,
   type Webhook,
   type WebhookDelivery,
 } from "../notify/notify";
@@ -31,26 +30,22 @@ import { Adder, ResourceForm, type FieldSpec } from "./ResourceForm";
 const key = () => ({ "Idempotency-Key": idempotencyKey() });
 const ifMatch = (w: Webhook) => ({ "If-Match": `"${w.version}"` });
 
-/** useScope is the scope of the token the console is signed in with (from the token list). */
-function useScope(tokenId: string | undefined): TokenScope | undefined {
-  const tokens = useQuery({
-    queryKey: ["tokens"],
-    enabled: !!tokenId,
-    queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })),
-  });
-  return tokens.data?.items.find((t) => t.id === tokenId)?.scope;
-}
-
 type Shown = { name: string; secret: string; why: "created" | "rotated" };
 
 export function Notifications() {
   const qc = useQueryClient();
   const me = useMe();
   const teams = useTeams();
-  const scope = useScope(me.data?.token_id);
+  const scope = me.data?.token_scope;
   const manage = mayManage(me.data?.role, scope);
   const admin = me.data?.role === "admin";
-  const hooks = useQuery({ queryKey: ["webhooks"], queryFn: () => call(api.GET("/v1/webhooks", { params: { query: { limit: "200" } } })) });
+  // Each subscription carries its last delivery; while one is pending the list is read again
+  // every two seconds (deliveries have no live event).
+  const hooks = useQuery({
+    queryKey: ["webhooks"],
+    queryFn: () => call(api.GET("/v1/webhooks", { params: { query: { limit: "200" } } })),
+    refetchInterval: (q) => (q.state.data?.items.some((w: Webhook) => w.last_delivery?.state === "pending") ? 2000 : false),
+  });
   const [secret, setSecret] = useState<Shown | null>(null);
   const refresh = () => void qc.invalidateQueries({ queryKey: ["webhooks"] });
   const myTeams = (teams.data?.items ?? []).filter((t) => admin || me.data?.teams.includes(t.id));
@@ -184,11 +179,6 @@ function Row({
   const qc = useQueryClient();
   const [open, setOpen] = useState<"" | "edit" | "log" | "delete">("");
   const [err, setErr] = useState<unknown>(null);
-  const last = useQuery({
-    queryKey: ["webhook", w.id, "deliveries", "last"],
-    queryFn: () => call(api.GET("/v1/webhooks/{id}/deliveries", { params: { path: { id: w.id }, query: { limit: "1" } } })),
-    refetchInterval: (q) => (q.state.data?.items[0]?.state === "pending" ? 2000 : false),
-  });
   const act = async (fn: () => Promise<unknown>) => {
     setErr(null);
     try {
@@ -202,7 +192,7 @@ function Row({
     }
   };
   const enabledErrs = errorsFor(fieldErrors(err instanceof ApiError && err.status === 422 ? err.problem.errors : []), "enabled");
-  const l = last.data?.items[0];
+  const l = w.last_delivery;
   // The edit is compared with the subscription as it was when the form opened: after a 412 the
   // row shows the latest version, and a second save sends only what was typed here, not a
   // revert of the other change.
@@ -377,8 +367,8 @@ function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
   // The row's last delivery follows the log when the newest delivery changes.
   const newest = items[0] ? `${items[0].id}/${items[0].state}` : "";
   useEffect(() => {
-    if (newest) void qc.invalidateQueries({ queryKey: ["webhook", w.id, "deliveries", "last"], exact: true });
-  }, [newest, qc, w.id]);
+    if (newest) void qc.invalidateQueries({ queryKey: ["webhooks"], exact: true });
+  }, [newest, qc]);
   return (
     <section aria-label={`Deliveries of ${w.name}`}>
       <ProblemBox error={log.error ?? err} />
