@@ -32,33 +32,26 @@ type Record struct {
 // and viewers their teams' records. ?stack_id= (any object id), ?actor_id=, ?action= (exact,
 // or a prefix ending in "." such as "stack."), ?since= and ?until= (RFC 3339) narrow it.
 func List(d api.Deps) fiber.Handler {
-	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
-		page, err := api.ParsePage(c)
-		if err != nil {
-			return err
-		}
+	return api.ListPage(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None], page store.Page) ([]store.ActivityRecordRow, *uuid.UUID, error) {
 		var f store.ActivityFilter
+		var err error
 		if f.ObjectID, err = api.QueryID(c, "stack_id"); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if f.ActorID, err = api.QueryID(c, "actor_id"); err != nil {
-			return err
+			return nil, nil, err
 		}
 		f.Action = c.Query("action")
 		if f.Since, err = queryTime(c, "since"); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if f.Until, err = queryTime(c, "until"); err != nil {
-			return err
+			return nil, nil, err
 		}
-		rows, next, err := store.ActivityList(ctx, d.DB, r.Who.Scope(), f, page)
-		if err != nil {
-			return err
-		}
-		return c.JSON(api.NewList(api.Map(rows, func(a store.ActivityRecordRow) Record {
-			return Record{ID: a.ID, At: a.At, ActorID: a.ActorID, Action: a.Action, ObjectType: a.ObjectType, ObjectID: a.ObjectID,
-				TeamID: a.TeamID, Details: a.Details}
-		}), next))
+		return store.ActivityList(ctx, d.DB, r.Who.Scope(), f, page)
+	}, func(a store.ActivityRecordRow) Record {
+		return Record{ID: a.ID, At: a.At, ActorID: a.ActorID, Action: a.Action, ObjectType: a.ObjectType, ObjectID: a.ObjectID,
+			TeamID: a.TeamID, Details: a.Details}
 	})
 }
 

@@ -59,8 +59,10 @@ func NewRun(r horizon.Run, allowed []string) Run {
 // RunOwner is what the routes of a run's owner — a stack, an ISO — need to know of it; the
 // run's life is the same for every owner.
 type RunOwner struct {
-	// Noun names the owner in messages and in the activity log: "stack", "iso".
+	// Noun names the owner in the activity log: "stack", "iso".
 	Noun string
+	// Name names the owner in messages: "stack", "ISO".
+	Name string
 	// Lock reads the owner id for update in tx, in the principal's scope.
 	Lock func(ctx context.Context, tx pgx.Tx, who auth.Principal, id uuid.UUID) (OwnerRef, error)
 	// Location is where the run is read after it changed.
@@ -83,6 +85,37 @@ func (o OwnerRef) Event(run horizon.Run) events.Event {
 		State: string(run.State)}
 }
 
+// NotBusy answers 409 naming the owner's run in progress, if any: an owner runs one run at a
+// time.
+func (o RunOwner) NotBusy(ctx context.Context, q store.Querier, runs store.RunOwner) error {
+	run, err := store.RunActive(ctx, q, runs)
+	if errors.Is(err, horizon.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return problem.Busy("Run %s (%s) is in progress on this %s; wait for it or cancel it.", run.ID, run.Kind, o.Name)
+}
+
+// Started is the error of a run's insertion that lost the race to another run of the owner
+// (store.ErrRunInProgress) as the 409 a client sees; other errors are returned as they are.
+func (o RunOwner) Started(err error) error {
+	if errors.Is(err, store.ErrRunInProgress) {
+		return problem.Busy("Another run of this %s started a moment ago; wait for it or cancel it.", o.Name)
+	}
+	return err
+}
+
+// Accepted answers a run's start, after its transaction committed: it announces the run and
+// what changed with it (evs; the announcement enqueues the run's first advance, and a lost one
+// is found by the reconciler) and answers 202 with body, its Location the run.
+func (o RunOwner) Accepted(c *fiber.Ctx, d Deps, owner uuid.UUID, run horizon.Run, body any, evs ...events.Event) error {
+	d.Announce().Changed(c.UserContext(), run.ID, evs...)
+	c.Set(fiber.HeaderLocation, o.Location(owner, run.ID))
+	return c.Status(fiber.StatusAccepted).JSON(body)
+}
+
 // CancelRun is the handler of POST …/{id}/cancel: it interrupts the owner's run in progress.
 // The run becomes canceling (a second cancel changes nothing), the worker running a step stops
 // it (nothing is rolled back), the steps not started are canceled, and the run ends canceled.
@@ -98,7 +131,7 @@ func CancelRun(d Deps, o RunOwner) fiber.Handler {
 			}
 			active, err := store.RunActive(ctx, tx, ref.Runs)
 			if errors.Is(err, horizon.ErrNotFound) {
-				return horizon.Run{}, problem.Conflict("No run is in progress on this %s: there is nothing to cancel.", o.Noun)
+				return horizon.Run{}, problem.Conflict("No run is in progress on this %s: there is nothing to cancel.", o.Name)
 			}
 			if err != nil {
 				return horizon.Run{}, err

@@ -92,7 +92,7 @@ func Create(d api.Deps) fiber.Handler {
 			if err := reserve(ctx, tx, iso, spec); err != nil {
 				return Detail{}, err
 			}
-			if run, err = startBuild(ctx, tx, iso, spec, sel, r.Who); err != nil {
+			if run, err = startRun(ctx, tx, iso, build(iso, spec, sel), r.Who); err != nil {
 				return Detail{}, err
 			}
 			return detail(ctx, tx, iso, r.Who)
@@ -100,7 +100,6 @@ func Create(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		c.Set(fiber.HeaderETag, api.ETag(out.Version))
 		return accepted(c, d, iso, run, out)
 	})
 }

@@ -22,38 +22,19 @@ import (
 // stacks, with their ids and names in the problem's stacks member. Refused while a run is in progress (409).
 func Delete(d api.Deps) fiber.Handler {
 	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
-		var iso horizon.ISO
-		var run horizon.Run
-		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
-			var err error
-			if iso, err = store.ISOGetForUpdate(ctx, tx, r.ID); err != nil {
-				return Detail{}, err
-			}
+		return startRunOn(c, d, r.Who, r.ID, func(ctx context.Context, tx pgx.Tx, iso horizon.ISO) (launch, error) {
 			if iso.State == horizon.ISORemoved {
-				return Detail{}, problem.Conflict("The ISO was already removed.")
-			}
-			if err := notBusy(ctx, tx, iso); err != nil {
-				return Detail{}, err
+				return launch{}, problem.Conflict("The ISO was already removed.")
 			}
 			users, err := store.ISOUsers(ctx, tx, iso.ID)
 			if err != nil {
-				return Detail{}, err
+				return launch{}, err
 			}
 			if len(users) > 0 {
-				return Detail{}, inUse(iso, users, r.Who)
+				return launch{}, inUse(iso, users, r.Who)
 			}
-			if run, err = startRemoval(ctx, tx, iso, r.Who); err != nil {
-				return Detail{}, err
-			}
-			if iso, err = store.ISOGet(ctx, tx, iso.ID); err != nil {
-				return Detail{}, err
-			}
-			return detail(ctx, tx, iso, r.Who)
+			return removal(iso), nil
 		})
-		if err != nil {
-			return err
-		}
-		return accepted(c, d, iso, run, out)
 	})
 }
 

@@ -24,54 +24,32 @@ type RetryRequest struct {
 // removal again.
 func Retry(d api.Deps) fiber.Handler {
 	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[RetryRequest]) error {
-		var iso horizon.ISO
-		var run horizon.Run
-		out, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
-			var err error
-			if iso, err = store.ISOGetForUpdate(ctx, tx, r.ID); err != nil {
-				return Detail{}, err
-			}
+		return startRunOn(c, d, r.Who, r.ID, func(ctx context.Context, tx pgx.Tx, iso horizon.ISO) (launch, error) {
 			if iso.State == horizon.ISORemoved {
-				return Detail{}, problem.Conflict("The ISO was removed; build a new one.")
-			}
-			if err := notBusy(ctx, tx, iso); err != nil {
-				return Detail{}, err
+				return launch{}, problem.Conflict("The ISO was removed; build a new one.")
 			}
 			last, err := store.RunLatest(ctx, tx, store.OfISO(iso.ID))
 			if err == nil && last.Kind == horizon.RunISORemove {
 				if r.Body.Stages != nil {
-					return Detail{}, horizon.Invalid("stages", "a removal has no stages to select")
+					return launch{}, horizon.Invalid("stages", "a removal has no stages to select")
 				}
-				run, err = startRemoval(ctx, tx, iso, r.Who)
-			} else {
-				t, terr := store.ISOTemplateGet(ctx, tx, iso.ISOTemplateID)
-				if terr != nil {
-					return Detail{}, terr
-				}
-				spec, _, serr := specOf(ctx, tx, t, iso.ISOTemplateVersion)
-				if serr != nil {
-					return Detail{}, serr
-				}
-				var p horizon.Problems
-				sel := r.Body.Stages.selection()
-				sel.Check(&p, "stages", spec.Stages(iso.Kind))
-				if perr := p.Err(); perr != nil {
-					return Detail{}, perr
-				}
-				run, err = startBuild(ctx, tx, iso, spec, sel, r.Who)
+				return removal(iso), nil
 			}
+			t, err := store.ISOTemplateGet(ctx, tx, iso.ISOTemplateID)
 			if err != nil {
-				return Detail{}, err
+				return launch{}, err
 			}
-			if iso, err = store.ISOGet(ctx, tx, iso.ID); err != nil {
-				return Detail{}, err
+			spec, _, err := specOf(ctx, tx, t, iso.ISOTemplateVersion)
+			if err != nil {
+				return launch{}, err
 			}
-			return detail(ctx, tx, iso, r.Who)
+			var p horizon.Problems
+			sel := r.Body.Stages.selection()
+			sel.Check(&p, "stages", spec.Stages(iso.Kind))
+			if err := p.Err(); err != nil {
+				return launch{}, err
+			}
+			return build(iso, spec, sel), nil
 		})
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderETag, api.ETag(out.Version))
-		return accepted(c, d, iso, run, out)
 	})
 }

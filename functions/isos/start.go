@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
@@ -63,61 +64,104 @@ func reserve(ctx context.Context, tx pgx.Tx, iso horizon.ISO, spec *isotemplate.
 	return err
 }
 
-// startBuild writes a build run of the ISO with one step per stage (sel narrows them) and moves
-// the ISO to building.
-func startBuild(ctx context.Context, tx pgx.Tx, iso horizon.ISO, spec *isotemplate.Spec, sel isotemplate.Selection, who auth.Principal) (horizon.Run, error) {
-	return startRun(ctx, tx, iso, horizon.RunISOBuild, isotemplate.Steps(spec, iso.Kind, sel, iso), horizon.ISOBuilding, who)
+// How a run of an ISO starts: a build (create, retry) or a removal (delete, retry) is
+// startRunOn and its decision; create, whose ISO is new, is startRun and accepted.
+
+// runOwner is an ISO as the owner of runs (api.RunOwner): a catalogue object, whose runs only
+// admins change.
+var runOwner = api.RunOwner{
+	Noun: "iso",
+	Name: "ISO",
+	Lock: func(ctx context.Context, tx pgx.Tx, _ auth.Principal, id uuid.UUID) (api.OwnerRef, error) {
+		iso, err := store.ISOGetForUpdate(ctx, tx, id)
+		if err != nil {
+			return api.OwnerRef{}, err
+		}
+		return api.OwnerRef{Runs: store.OfISO(iso.ID), ID: iso.ID, ISOID: iso.ID}, nil
+	},
+	Location: func(iso, _ uuid.UUID) string { return "/v1/isos/" + iso.String() },
+	Actions:  func(r horizon.Run, who auth.Principal) []string { return runActions(r, capabilities(who)) },
 }
 
-// startRemoval writes a removal run of the ISO (one step, through the node's gate) and moves
-// the ISO to removing.
-func startRemoval(ctx context.Context, tx pgx.Tx, iso horizon.ISO, who auth.Principal) (horizon.Run, error) {
+// launch is what a decision starts: a run of kind with steps, moving the ISO to state to.
+type launch struct {
+	kind  horizon.RunKind
+	steps []horizon.Step
+	to    horizon.ISOState
+}
+
+// build is a build run of the ISO with one step per stage (sel narrows them).
+func build(iso horizon.ISO, spec *isotemplate.Spec, sel isotemplate.Selection) launch {
+	return launch{kind: horizon.RunISOBuild, steps: isotemplate.Steps(spec, iso.Kind, sel, iso), to: horizon.ISOBuilding}
+}
+
+// removal is a removal run of the ISO: one step, through the node's gate.
+func removal(iso horizon.ISO) launch {
 	step := horizon.Step{Phase: 0, PhaseName: "remove", Job: "remove", Kind: horizon.StepISORemove, ServerID: &iso.ServerID, Node: &iso.Node}
-	return startRun(ctx, tx, iso, horizon.RunISORemove, []horizon.Step{step}, horizon.ISORemoving, who)
+	return launch{kind: horizon.RunISORemove, steps: []horizon.Step{step}, to: horizon.ISORemoving}
 }
 
-func startRun(ctx context.Context, tx pgx.Tx, iso horizon.ISO, kind horizon.RunKind, steps []horizon.Step, to horizon.ISOState, who auth.Principal) (horizon.Run, error) {
-	run, _, err := store.RunInsertWithSteps(ctx, tx, horizon.Run{ISOID: &iso.ID, Kind: kind, ActorID: &who.UserID}, steps)
-	if errors.Is(err, store.ErrRunInProgress) {
-		return run, problem.Busy("Another run of this ISO started a moment ago; wait for it or cancel it.")
-	}
-	if err != nil {
-		return run, err
-	}
-	if iso.State == to {
-		// A new ISO is inserted building: record where it came from (nothing) and why.
-		err = store.ISOStateRecord(ctx, tx, horizon.ISOStateChange{ISOID: iso.ID, RunID: &run.ID, To: to, ActorID: &who.UserID})
-	} else {
-		_, err = store.ISOSetState(ctx, tx, horizon.ISOStateChange{ISOID: iso.ID, RunID: &run.ID, To: to, ActorID: &who.UserID})
-	}
-	if err != nil {
-		return run, err
-	}
-	return run, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "iso." + string(kind), ObjectType: "iso",
-		ObjectID: &iso.ID, Details: map[string]any{"run_id": run.ID, "steps": len(steps)}})
-}
-
-// notBusy answers 409 naming the ISO's run in progress, if any.
-func notBusy(ctx context.Context, q store.Querier, iso horizon.ISO) error {
-	run, err := store.RunActive(ctx, q, store.OfISO(iso.ID))
-	if errors.Is(err, horizon.ErrNotFound) {
-		return nil
-	}
+// startRunOn is how a run of an existing ISO starts. In one transaction it locks the ISO at id
+// (404) and refuses while a run of it is in progress (409 naming it); decide then refuses
+// (409, 422) or says what to run, and startRun starts it. After the commit the run is
+// announced and the answer is 202 with the ISO and its ETag.
+func startRunOn(c *fiber.Ctx, d api.Deps, who auth.Principal, id uuid.UUID, decide func(ctx context.Context, tx pgx.Tx, iso horizon.ISO) (launch, error)) error {
+	var iso horizon.ISO
+	var run horizon.Run
+	out, err := store.WithTxV(c.UserContext(), d.DB, func(ctx context.Context, tx pgx.Tx) (Detail, error) {
+		var err error
+		if iso, err = store.ISOGetForUpdate(ctx, tx, id); err != nil {
+			return Detail{}, err
+		}
+		if err := runOwner.NotBusy(ctx, tx, store.OfISO(iso.ID)); err != nil {
+			return Detail{}, err
+		}
+		start, err := decide(ctx, tx, iso)
+		if err != nil {
+			return Detail{}, err
+		}
+		if run, err = startRun(ctx, tx, iso, start, who); err != nil {
+			return Detail{}, err
+		}
+		if iso, err = store.ISOGet(ctx, tx, iso.ID); err != nil {
+			return Detail{}, err
+		}
+		return detail(ctx, tx, iso, who)
+	})
 	if err != nil {
 		return err
 	}
-	return problem.Busy("Run %s (%s) is in progress on this ISO; wait for it or cancel it.", run.ID, run.Kind)
+	return accepted(c, d, iso, run, out)
 }
 
-// accepted announces the new run, enqueues its first advance (after the commit; a lost
-// enqueue is found by the reconciler) and answers 202 with body.
-func accepted(c *fiber.Ctx, d api.Deps, iso horizon.ISO, run horizon.Run, body any) error {
-	ctx := c.UserContext()
-	d.Announce().Changed(ctx, run.ID,
+// startRun writes the run start launches and its steps, moves the ISO to its state and records
+// the activity.
+func startRun(ctx context.Context, tx pgx.Tx, iso horizon.ISO, start launch, who auth.Principal) (horizon.Run, error) {
+	run, _, err := store.RunInsertWithSteps(ctx, tx, horizon.Run{ISOID: &iso.ID, Kind: start.kind, ActorID: &who.UserID}, start.steps)
+	if err != nil {
+		return run, runOwner.Started(err)
+	}
+	change := horizon.ISOStateChange{ISOID: iso.ID, RunID: &run.ID, To: start.to, ActorID: &who.UserID}
+	if iso.State == start.to {
+		// A new ISO is inserted building: record where it came from (nothing) and why.
+		err = store.ISOStateRecord(ctx, tx, change)
+	} else {
+		_, err = store.ISOSetState(ctx, tx, change)
+	}
+	if err != nil {
+		return run, err
+	}
+	return run, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "iso." + string(start.kind), ObjectType: "iso",
+		ObjectID: &iso.ID, Details: map[string]any{"run_id": run.ID, "steps": len(start.steps)}})
+}
+
+// accepted announces the started run with the ISO's new state and answers 202 with the ISO
+// (out) and its ETag.
+func accepted(c *fiber.Ctx, d api.Deps, iso horizon.ISO, run horizon.Run, out Detail) error {
+	c.Set(fiber.HeaderETag, api.ETag(out.Version))
+	return runOwner.Accepted(c, d, iso.ID, run, out,
 		events.Event{Type: events.ISO, ID: iso.ID, State: string(iso.State)},
 		events.Event{Type: events.Run, ID: run.ID, ISOID: iso.ID, RunID: run.ID, State: string(run.State)})
-	c.Set(fiber.HeaderLocation, "/v1/isos/"+iso.ID.String())
-	return c.Status(fiber.StatusAccepted).JSON(body)
 }
 
 // checkPlacement records what keeps spec from being built on node with its image on storage,

@@ -47,7 +47,7 @@ func Update(d api.Deps) fiber.Handler {
 			if iso.State == horizon.ISORemoved {
 				return Detail{}, problem.Conflict("The ISO was removed; build a new one.")
 			}
-			if err := notBusy(ctx, tx, iso); err != nil {
+			if err := runOwner.NotBusy(ctx, tx, store.OfISO(iso.ID)); err != nil {
 				return Detail{}, err
 			}
 			patch := store.ISOPatch{Name: r.Body.Name}

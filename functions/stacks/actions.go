@@ -96,11 +96,7 @@ func GetActions(d api.Deps) fiber.Handler {
 func RunAction(d api.Deps) fiber.Handler {
 	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[ActionRequest]) error {
 		name := c.Params("name")
-		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
-			if err != nil {
-				return horizon.Run{}, err
-			}
+		return startRunOn(c, d, r.Who, r.ID, refusesRemoval, func(ctx context.Context, tx pgx.Tx, l *loaded) (launch, error) {
 			var action *template.Action
 			for i := range l.def.Actions {
 				if l.def.Actions[i].Name == name {
@@ -108,72 +104,59 @@ func RunAction(d api.Deps) fiber.Handler {
 				}
 			}
 			if action == nil {
-				return horizon.Run{}, problem.NotFound("Action " + name)
+				return launch{}, problem.NotFound("Action " + name)
 			}
-			if err := actionable(ctx, tx, l.stack); err != nil {
-				return horizon.Run{}, err
+			if err := actionable(l.stack); err != nil {
+				return launch{}, err
 			}
 			outs, err := stackOutputs(d, l)
 			if err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
 			asked, exec, err := checkAction(d, l, action, r.Body, outs)
 			if err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
 			if action.Kind == template.ActionTerraform {
-				return startTerraformAction(ctx, tx, l, action, asked, r.Who)
+				return terraformAction(l, action, asked, r.Who)
 			}
 			steps := []horizon.Step{{Phase: 0, PhaseName: action.Name, Job: exec.Job, ExecutionID: &exec.ID, ExecutionIndex: &exec.Index,
 				Kind: horizon.StepActionScript}}
-			run, err := startRun(ctx, tx, l, horizon.RunAction, steps, r.Who)
-			if err != nil {
-				return run, err
-			}
-			asked.RunID = run.ID
-			return run, store.ActionRunInsert(ctx, tx, asked)
+			return launch{kind: horizon.RunAction, steps: steps, then: func(ctx context.Context, tx pgx.Tx, run horizon.Run) error {
+				asked.RunID = run.ID
+				return store.ActionRunInsert(ctx, tx, asked)
+			}}, nil
 		})
-		if err != nil {
-			return err
-		}
-		return accepted(c, d, run, r.Who)
 	})
 }
 
-// startTerraformAction starts the run of a terraform action: one action_apply step, on a new
-// instance of the action (its own workspace) whose module is the commit the stack pins for the
-// action (its template version's, or a force retry's re-pin).
-func startTerraformAction(ctx context.Context, tx pgx.Tx, l *loaded, a *template.Action, asked horizon.ActionRun, who auth.Principal) (horizon.Run, error) {
+// terraformAction is the run of a terraform action: one action_apply step, on a new instance
+// of the action (its own workspace) whose module is the commit the stack pins for the action
+// (its template version's, or a force retry's re-pin).
+func terraformAction(l *loaded, a *template.Action, asked horizon.ActionRun, who auth.Principal) (launch, error) {
 	commit := l.stack.ActionCommit(l.version, a.Name)
 	if commit == "" {
-		return horizon.Run{}, problem.Conflict("Template version %d pinned no commit for action %s: upgrade the stack to a version that does.",
+		return launch{}, problem.Conflict("Template version %d pinned no commit for action %s: upgrade the stack to a version that does.",
 			l.stack.TemplateVersion, a.Name)
 	}
-	run, err := startRun(ctx, tx, l, horizon.RunAction, []horizon.Step{{PhaseName: a.Name, Job: a.Name, Kind: horizon.StepActionApply}}, who)
-	if err != nil {
-		return run, err
-	}
-	in, err := store.ActionInstanceInsert(ctx, tx, horizon.ActionInstance{StackID: l.stack.ID, Action: a.Name,
-		TemplateVersion: l.stack.TemplateVersion, Commit: commit, RunID: run.ID, CreatedBy: &who.UserID})
-	if err != nil {
-		return run, err
-	}
-	if err := store.StepsSetActionInstance(ctx, tx, run.ID, in.ID, in.Number); err != nil {
-		return run, err
-	}
-	asked.RunID, asked.InstanceID = run.ID, &in.ID
-	return run, store.ActionRunInsert(ctx, tx, asked)
+	steps := []horizon.Step{{PhaseName: a.Name, Job: a.Name, Kind: horizon.StepActionApply}}
+	return launch{kind: horizon.RunAction, steps: steps, then: func(ctx context.Context, tx pgx.Tx, run horizon.Run) error {
+		in, err := store.ActionInstanceInsert(ctx, tx, horizon.ActionInstance{StackID: l.stack.ID, Action: a.Name,
+			TemplateVersion: l.stack.TemplateVersion, Commit: commit, RunID: run.ID, CreatedBy: &who.UserID})
+		if err != nil {
+			return err
+		}
+		if err := store.StepsSetActionInstance(ctx, tx, run.ID, in.ID, in.Number); err != nil {
+			return err
+		}
+		asked.RunID, asked.InstanceID = run.ID, &in.ID
+		return store.ActionRunInsert(ctx, tx, asked)
+	}}, nil
 }
 
-// actionable refuses an action on a stack that is not deployed (or failed after a deploy),
-// whose removal failed, or that has a run in progress.
-func actionable(ctx context.Context, q store.Querier, s horizon.Stack) error {
-	if err := notBusy(ctx, q, s); err != nil {
-		return err
-	}
-	if err := removalPending(s); err != nil {
-		return err
-	}
+// actionable refuses an action on a stack that is not deployed (or failed after a deploy); a
+// run in progress and a failed removal are refused before (startOn).
+func actionable(s horizon.Stack) error {
 	if s.State != horizon.StackDeployed && (s.State != horizon.StackFailed || s.DeployedAt == nil) {
 		return problem.Conflict("The stack is %s: actions run on a deployed stack (or a failed one whose machines exist).", s.State)
 	}

@@ -46,8 +46,12 @@ func Create(d api.Deps) fiber.Handler {
 		if err := p.Err(); err != nil {
 			return err
 		}
+		asked, err := askHostgroups(ctx, d, r.Body.EnvironmentID, r.Body.Jobs)
+		if err != nil {
+			return err
+		}
 		var out Stack
-		err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
+		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
 			tmpl, err := store.TemplateGet(ctx, tx, r.Body.TemplateID)
 			if errors.Is(err, horizon.ErrNotFound) {
 				return horizon.Invalid("template_id", "is not a template")
@@ -79,7 +83,7 @@ func Create(d api.Deps) fiber.Handler {
 			if err := refuseKeys(ctx, tx, r.Body.TeamID, execs, nil); err != nil {
 				return err
 			}
-			if err := refuseHostgroups(ctx, d, cat, def, execs, nil); err != nil {
+			if err := refuseHostgroups(cat, def, execs, nil, asked); err != nil {
 				return err
 			}
 			preselected, err := preselect(ctx, tx, def, execs, cat, r.Who)

@@ -13,8 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"horizon/functions/api"
-	"horizon/shared/auth"
-	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/runplan"
@@ -58,54 +56,42 @@ func Deploy(d api.Deps) fiber.Handler {
 			p.Detail = fmt.Sprintf("Preflight found %d problem(s); nothing was started. See errors.", len(probs))
 			return p
 		}
-		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			locked, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
-			if err != nil {
-				return horizon.Run{}, err
-			}
+		return startRunOn(c, d, r.Who, r.ID, refusesRemoval, func(ctx context.Context, tx pgx.Tx, locked *loaded) (launch, error) {
 			if locked.stack.Version != l.stack.Version {
-				return horizon.Run{}, problem.Conflict("The stack changed while its deploy was being checked; deploy again.")
+				return launch{}, problem.Conflict("The stack changed while its deploy was being checked; deploy again.")
 			}
-			if err := deployable(ctx, tx, locked.stack); err != nil {
-				return horizon.Run{}, err
+			if err := deployState(locked.stack); err != nil {
+				return launch{}, err
 			}
 			if err := enforceQuota(ctx, tx, locked.stack, cat.env.Name, deployItems(locked)); err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
 			if err := reserve(ctx, tx, d, locked, cat, views); err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
-			return startRun(ctx, tx, locked, horizon.RunDeploy, runplan.Apply(locked.def, locked.execs, runplan.All), r.Who)
+			return launch{kind: horizon.RunDeploy, steps: runplan.Apply(locked.def, locked.execs, runplan.All)}, nil
 		})
-		if err != nil {
-			return err
-		}
-		return accepted(c, d, run, r.Who)
 	})
 }
 
-// deployable refuses a deploy of a stack that is not a draft or failed, or has a run in
-// progress.
+// deployable refuses a deploy of a stack that is not a draft or failed, whose removal failed, or
+// has a run in progress.
 func deployable(ctx context.Context, q store.Querier, s horizon.Stack) error {
 	if err := notBusy(ctx, q, s); err != nil {
 		return err
 	}
-	if s.State != horizon.StackDraft && s.State != horizon.StackFailed {
-		return problem.Conflict("The stack is %s: deploy starts drafts and failed stacks; edit or retry it instead.", s.State)
+	if err := deployState(s); err != nil {
+		return err
 	}
 	return removalPending(s)
 }
 
-// notBusy answers 409 naming the run in progress, if any.
-func notBusy(ctx context.Context, q store.Querier, s horizon.Stack) error {
-	run, err := store.RunActive(ctx, q, store.OfStack(s.ID))
-	if errors.Is(err, horizon.ErrNotFound) {
-		return nil
+// deployState refuses a deploy of a stack that is not a draft or failed.
+func deployState(s horizon.Stack) error {
+	if s.State != horizon.StackDraft && s.State != horizon.StackFailed {
+		return problem.Conflict("The stack is %s: deploy starts drafts and failed stacks; edit or retry it instead.", s.State)
 	}
-	if err != nil {
-		return err
-	}
-	return problem.Busy("Run %s (%s) is in progress on this stack; wait for it or cancel it.", run.ID, run.Kind)
+	return nil
 }
 
 // reserve gives each machine execution its VM id (unique in its cluster, checked against the
@@ -180,47 +166,6 @@ func generateSecrets(ctx context.Context, tx pgx.Tx, d api.Deps, job *template.J
 	}
 	setSecrets(e, values, d.Box)
 	return store.ExecutionUpdateConfig(ctx, tx, e.ID, e.Config, e.SecretParameters)
-}
-
-// startRun writes a run and its steps (with its Nagios step, withNagios) and moves the stack to
-// the state its kind gives.
-func startRun(ctx context.Context, tx pgx.Tx, l *loaded, kind horizon.RunKind, steps []horizon.Step, who auth.Principal) (horizon.Run, error) {
-	steps, err := withNagios(ctx, tx, l, kind, steps)
-	if err != nil {
-		return horizon.Run{}, err
-	}
-	run, _, err := store.RunInsertWithSteps(ctx, tx, horizon.Run{StackID: &l.stack.ID, Kind: kind, ActorID: &who.UserID}, steps)
-	if errors.Is(err, store.ErrRunInProgress) {
-		return run, problem.Busy("Another run started on this stack a moment ago; wait for it or cancel it.")
-	}
-	if err != nil {
-		return run, err
-	}
-	to := horizon.StackUpdating
-	switch {
-	case kind == horizon.RunRemove:
-		to = horizon.StackRemoving
-	case l.stack.DeployedAt == nil || l.stack.State == horizon.StackDraft:
-		to = horizon.StackDeploying
-	}
-	if _, err := store.StackSetState(ctx, tx, horizon.StateChange{StackID: l.stack.ID, RunID: &run.ID, To: to, ActorID: &who.UserID}); err != nil {
-		return run, err
-	}
-	return run, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack." + string(kind), ObjectType: "stack",
-		ObjectID: &l.stack.ID, TeamID: &l.stack.TeamID, Details: map[string]any{"run_id": run.ID, "steps": len(steps)}})
-}
-
-// accepted enqueues the run's first advance (after the commit; a lost enqueue is found by the
-// reconciler) and answers 202 with the run.
-func accepted(c *fiber.Ctx, d api.Deps, run horizon.Run, who auth.Principal) error {
-	var evs []events.Event
-	if s, err := store.StackGet(c.UserContext(), d.DB, who.Scope(), *run.StackID); err == nil {
-		evs = append(evs, events.Event{Type: events.Stack, ID: s.ID, StackID: s.ID, TeamID: s.TeamID, State: string(s.State)},
-			events.Event{Type: events.Run, ID: run.ID, StackID: s.ID, TeamID: s.TeamID, RunID: run.ID, State: string(run.State)})
-	}
-	d.Announce().Changed(c.UserContext(), run.ID, evs...)
-	c.Set(fiber.HeaderLocation, "/v1/stacks/"+run.StackID.String()+"/runs/"+run.ID.String())
-	return c.Status(fiber.StatusAccepted).JSON(toRun(run, capabilities(who)))
 }
 
 // randomSecret is a generated secret parameter: 24 random bytes, base64url.

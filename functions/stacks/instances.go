@@ -106,41 +106,29 @@ func undoable(s horizon.Stack) error {
 // it. An instance already undone, or being undone, is a conflict (409).
 func UndoActionInstance(d api.Deps) fiber.Handler {
 	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
-		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
-			if err != nil {
-				return horizon.Run{}, err
-			}
+		return startRunOn(c, d, r.Who, r.ID, refusesRemoval, func(ctx context.Context, tx pgx.Tx, l *loaded) (launch, error) {
 			in, err := store.ActionInstanceGet(ctx, tx, l.stack.ID, r.Sub)
 			if errors.Is(err, horizon.ErrNotFound) {
-				return horizon.Run{}, problem.NotFound("Action instance " + r.Sub.String())
+				return launch{}, problem.NotFound("Action instance " + r.Sub.String())
 			}
 			if err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
 			switch in.State {
 			case horizon.InstanceUndone, horizon.InstanceAbandoned:
-				return horizon.Run{}, problem.Conflict("Action instance %s of %s is already %s.", r.Sub, in.Action, in.State)
+				return launch{}, problem.Conflict("Action instance %s of %s is already %s.", r.Sub, in.Action, in.State)
 			case horizon.InstanceUndoing:
-				return horizon.Run{}, problem.Conflict("Action instance %s of %s is being undone.", r.Sub, in.Action)
-			}
-			if err := notBusy(ctx, tx, l.stack); err != nil {
-				return horizon.Run{}, err
+				return launch{}, problem.Conflict("Action instance %s of %s is being undone.", r.Sub, in.Action)
 			}
 			if err := undoable(l.stack); err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
-			run, err := startRun(ctx, tx, l, horizon.RunAction, runplan.UndoActions([]horizon.ActionInstance{in}), r.Who)
-			if err != nil {
-				return run, err
-			}
-			return run, store.ActionRunInsert(ctx, tx, horizon.ActionRun{RunID: run.ID, StackID: l.stack.ID, Action: in.Action,
-				Kind: "terraform", TemplateVersion: in.TemplateVersion, InstanceID: &in.ID, Undo: true})
+			return launch{kind: horizon.RunAction, steps: runplan.UndoActions([]horizon.ActionInstance{in}),
+				then: func(ctx context.Context, tx pgx.Tx, run horizon.Run) error {
+					return store.ActionRunInsert(ctx, tx, horizon.ActionRun{RunID: run.ID, StackID: l.stack.ID, Action: in.Action,
+						Kind: "terraform", TemplateVersion: in.TemplateVersion, InstanceID: &in.ID, Undo: true})
+				}}, nil
 		})
-		if err != nil {
-			return err
-		}
-		return accepted(c, d, run, r.Who)
 	})
 }
 

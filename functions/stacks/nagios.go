@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
+
 	"horizon/functions/api"
 	"horizon/shared/nagios"
 	"horizon/shared/template"
@@ -119,45 +121,81 @@ func missingHostgroups(ctx context.Context, client *nagios.Client, listed []stri
 	return missing, nil
 }
 
+// hostgroups is what the environment's Nagios server said, before a draft save's transaction,
+// of the host groups the request chose: those it does not define. Server is the server asked,
+// nil when none was (no host group chosen, no server, or it did not answer).
+type hostgroups struct {
+	server  *uuid.UUID
+	missing map[string]bool
+}
+
+// askHostgroups asks the Nagios server of environment envID which of the host groups jobs
+// chooses it does not define: a group in the discovered list exists, another is asked for by
+// name (bounded by preflightTimeout). It runs before the save's transaction, which must not
+// wait on Nagios; refuseHostgroups judges with its answer inside.
+func askHostgroups(ctx context.Context, d api.Deps, envID uuid.UUID, jobs map[string]JobRequest) (hostgroups, error) {
+	groups := map[string][]string{}
+	for _, j := range jobs {
+		for _, e := range j.Executions {
+			if e.Nagios != nil && e.Nagios.Hostgroup != "" {
+				groups[e.Nagios.Hostgroup] = nil
+			}
+		}
+	}
+	if len(groups) == 0 {
+		return hostgroups{}, nil
+	}
+	env, err := store.EnvironmentGet(ctx, d.DB, envID)
+	if errors.Is(err, horizon.ErrNotFound) || err == nil && env.NagiosServerID == nil {
+		return hostgroups{}, nil // the transaction refuses the environment, or every group
+	}
+	if err != nil {
+		return hostgroups{}, err
+	}
+	n, err := store.NagiosServerGet(ctx, d.DB, *env.NagiosServerID)
+	if err != nil {
+		return hostgroups{}, err
+	}
+	client, _, err := nagios.Open(d.Box, n)
+	if client == nil {
+		return hostgroups{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	missing, err := missingHostgroups(ctx, client, n.Hostgroups, groups)
+	if err != nil {
+		d.Log.WarnContext(ctx, "nagios does not answer; host groups left to the deploy's check", "nagios_server_id", n.ID, "error", err)
+		return hostgroups{}, nil
+	}
+	asked := hostgroups{server: &n.ID, missing: map[string]bool{}}
+	for _, g := range missing {
+		asked.missing[g] = true
+	}
+	return asked, nil
+}
+
 // refuseHostgroups refuses a draft save that brings a Nagios choice the environment cannot take:
 // a host group when the environment has no Nagios server, or one its server does not define
-// (judged against the discovered list, and for a group not in it by asking Nagios, bounded by
-// preflightTimeout). A group the draft had before is left to problems and to the deploy's check
-// (the server may have lost it since); so is a new group when Nagios does not answer now.
-func refuseHostgroups(ctx context.Context, d api.Deps, cat *catalogue, def *template.Definition, execs, had []horizon.Execution) error {
+// (as asked, askHostgroups). A group the draft had before is left to problems and to the
+// deploy's check (the server may have lost it since); so is a new group when Nagios did not
+// answer, or the environment's server is no longer the one asked.
+func refuseHostgroups(cat *catalogue, def *template.Definition, execs, had []horizon.Execution, asked hostgroups) error {
 	known := map[string]bool{}
 	for _, e := range had {
 		known[e.Config.NagiosHostgroup] = true
 	}
 	var p horizon.Problems
-	groups := map[string][]string{}
 	for _, e := range execs {
 		group := e.Config.NagiosHostgroup
 		if job := def.Job(e.Job); job == nil || !job.Machine || group == "" || known[group] || e.State == horizon.ExecutionRemoved {
 			continue
 		}
 		field := execField(e.Job, e.Index, "nagios.hostgroup")
-		if cat.nagios == nil {
+		switch {
+		case cat.nagios == nil:
 			p.Add(field, "the environment %s has no Nagios server: choose no host group", cat.env.Name)
-			continue
-		}
-		groups[group] = append(groups[group], field)
-	}
-	if len(groups) > 0 {
-		client, _, err := nagios.Open(d.Box, *cat.nagios)
-		if client == nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
-		defer cancel()
-		missing, err := missingHostgroups(ctx, client, cat.nagios.Hostgroups, groups)
-		if err != nil {
-			d.Log.WarnContext(ctx, "nagios does not answer; host groups left to the deploy's check", "nagios_server_id", cat.nagios.ID, "error", err)
-		}
-		for _, group := range missing {
-			for _, f := range groups[group] {
-				p.Add(f, "is not a host group of Nagios server %s", cat.nagios.Name)
-			}
+		case asked.server != nil && *asked.server == cat.nagios.ID && asked.missing[group]:
+			p.Add(field, "is not a host group of Nagios server %s", cat.nagios.Name)
 		}
 	}
 	return p.SortedErr()

@@ -1,12 +1,19 @@
 package stacks_test
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
+	"horizon/shared/horizon"
 	"horizon/shared/nagios/nagiostest"
+	"horizon/shared/store"
 )
 
 // TestDraftSaveChecksNagiosHostgroups: saving a draft (create or edit) refuses a host group when
@@ -80,5 +87,111 @@ func TestDraftSaveChecksNagiosHostgroups(t *testing.T) {
 	}
 	if p := edit("later-judged"); p.Status != 200 {
 		t.Fatalf("edit while Nagios is down: %d %s", p.Status, p.Body)
+	}
+}
+
+// TestDraftSaveAsksNagiosOutsideItsTransaction: a draft save (create, edit) asks Nagios about a
+// host group before its transaction, so a slow Nagios holds no transaction open and locks no
+// stack: while the lookup is in flight no session of the API's database is idle in a
+// transaction, and another writer takes the draft's row at once. Nagios is real, behind a gate
+// that holds each request until the test has looked.
+func TestDraftSaveAsksNagiosOutsideItsTransaction(t *testing.T) {
+	t.Parallel()
+	e := labtest.New(t, labtest.Options{})
+	n := nagiostest.Start(t, nagiostest.Options{})
+	target, err := url.Parse(n.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The gate holds the first request after it is armed (the rest of the exchange, such as
+	// the digest's second round, passes).
+	var armed atomic.Bool
+	arrived, release := make(chan struct{}), make(chan struct{})
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if armed.CompareAndSwap(true, false) {
+			arrived <- struct{}{}
+			<-release
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gate.Close)
+	// Stored without SSH access (a draft save only reads Nagios), as its discovery found it,
+	// behind the gate.
+	srv, err := store.NagiosServerCreate(t.Context(), e.API.DB, horizon.NagiosServer{Name: "nagios", URL: gate.URL + target.Path,
+		Username: n.Username, Password: e.API.Deps.Box.SealString(horizon.PurposeNagiosPassword, n.Password),
+		Hostgroups: []string{nagiostest.Hostgroup}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := e.API.Do("PATCH", "/v1/environments/"+e.Env, apitest.Req{Body: map[string]any{"nagios_server_id": srv.ID}}); env.Status != 200 {
+		t.Fatalf("environment: %d %s", env.Status, env.Body)
+	}
+	group := func(g string) map[string]any { return map[string]any{"nagios": map[string]any{"hostgroup": g}} }
+	// whileAsking sends a save and, while its lookup is held at the gate, runs look.
+	whileAsking := func(what string, save func() *apitest.Response, look func()) *apitest.Response {
+		t.Helper()
+		done := make(chan *apitest.Response, 1)
+		armed.Store(true)
+		go func() { done <- save() }()
+		select {
+		case <-arrived:
+		case r := <-done:
+			t.Fatalf("%s answered %d without asking Nagios: %s", what, r.Status, r.Body)
+		}
+		released := false
+		defer func() {
+			if !released { // look failed: let the save finish
+				close(release)
+			}
+		}()
+		look()
+		close(release)
+		released = true
+		r := <-done
+		release = make(chan struct{})
+		return r
+	}
+	noOpenTransaction := func(what string) {
+		t.Helper()
+		var open int
+		if err := e.API.DB.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open != 0 {
+			t.Fatalf("%s holds a transaction open while it waits on Nagios (%d idle in transaction)", what, open)
+		}
+	}
+
+	// The empty group is not in the discovered list: the save asks Nagios for it by name.
+	r := whileAsking("create", func() *apitest.Response {
+		return e.API.Do("POST", "/v1/stacks", apitest.Req{Token: e.Member, Body: map[string]any{"team_id": e.Team, "name": "slow",
+			"environment_id": e.Env, "template_id": e.Tmpl, "template_version": 1,
+			"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(0, group(nagiostest.EmptyHostgroup))}}}}})
+	}, func() { noOpenTransaction("create") })
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id, etag := r.Map()["id"].(string), r.Header.Get("ETag")
+
+	// The edit brings the group anew, on another machine.
+	p := whileAsking("edit", func() *apitest.Response {
+		return e.API.Do("PATCH", "/v1/stacks/"+id, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag},
+			Body: map[string]any{"jobs": map[string]any{"db": map[string]any{"executions": []any{e.Machine(0, nil)}},
+				"app": map[string]any{"executions": []any{e.Machine(1, group(nagiostest.EmptyHostgroup))}}}}})
+	}, func() {
+		noOpenTransaction("edit")
+		tx, err := e.API.DB.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(t.Context()) }()
+		if _, err := tx.Exec(t.Context(), `SELECT 1 FROM stacks WHERE id = $1 FOR UPDATE NOWAIT`, id); err != nil {
+			t.Fatalf("another writer cannot take the draft while its edit waits on Nagios: %v", err)
+		}
+	})
+	if p.Status != 200 {
+		t.Fatalf("edit: %d %s", p.Status, p.Body)
 	}
 }

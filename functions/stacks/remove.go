@@ -8,7 +8,6 @@ import (
 
 	"horizon/functions/api"
 	"horizon/shared/auth"
-	"horizon/shared/events"
 	"horizon/shared/horizon"
 	"horizon/shared/problem"
 	"horizon/shared/store"
@@ -21,39 +20,16 @@ import (
 // retries the removal.
 func Remove(d api.Deps) fiber.Handler {
 	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[api.None]) error {
-		var run *horizon.Run
-		var stack horizon.Stack
-		err := store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
-			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
-			if err != nil {
-				return err
-			}
-			stack = l.stack
-			if err := notBusy(ctx, tx, l.stack); err != nil {
-				return err
-			}
+		return startRunOn(c, d, r.Who, r.ID, finishesRemoval, func(ctx context.Context, tx pgx.Tx, l *loaded) (launch, error) {
 			switch l.stack.State {
 			case horizon.StackRemoved:
-				return problem.Conflict("The stack is already removed.")
+				return launch{}, problem.Conflict("The stack is already removed.")
 			case horizon.StackDraft:
-				return removeDraft(ctx, tx, l, r.Who)
+				return launch{}, removeDraft(ctx, tx, l, r.Who)
 			}
 			steps, err := removalSteps(ctx, tx, l)
-			if err != nil {
-				return err
-			}
-			r, err := startRun(ctx, tx, l, horizon.RunRemove, steps, r.Who)
-			run = &r
-			return err
+			return launch{kind: horizon.RunRemove, steps: steps}, err
 		})
-		if err != nil {
-			return err
-		}
-		if run != nil {
-			return accepted(c, d, *run, r.Who)
-		}
-		d.Notify(ctx, events.Event{Type: events.Stack, ID: stack.ID, StackID: stack.ID, TeamID: stack.TeamID, State: string(horizon.StackRemoved)})
-		return c.SendStatus(fiber.StatusNoContent)
 	})
 }
 
@@ -67,13 +43,4 @@ func removeDraft(ctx context.Context, tx pgx.Tx, l *loaded, who auth.Principal) 
 	}
 	return store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.remove", ObjectType: "stack",
 		ObjectID: &l.stack.ID, TeamID: &l.stack.TeamID, Details: map[string]any{"draft": true}})
-}
-
-// removalPending refuses anything but finishing the removal (retry, remove) or force-remove on
-// a stack whose removal failed: what is left of it is half destroyed.
-func removalPending(s horizon.Stack) error {
-	if s.RemovalFailed() {
-		return problem.Conflict("The stack's removal failed: retry it to finish the removal, or force-remove it (admins).")
-	}
-	return nil
 }

@@ -47,37 +47,27 @@ func Retry(d api.Deps) fiber.Handler {
 				return err
 			}
 		}
-		run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.Run, error) {
-			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
-			if err != nil {
-				return horizon.Run{}, err
-			}
-			if err := notBusy(ctx, tx, l.stack); err != nil {
-				return horizon.Run{}, err
-			}
+		return startRunOn(c, d, r.Who, r.ID, finishesRemoval, func(ctx context.Context, tx pgx.Tx, l *loaded) (launch, error) {
 			last, err := store.RunLatestChange(ctx, tx, l.stack.ID)
 			if errors.Is(err, horizon.ErrNotFound) {
-				return horizon.Run{}, problem.Conflict("The stack has never run: deploy it.")
+				return launch{}, problem.Conflict("The stack has never run: deploy it.")
 			}
 			if err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
 			if r.Body.Mode != "all" && l.stack.State != horizon.StackFailed {
-				return horizon.Run{}, problem.Conflict("The stack is %s: only a failed stack has failed jobs to retry (mode all re-applies everything).", l.stack.State)
+				return launch{}, problem.Conflict("The stack is %s: only a failed stack has failed jobs to retry (mode all re-applies everything).", l.stack.State)
 			}
 			if l.stack.State != horizon.StackFailed && l.stack.State != horizon.StackDeployed {
-				return horizon.Run{}, problem.Conflict("The stack is %s: nothing to retry.", l.stack.State)
+				return launch{}, problem.Conflict("The stack is %s: nothing to retry.", l.stack.State)
 			}
 			if last.Kind == horizon.RunRemove {
 				steps, err := removalSteps(ctx, tx, l)
-				if err != nil {
-					return horizon.Run{}, err
-				}
-				return startRun(ctx, tx, l, horizon.RunRemove, steps, r.Who)
+				return launch{kind: horizon.RunRemove, steps: steps}, err
 			}
 			steps, err := store.StepsOfRun(ctx, tx, last.ID)
 			if err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
 			sel := runplan.Select(runplan.All)
 			if r.Body.Mode != "all" {
@@ -85,23 +75,19 @@ func Retry(d api.Deps) fiber.Handler {
 			}
 			for job, commit := range pins.jobs {
 				if err := store.ExecutionsRepin(ctx, tx, l.stack.ID, job, commit); err != nil {
-					return horizon.Run{}, err
+					return launch{}, err
 				}
 			}
 			for action, commit := range pins.actions {
 				if err := store.StackRepinAction(ctx, tx, l.stack.ID, action, commit); err != nil {
-					return horizon.Run{}, err
+					return launch{}, err
 				}
 			}
 			if l.execs, err = store.ExecutionsOfStack(ctx, tx, l.stack.ID, false); err != nil {
-				return horizon.Run{}, err
+				return launch{}, err
 			}
-			return startRun(ctx, tx, l, horizon.RunRetry, runplan.Apply(l.def, l.execs, sel), r.Who)
+			return launch{kind: horizon.RunRetry, steps: runplan.Apply(l.def, l.execs, sel)}, nil
 		})
-		if err != nil {
-			return err
-		}
-		return accepted(c, d, run, r.Who)
 	})
 }
 

@@ -61,37 +61,29 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 		p.Detail = fmt.Sprintf("The edit has %d problem(s); nothing was changed. See errors.", len(probs))
 		return p
 	}
-	run, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (*horizon.Run, error) {
-		locked, err := load(ctx, tx, who.Scope(), l.stack.ID, true)
-		if err != nil {
-			return nil, err
-		}
+	run, err := startOn(ctx, d, who, l.stack.ID, refusesRemoval, func(ctx context.Context, tx pgx.Tx, locked *loaded) (launch, error) {
 		if locked.stack.Version != l.stack.Version {
-			return nil, horizon.ErrStale
-		}
-		if err := notBusy(ctx, tx, locked.stack); err != nil {
-			return nil, err
+			return launch{}, horizon.ErrStale
 		}
 		if err := enforceQuota(ctx, tx, locked.stack, ed.cat.env.Name, editItems(ed)); err != nil {
-			return nil, err
+			return launch{}, err
 		}
 		if _, err := store.StackUpdate(ctx, tx, l.stack.ID, store.StackPatch{Name: req.Name, Description: req.Description,
 			Labels: req.Labels, TemplateVersion: upgradeTo}, l.stack.Version); err != nil {
-			return nil, err
+			return launch{}, err
 		}
 		if len(ed.changes) == 0 {
-			return nil, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.update", ObjectType: "stack",
+			return launch{}, store.ActivityRecord(ctx, tx, store.Activity{ActorID: &who.UserID, Action: "stack.update", ObjectType: "stack",
 				ObjectID: &l.stack.ID, TeamID: &l.stack.TeamID})
 		}
 		if err := applyChanges(ctx, tx, d, ed, views); err != nil {
-			return nil, err
+			return launch{}, err
 		}
 		kind := horizon.RunReapply
 		if upgradeTo != nil {
 			kind = horizon.RunUpgrade
 		}
-		r, err := startRun(ctx, tx, locked, kind, runplan.Steps(ed.def, ed.changes, locked.execs), who)
-		return &r, err
+		return launch{kind: kind, steps: runplan.Steps(ed.def, ed.changes, locked.execs)}, nil
 	})
 	if err != nil {
 		return err

@@ -49,6 +49,17 @@ func Update(d api.Deps) fiber.Handler {
 		if cur.stack.State != horizon.StackDraft && (r.Body.Jobs != nil || !cur.stack.State.Busy() && r.Body.Confirm) {
 			return saveEdit(c, d, cur, r.Body, r.IfVersion, nil)
 		}
+		// A draft's new host groups are asked of Nagios here: the transaction must not wait on it.
+		var asked hostgroups
+		if cur.stack.State == horizon.StackDraft {
+			envID := cur.stack.EnvironmentID
+			if r.Body.EnvironmentID != nil {
+				envID = *r.Body.EnvironmentID
+			}
+			if asked, err = askHostgroups(ctx, d, envID, r.Body.Jobs); err != nil {
+				return err
+			}
+		}
 		var out Stack
 		err = store.WithTx(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) error {
 			l, err := load(ctx, tx, r.Who.Scope(), r.ID, true)
@@ -70,7 +81,7 @@ func Update(d api.Deps) fiber.Handler {
 			}
 			var preselected []string
 			if draft && (r.Body.Jobs != nil || r.Body.TemplateVersion != nil || r.Body.EnvironmentID != nil) {
-				if preselected, err = replaceDraft(ctx, tx, d, r.Who, l, r.Body); err != nil {
+				if preselected, err = replaceDraft(ctx, tx, d, r.Who, l, r.Body, asked); err != nil {
 					return err
 				}
 			}
@@ -122,7 +133,7 @@ func checkFields(s horizon.Stack, req UpdateRequest) error {
 
 // replaceDraft writes a draft's executions anew from the request (or, when only the template
 // version or environment moves, from its current answers).
-func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal, l *loaded, req UpdateRequest) ([]string, error) {
+func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal, l *loaded, req UpdateRequest, asked hostgroups) ([]string, error) {
 	number := l.stack.TemplateVersion
 	if req.TemplateVersion != nil {
 		number = *req.TemplateVersion
@@ -167,7 +178,7 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	if err := refuseKeys(ctx, tx, l.stack.TeamID, execs, l.execs); err != nil {
 		return nil, err
 	}
-	if err := refuseHostgroups(ctx, d, cat, def, execs, l.execs); err != nil {
+	if err := refuseHostgroups(cat, def, execs, l.execs, asked); err != nil {
 		return nil, err
 	}
 	preselected, err := preselect(ctx, tx, def, execs, cat, who)
