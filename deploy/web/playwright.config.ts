@@ -9,6 +9,7 @@
 // first failure stops the run. What a failed journey left (its trace, a screenshot of each
 // page) is kept under e2e/out/results, which git ignores.
 import { defineConfig } from "@playwright/test";
+import { chromiumArgs } from "./e2e/chromium.mjs";
 
 export default defineConfig({
   testDir: "e2e",
@@ -26,15 +27,7 @@ export default defineConfig({
     browserName: "chromium",
     launchOptions: {
       executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+      args: chromiumArgs,
     },
     headless: true,
     viewport: { width: 1360, height: 900 },

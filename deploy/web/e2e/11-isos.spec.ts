@@ -107,14 +107,13 @@ test("build an ISO, then delete it", async ({ lab, api, axe, signIn }) => {
   });
 
   // Delete while used: refused, the refusal links the stack.
-  const del = () => ai.getByRole("group", { name: "ISO actions" });
-  await del()
-    .getByRole("button", { name: `Delete ${isoName}` })
-    .click();
-  await del()
-    .getByRole("button", { name: `Yes, delete ${isoName}` })
-    .click();
-  const refusal = del().getByRole("alert");
+  const del = ai.getByRole("group", { name: "ISO actions" });
+  const deleteIt = async () => {
+    await del.getByRole("button", { name: `Delete ${isoName}` }).click();
+    await del.getByRole("button", { name: `Yes, delete ${isoName}` }).click();
+  };
+  await deleteIt();
+  const refusal = del.getByRole("alert");
   await expect(refusal.getByText(/is used by stack boots-installer/)).toBeVisible();
   const link = refusal.getByRole("link", { name: "boots-installer" });
   await expect(link, "the refusal links the stack").toHaveAttribute("href", `#/stacks/${stack.id}`);
@@ -127,12 +126,7 @@ test("build an ISO, then delete it", async ({ lab, api, axe, signIn }) => {
   await api(lab.member, "DELETE", `/v1/stacks/${stack.id}`);
   await ai.goBack();
   await expect(ai.getByRole("heading", { name: new RegExp(isoName) })).toBeVisible();
-  await del()
-    .getByRole("button", { name: `Delete ${isoName}` })
-    .click();
-  await del()
-    .getByRole("button", { name: `Yes, delete ${isoName}` })
-    .click();
+  await deleteIt();
   await expect(ai.getByRole("heading", { name: new RegExp(`${isoName} (removing|removed)`) })).toBeVisible();
   await expect(ai.getByRole("heading", { name: new RegExp(`${isoName} removed`) })).toBeVisible({ timeout: 30_000 });
   await expect(ai.getByTestId("iso-runs").locator("tr[data-run]").nth(1)).toBeVisible();
