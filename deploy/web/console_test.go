@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,16 +59,9 @@ func firstAdmin(t *testing.T, web string) {
 	c := newConsole(t, web)
 	api, setup := apitest.NewFirstRun(t, &apitest.Options{CORSOrigins: []string{c.url}})
 	c.serve(t, api.URL)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	playwright(t, web, "first-admin", 3*time.Minute, "CONSOLE_URL="+c.url, "API_URL="+api.URL, "SETUP_TOKEN="+setup)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(web, "e2e", "first-admin.mjs"))
-	cmd.Dir = web
-	cmd.Env = append(os.Environ(), "CONSOLE_URL="+c.url, "API_URL="+api.URL, "SETUP_TOKEN="+setup, "CHROMIUM="+chromium,
-		"OUT_DIR="+filepath.Join(web, "e2e", "out"))
-	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("first-admin.mjs: %v", err)
-	}
 	var role string
 	if err := api.DB.QueryRow(ctx, `SELECT role FROM users WHERE email = 'grace@example.org'`).Scan(&role); err != nil || role != "admin" {
 		t.Fatalf("the first admin made in the console: role %q, %v", role, err)
@@ -93,7 +88,6 @@ func e2e(t *testing.T, web string) {
 	// operator does.
 	l := newLab(t, web, "for i in $(seq 1 20); do echo \"warming up the app: step $i of 20\"; done\n"+
 		"while [ -e '"+hang+"' ]; do echo 'waiting for the license server'; sleep 1; done\n", true)
-	out := filepath.Join(web, "e2e", "out")
 	// What an admin types to register the sandbox's cluster from the console.
 	key := filepath.Join(t.TempDir(), "node-key")
 	if err := os.WriteFile(key, []byte(l.Sandbox.NodeKeyPEM), 0o600); err != nil {
@@ -101,7 +95,10 @@ func e2e(t *testing.T, web string) {
 	}
 	// The notifications journey's webhook destination, on loopback, which the lab allows.
 	rcv := newReceiver(t)
-	l.node(t, filepath.Join(web, "e2e", "run.mjs"), 8*time.Minute, "HANG_FILE="+hang, "OUT_DIR="+out, "NODE_KEY_FILE="+key,
+	// Twelve journeys, one after the other: 8.5 minutes on a 2-core machine at load 35, about
+	// 20 at load 50 (the single script they replace had 8).
+	playwright(t, web, "lab", 20*time.Minute, "CONSOLE_URL="+l.consoleURL, "API_URL="+l.API.URL, "ADMIN_TOKEN="+l.API.Admin,
+		"MEMBER_TOKEN="+l.Member, "VIEWER_TOKEN="+l.Viewer, "HANG_FILE="+hang, "NODE_KEY_FILE="+key,
 		"PVE_TOKEN_SECRET="+l.Sandbox.Cluster("demo").TokenSecret(), "WEBHOOK_RECEIVER="+rcv.URL)
 	if rcv.received("/hook") == 0 || rcv.received("/refuse") == 0 {
 		t.Fatalf("the receiver got %d messages at /hook and %d at /refuse; the journey sends to both", rcv.received("/hook"), rcv.received("/refuse"))
@@ -155,6 +152,42 @@ func (c *console) serve(t testing.TB, api string) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(c.ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
+}
+
+// playwright runs the journeys of one project of playwright.config.ts (`npx playwright test
+// --project name`) with env and CHROMIUM in their environment; their output is the test's log.
+// A failed journey leaves its trace and a screenshot of each page under e2e/out/<project>,
+// which the failure names.
+func playwright(t testing.TB, web, project string, within time.Duration, env ...string) {
+	t.Helper()
+	out := filepath.Join(web, "e2e", "out", project)
+	// Playwright stops at its global timeout, a minute before ours, and says what was running
+	// (keeping its trace); ours ends Playwright, Chromium and all, if it did not.
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npx", "--no-install", "playwright", "test", "--project", project, "--output", out,
+		"--global-timeout", strconv.FormatInt((within-time.Minute).Milliseconds(), 10))
+	cmd.Dir = web
+	cmd.Env = append(append(os.Environ(), "CHROMIUM="+chromium, "FORCE_COLOR=0"), env...)
+	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("the %s journeys: %s", project, time.Since(start).Round(time.Second))
+	if err == nil {
+		return
+	}
+	var kept []string
+	_ = filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".zip") || strings.HasPrefix(d.Name(), "test-failed")) {
+			kept = append(kept, path)
+		}
+		return nil
+	})
+	t.Fatalf("the %s journeys failed after %s (%v); their output is above. Kept (`npx playwright show-trace` opens a trace.zip):\n  %s",
+		project, time.Since(start).Round(time.Second), err, strings.Join(kept, "\n  "))
 }
 
 // node runs a script of the console's with the lab in its environment (CONSOLE_URL, API_URL,

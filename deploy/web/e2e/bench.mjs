@@ -5,6 +5,7 @@ import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { chromiumArgs } from "./chromium.mjs";
 import { signInLink } from "./signin.mjs";
 
 const env = (k) =>
@@ -57,17 +58,7 @@ async function timed(url, headers, count) {
 
 const browser = await chromium.launch({
   executablePath: env("CHROMIUM"),
-  args: [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-precise-memory-info",
-  ],
+  args: ["--headless", ...chromiumArgs, "--enable-precise-memory-info"],
 });
 try {
   const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
