@@ -4,9 +4,11 @@
 // the history of the action runs. A started run shows here, in a notice until it ends and in the
 // history; the stack's pipeline stays its jobs' (an action's run opens by its link in the
 // history). Everything refreshes from the events that invalidate ["stack", id].
+import { usersQuery } from "../api/queries/lookups";
+import { actionInstancesQuery, actionsQuery, runsQuery, stackKey, stacksKey } from "../api/queries/stacks";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useMemo, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Stack } from "../api/client";
+import { api, ApiError, call, type Stack } from "../api/client";
 import { FieldErrorList, ParamInput } from "../form/FormRenderer";
 import { errorsFor, fieldErrors, orderedParameters, unplaced } from "../form/model";
 import { href } from "../router";
@@ -33,28 +35,14 @@ import {
 const RUNS = 100;
 
 function useUsers() {
-  return useQuery({
-    queryKey: ["users"],
-    retry: false,
-    staleTime: 60_000,
-    queryFn: () => call(api.GET("/v1/users", { params: { query: { limit: "200" } } })),
-  });
+  return useQuery(usersQuery());
 }
 
 export function ActionsSection({ stack, role }: { stack: Stack; role: string | undefined }) {
   const id = stack.id;
-  const actions = useQuery({
-    queryKey: ["stack", id, "actions"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/actions", { params: { path: { id } } })),
-  });
-  const instances = useQuery({
-    queryKey: ["stack", id, "action-instances"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/action-instances", { params: { path: { id } } })),
-  });
-  const runs = useQuery({
-    queryKey: ["stack", id, "runs", "action"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { kind: "action", limit: String(RUNS) } } })),
-  });
+  const actions = useQuery(actionsQuery(id));
+  const instances = useQuery(actionInstancesQuery(id));
+  const runs = useQuery(runsQuery(id, "action", RUNS));
   const users = useUsers();
   const who = (uid: string | null | undefined) =>
     uid ? (users.data?.items.find((u) => u.id === uid)?.name ?? uid.slice(0, 8)) : "Horizon";
@@ -161,15 +149,15 @@ function ActionForm({
     try {
       const run = await call(
         api.POST("/v1/stacks/{id}/actions/{name}", {
-          params: { path: { id: stack.id, name: a.name }, header: { "Idempotency-Key": idempotencyKey() } },
+          params: { path: { id: stack.id, name: a.name } },
           body: actionRequest(a, v),
         }),
       );
-      void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      void qc.invalidateQueries({ queryKey: stackKey(stack.id) });
+      void qc.invalidateQueries({ queryKey: stacksKey });
       onStarted(run.id);
     } catch (e) {
-      if (e instanceof ApiError && e.status === 409) void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
+      if (e instanceof ApiError && e.status === 409) void qc.invalidateQueries({ queryKey: stackKey(stack.id) });
       setErr(e);
     } finally {
       setSending(false);
@@ -283,14 +271,14 @@ function InstancesView({
     try {
       await call(
         api.DELETE("/v1/stacks/{id}/action-instances/{iid}", {
-          params: { path: { id: stack.id, iid }, header: { "Idempotency-Key": idempotencyKey() } },
+          params: { path: { id: stack.id, iid } },
         }),
       );
       setConfirm("");
-      void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
+      void qc.invalidateQueries({ queryKey: stackKey(stack.id) });
     } catch (e) {
       setErr(e);
-      void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
+      void qc.invalidateQueries({ queryKey: stackKey(stack.id) });
     }
   };
   const label = (r: InstanceRow) => `${r.action}${r.number !== null ? ` #${r.number}` : ""}`;
@@ -393,7 +381,7 @@ function Outputs({ id, run, outputs }: { id: string; run: string; outputs: unkno
               reveal={() =>
                 call(
                   api.POST("/v1/stacks/{id}/runs/{run}/outputs/{name}/reveal", {
-                    params: { path: { id, run, name }, header: { "Idempotency-Key": idempotencyKey() } },
+                    params: { path: { id, run, name } },
                   }),
                 )
               }

@@ -4,10 +4,28 @@
 // whose messages land on their fields; inventory refreshed on demand), environments, networks
 // and their named addresses (free, or attached to which stack; one or a range at once), SSH keys (yours; admins everyone's), Nagios servers (registered
 // and changed after the API's checks of both their CGIs and SSH side) and git credentials.
+import {
+  environmentsKey,
+  formOptionsKey,
+  gitCredentialsKey,
+  gitCredentialsQuery,
+  nagiosServersKey,
+  nagiosServersQuery,
+  networkKey,
+  networkQuery,
+  networksKey,
+  networksQuery,
+  proxmoxServerKey,
+  proxmoxServerQuery,
+  proxmoxServersKey,
+  proxmoxServersQuery,
+  sshKeysKey,
+  sshKeysQuery,
+} from "../api/queries/lookups";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, call, idempotencyKey } from "../api/client";
-import { useMe } from "../App";
+import { api, call } from "../api/client";
+import { useMe } from "../api/queries/me";
 import { href } from "../router";
 import { ProblemBox, when } from "./common";
 import { nameOf, useEnvironments } from "./lookups";
@@ -27,9 +45,6 @@ export function catalogueTab(tab: string | undefined): string {
   if (!tab) return "servers";
   return TABS.some(([t]) => t === tab) ? tab : "";
 }
-
-const key = () => ({ "Idempotency-Key": idempotencyKey() });
-const limit = { query: { limit: "200" } };
 
 export function Catalogue({ tab, id }: { tab: string; id?: string }) {
   const me = useMe();
@@ -98,7 +113,7 @@ export function nodeLines(text: string) {
 
 function Servers({ admin }: { admin: boolean }) {
   const qc = useQueryClient();
-  const servers = useQuery({ queryKey: ["proxmox-servers"], queryFn: () => call(api.GET("/v1/proxmox-servers", { params: limit })) });
+  const servers = useQuery(proxmoxServersQuery());
   return (
     <section aria-label="Proxmox servers">
       {admin && (
@@ -112,12 +127,11 @@ function Servers({ admin }: { admin: boolean }) {
               onCancel={close}
               onDone={() => {
                 close();
-                void qc.invalidateQueries({ queryKey: ["proxmox-servers"] });
+                void qc.invalidateQueries({ queryKey: proxmoxServersKey });
               }}
               submit={(v) =>
                 call(
                   api.POST("/v1/proxmox-servers", {
-                    params: { header: key() },
                     body: {
                       name: str(v, "name"),
                       api_url: str(v, "api_url"),
@@ -172,10 +186,7 @@ function Servers({ admin }: { admin: boolean }) {
 
 function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
   const qc = useQueryClient();
-  const server = useQuery({
-    queryKey: ["proxmox-server", id],
-    queryFn: () => call(api.GET("/v1/proxmox-servers/{id}", { params: { path: { id } } })),
-  });
+  const server = useQuery(proxmoxServerQuery(id));
   const [err, setErr] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const s = server.data;
@@ -215,7 +226,7 @@ function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
               setBusy(true);
               try {
                 await call(api.POST("/v1/proxmox-servers/{id}/refresh", { params: { path: { id } } }));
-                await qc.invalidateQueries({ queryKey: ["proxmox-server", id] });
+                await qc.invalidateQueries({ queryKey: proxmoxServerKey(id) });
               } catch (e) {
                 setErr(e);
               } finally {
@@ -313,9 +324,9 @@ function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
 }
 
 function useCatalogueLists() {
-  const networks = useQuery({ queryKey: ["networks"], queryFn: () => call(api.GET("/v1/networks", { params: limit })) });
-  const servers = useQuery({ queryKey: ["proxmox-servers"], queryFn: () => call(api.GET("/v1/proxmox-servers", { params: limit })) });
-  const nagios = useQuery({ queryKey: ["nagios-servers"], queryFn: () => call(api.GET("/v1/nagios-servers", { params: limit })) });
+  const networks = useQuery(networksQuery());
+  const servers = useQuery(proxmoxServersQuery());
+  const nagios = useQuery(nagiosServersQuery());
   return { networks, servers, nagios };
 }
 
@@ -341,7 +352,7 @@ function Environments({ admin }: { admin: boolean }) {
   });
   const done = () => {
     setEditing("");
-    void qc.invalidateQueries({ queryKey: ["environments"] });
+    void qc.invalidateQueries({ queryKey: environmentsKey });
   };
   return (
     <section aria-label="Environments">
@@ -356,7 +367,7 @@ function Environments({ admin }: { admin: boolean }) {
                 close();
                 done();
               }}
-              submit={(v) => call(api.POST("/v1/environments", { params: { header: key() }, body: body(v) }))}
+              submit={(v) => call(api.POST("/v1/environments", { body: body(v) }))}
             />
           )}
         </Adder>
@@ -424,7 +435,7 @@ function Environments({ admin }: { admin: boolean }) {
 
 function Networks({ admin }: { admin: boolean }) {
   const qc = useQueryClient();
-  const networks = useQuery({ queryKey: ["networks"], queryFn: () => call(api.GET("/v1/networks", { params: limit })) });
+  const networks = useQuery(networksQuery());
   return (
     <section aria-label="Networks">
       {admin && (
@@ -443,12 +454,11 @@ function Networks({ admin }: { admin: boolean }) {
               onCancel={close}
               onDone={() => {
                 close();
-                void qc.invalidateQueries({ queryKey: ["networks"] });
+                void qc.invalidateQueries({ queryKey: networksKey });
               }}
               submit={(v) =>
                 call(
                   api.POST("/v1/networks", {
-                    params: { header: key() },
                     body: {
                       name: str(v, "name"),
                       cidr: str(v, "cidr"),
@@ -497,10 +507,10 @@ function Networks({ admin }: { admin: boolean }) {
 
 function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
   const qc = useQueryClient();
-  const network = useQuery({ queryKey: ["network", id], queryFn: () => call(api.GET("/v1/networks/{id}", { params: { path: { id } } })) });
+  const network = useQuery(networkQuery(id));
   // Every address, page by page (a /24 holds more than one page).
   const addrs = useQuery({
-    queryKey: ["network", id, "addresses"],
+    queryKey: [...networkKey(id), "addresses"],
     queryFn: async () => {
       const items = [];
       let cursor: string | undefined;
@@ -512,7 +522,7 @@ function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
       return { items };
     },
   });
-  const refresh = () => void qc.invalidateQueries({ queryKey: ["network", id] });
+  const refresh = () => void qc.invalidateQueries({ queryKey: networkKey(id) });
   const n = network.data;
   if (!n) return <ProblemBox error={network.error} />;
   const items = addrs.data?.items ?? [];
@@ -542,7 +552,7 @@ function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
               submit={(v) =>
                 call(
                   api.POST("/v1/networks/{id}/addresses", {
-                    params: { path: { id }, header: key() },
+                    params: { path: { id } },
                     body: { name: str(v, "name"), ip: str(v, "ip") },
                   }),
                 )
@@ -576,7 +586,7 @@ function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
               submit={(v) =>
                 call(
                   api.POST("/v1/networks/{id}/address-ranges", {
-                    params: { path: { id }, header: key() },
+                    params: { path: { id } },
                     body: { name_prefix: str(v, "name_prefix"), first: str(v, "first"), last: str(v, "last") },
                   }),
                 )
@@ -643,12 +653,12 @@ function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
 
 function SSHKeys() {
   const qc = useQueryClient();
-  const keys = useQuery({ queryKey: ["ssh-keys"], queryFn: () => call(api.GET("/v1/ssh-keys", { params: limit })) });
+  const keys = useQuery(sshKeysQuery());
   // The stack form's choices hold the keys too: a key added from the form's link is there to
   // choose on coming back, not after the form's cached choices go stale.
   const refresh = () => {
-    void qc.invalidateQueries({ queryKey: ["ssh-keys"] });
-    void qc.invalidateQueries({ queryKey: ["form-options"] });
+    void qc.invalidateQueries({ queryKey: sshKeysKey });
+    void qc.invalidateQueries({ queryKey: formOptionsKey });
   };
   return (
     <section aria-label="SSH keys">
@@ -671,11 +681,7 @@ function SSHKeys() {
               close();
               refresh();
             }}
-            submit={(v) =>
-              call(
-                api.POST("/v1/ssh-keys", { params: { header: key() }, body: { name: str(v, "name"), public_key: str(v, "public_key") } }),
-              )
-            }
+            submit={(v) => call(api.POST("/v1/ssh-keys", { body: { name: str(v, "name"), public_key: str(v, "public_key") } }))}
           />
         )}
       </Adder>
@@ -774,9 +780,9 @@ const nagiosKeys = [
 
 function Nagios({ admin }: { admin: boolean }) {
   const qc = useQueryClient();
-  const nagios = useQuery({ queryKey: ["nagios-servers"], queryFn: () => call(api.GET("/v1/nagios-servers", { params: limit })) });
+  const nagios = useQuery(nagiosServersQuery());
   const [editing, setEditing] = useState("");
-  const refresh = () => void qc.invalidateQueries({ queryKey: ["nagios-servers"] });
+  const refresh = () => void qc.invalidateQueries({ queryKey: nagiosServersKey });
   return (
     <section aria-label="Nagios servers">
       {admin && (
@@ -795,7 +801,6 @@ function Nagios({ admin }: { admin: boolean }) {
               submit={(v) =>
                 call(
                   api.POST("/v1/nagios-servers", {
-                    params: { header: key() },
                     body: {
                       name: str(v, "name"),
                       url: str(v, "url"),
@@ -913,8 +918,8 @@ function Nagios({ admin }: { admin: boolean }) {
 
 function GitCredentials({ admin }: { admin: boolean }) {
   const qc = useQueryClient();
-  const creds = useQuery({ queryKey: ["git-credentials"], queryFn: () => call(api.GET("/v1/git-credentials", { params: limit })) });
-  const refresh = () => void qc.invalidateQueries({ queryKey: ["git-credentials"] });
+  const creds = useQuery(gitCredentialsQuery());
+  const refresh = () => void qc.invalidateQueries({ queryKey: gitCredentialsKey });
   return (
     <section aria-label="Git credentials">
       {admin && (
@@ -944,7 +949,6 @@ function GitCredentials({ admin }: { admin: boolean }) {
               submit={(v) =>
                 call(
                   api.POST("/v1/git-credentials", {
-                    params: { header: key() },
                     body: {
                       name: str(v, "name"),
                       url_prefix: str(v, "url_prefix"),

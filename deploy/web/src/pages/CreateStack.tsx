@@ -8,9 +8,11 @@
 // "Save" when only name, description or labels changed (no run). The template version, team
 // and environment are read-only there; while a run is in progress the form is disabled with
 // the reason. A stale save (412) reloads the stack and names what changed.
+import { stackEditQuery, stackKey, stackQuery, stacksKey, usageQuery } from "../api/queries/stacks";
+import { formQuery, versionQuery } from "../api/queries/templates";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Stack, type TemplateForm } from "../api/client";
+import { api, ApiError, call, type Stack, type TemplateForm } from "../api/client";
 import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import {
   changedFields,
@@ -28,7 +30,7 @@ import {
   unplaced,
   type FormValues,
 } from "../form/model";
-import { useMe } from "../App";
+import { useMe } from "../api/queries/me";
 import { notCopiedKey, notCopiedLines, type NotCopied } from "../stacks/duplicate";
 import { navigate } from "../router";
 import { PlanView } from "../plan/PlanView";
@@ -46,16 +48,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const envs = useEnvironments();
   const teams = useTeams();
   // An existing draft, with its ETag for If-Match.
-  const existing = useQuery({
-    queryKey: ["stack-edit", stackId],
-    enabled: !!stackId,
-    gcTime: 0,
-    queryFn: async () => {
-      const r = await api.GET("/v1/stacks/{id}", { params: { path: { id: stackId! } } });
-      const data = await call(Promise.resolve(r));
-      return { stack: data, etag: r.response.headers.get("ETag") ?? "" };
-    },
-  });
+  const existing = useQuery(stackEditQuery(stackId));
   const stack = existing.data?.stack;
   // Set by the stack page's Duplicate: what the copy left out.
   const duplicated = stackId ? qc.getQueryData<{ from: string; items: NotCopied[] }>(notCopiedKey(stackId)) : undefined;
@@ -116,24 +109,11 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     if (template && !stack) setVersion(template.latest_version);
   }, [template, stack]);
 
-  const form = useQuery({
-    queryKey: ["form", templateId, version],
-    enabled: !!templateId && version > 0,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}/form", { params: { path: { id: templateId, v: String(version) } } })),
-  });
+  const form = useQuery(formQuery(templateId, version));
   // What a stack that is not deployed yet would take of its team's quotas, as the user types
   // (a deployed stack's edit shows its delta in the plan instead).
-  const definition = useQuery({
-    queryKey: ["version", templateId, version],
-    enabled: !!templateId && version > 0,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: templateId, v: String(version) } } })),
-    staleTime: 60_000,
-  });
-  const usage = useQuery({
-    queryKey: ["usage", header.team_id],
-    enabled: !!header.team_id,
-    queryFn: () => call(api.GET("/v1/teams/{id}/usage", { params: { path: { id: header.team_id } } })),
-  });
+  const definition = useQuery(versionQuery(templateId, version));
+  const usage = useQuery(usageQuery(header.team_id));
   const opts = useFormOptions(header.environment_id, stack);
   const options = opts.data ?? emptyOptions;
 
@@ -143,11 +123,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   // An admin choosing another version of a deployed stack's template plans its upgrade.
   const admin = me.data?.role === "admin";
   const upgrading = live && version > 0 && version !== stack!.template_version;
-  const liveStack = useQuery({
-    queryKey: ["stack", stackId],
-    enabled: live,
-    queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id: stackId! } } })),
-  });
+  const liveStack = useQuery({ ...stackQuery(stackId ?? ""), enabled: live });
   const busy_ = live ? busyReason(liveStack.data ?? stack) : "";
   const wasBusy = useRef(busy_);
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs only when the stack stops being busy
@@ -254,7 +230,6 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       if (!stackId) {
         s = await call(
           api.POST("/v1/stacks", {
-            params: { header: { "Idempotency-Key": idempotencyKey() } },
             body: {
               team_id: header.team_id,
               name: header.name,
@@ -274,12 +249,12 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       } else if (upgrading) {
         // Jobs the version drops are destroyed first; new jobs go with their answers.
         const r = await api.POST("/v1/stacks/{id}/upgrade-template", {
-          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag, "Idempotency-Key": idempotencyKey() } },
+          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } },
           body: { version, jobs: toJobs(values, form.data) },
         });
         const out = await call(Promise.resolve(r));
-        void qc.invalidateQueries({ queryKey: ["stacks"] });
-        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        void qc.invalidateQueries({ queryKey: stacksKey });
+        void qc.invalidateQueries({ queryKey: stackKey(stackId) });
         if (r.response.status === 202) {
           navigate(`/stacks/${stackId}`);
           return null;
@@ -300,8 +275,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           body,
         });
         const out = await call(Promise.resolve(r));
-        void qc.invalidateQueries({ queryKey: ["stacks"] });
-        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        void qc.invalidateQueries({ queryKey: stacksKey });
+        void qc.invalidateQueries({ queryKey: stackKey(stackId) });
         if (r.response.status === 202) {
           navigate(`/stacks/${stackId}`);
           return null;
@@ -333,7 +308,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           ? `Draft saved; ${plural(s.problems.length, "thing")} to fix before it can deploy.`
           : "Draft saved; it is ready to deploy.",
       );
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      void qc.invalidateQueries({ queryKey: stacksKey });
       return s;
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) {
@@ -379,8 +354,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     try {
       const s = await save();
       if (!s) return;
-      await call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id: s.id }, header: { "Idempotency-Key": idempotencyKey() } } }));
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      await call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id: s.id } } }));
+      void qc.invalidateQueries({ queryKey: stacksKey });
       navigate(`/stacks/${s.id}`);
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) {

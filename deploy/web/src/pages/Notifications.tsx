@@ -3,10 +3,11 @@
 // change, enable, test, rotate and delete them; viewers (and tokens narrower than full) read
 // only, as the API decides. A signing secret is shown once, in the dialog that follows a create
 // or a rotation, and is dropped with it: it is never put in the query cache.
+import { deliveriesQuery, tokensQuery, webhookKey, webhooksKey, webhooksQuery } from "../api/queries/people";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Fragment, useEffect, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Schemas } from "../api/client";
-import { useMe } from "../App";
+import { api, ApiError, call, type Schemas } from "../api/client";
+import { useMe } from "../api/queries/me";
 import { FieldErrorList } from "../form/FormRenderer";
 import { errorsFor, fieldErrors } from "../form/model";
 import {
@@ -22,22 +23,16 @@ import {
   updateBody,
   type TokenScope,
   type Webhook,
-  type WebhookDelivery,
 } from "../notify/notify";
 import { ConfirmByName, ProblemBox, StateBadge, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { Adder, ResourceForm, type FieldSpec } from "./ResourceForm";
 
-const key = () => ({ "Idempotency-Key": idempotencyKey() });
 const ifMatch = (w: Webhook) => ({ "If-Match": `"${w.version}"` });
 
 /** useScope is the scope of the token the console is signed in with (from the token list). */
 function useScope(tokenId: string | undefined): TokenScope | undefined {
-  const tokens = useQuery({
-    queryKey: ["tokens"],
-    enabled: !!tokenId,
-    queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })),
-  });
+  const tokens = useQuery({ ...tokensQuery(), enabled: !!tokenId });
   return tokens.data?.items.find((t) => t.id === tokenId)?.scope;
 }
 
@@ -50,9 +45,9 @@ export function Notifications() {
   const scope = useScope(me.data?.token_id);
   const manage = mayManage(me.data?.role, scope);
   const admin = me.data?.role === "admin";
-  const hooks = useQuery({ queryKey: ["webhooks"], queryFn: () => call(api.GET("/v1/webhooks", { params: { query: { limit: "200" } } })) });
+  const hooks = useQuery(webhooksQuery());
   const [secret, setSecret] = useState<Shown | null>(null);
-  const refresh = () => void qc.invalidateQueries({ queryKey: ["webhooks"] });
+  const refresh = () => void qc.invalidateQueries({ queryKey: webhooksKey });
   const myTeams = (teams.data?.items ?? []).filter((t) => admin || me.data?.teams.includes(t.id));
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, hint: "What it is for, e.g. chat-ops bot" },
@@ -95,7 +90,7 @@ export function Notifications() {
                 setSecret({ name: w.name, secret: w.secret, why: "created" });
                 refresh();
               }}
-              submit={(v) => call(api.POST("/v1/webhooks", { params: { header: key() }, body: createBody(v) }))}
+              submit={(v) => call(api.POST("/v1/webhooks", { body: createBody(v) }))}
             />
           )}
         </Adder>
@@ -184,17 +179,13 @@ function Row({
   const qc = useQueryClient();
   const [open, setOpen] = useState<"" | "edit" | "log" | "delete">("");
   const [err, setErr] = useState<unknown>(null);
-  const last = useQuery({
-    queryKey: ["webhook", w.id, "deliveries", "last"],
-    queryFn: () => call(api.GET("/v1/webhooks/{id}/deliveries", { params: { path: { id: w.id }, query: { limit: "1" } } })),
-    refetchInterval: (q) => (q.state.data?.items[0]?.state === "pending" ? 2000 : false),
-  });
+  const last = useQuery(deliveriesQuery(w.id, 1));
   const act = async (fn: () => Promise<unknown>) => {
     setErr(null);
     try {
       await fn();
       refresh();
-      void qc.invalidateQueries({ queryKey: ["webhook", w.id] });
+      void qc.invalidateQueries({ queryKey: webhookKey(w.id) });
     } catch (e) {
       // A stale version re-reads the subscription; ProblemBox says it was reloaded.
       if (e instanceof ApiError && e.status === 412) refresh();
@@ -268,7 +259,7 @@ function Row({
                   className="link"
                   onClick={() =>
                     void act(async () => {
-                      await call(api.POST("/v1/webhooks/{id}/test", { params: { path: { id: w.id }, header: key() } }));
+                      await call(api.POST("/v1/webhooks/{id}/test", { params: { path: { id: w.id } } }));
                       setOpen("log");
                     })
                   }
@@ -292,9 +283,7 @@ function Row({
                     className="link"
                     onClick={() =>
                       void act(async () => {
-                        const r = await call(
-                          api.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id: w.id }, header: key() } }),
-                        );
+                        const r = await call(api.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id: w.id } } }));
                         onSecret({ name: r.name, secret: r.secret, why: "rotated" });
                       })
                     }
@@ -347,7 +336,7 @@ function Row({
                 name={w.name}
                 verb="Delete"
                 consequence="Its delivery log goes with it; nothing more is sent."
-                run={() => call(api.DELETE("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: key() } }))}
+                run={() => call(api.DELETE("/v1/webhooks/{id}", { params: { path: { id: w.id } } }))}
                 onDone={() => {
                   setOpen("");
                   refresh();
@@ -368,16 +357,12 @@ function Row({
 function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
   const qc = useQueryClient();
   const [err, setErr] = useState<unknown>(null);
-  const log = useQuery({
-    queryKey: ["webhook", w.id, "deliveries"],
-    queryFn: () => call(api.GET("/v1/webhooks/{id}/deliveries", { params: { path: { id: w.id }, query: { limit: "50" } } })),
-    refetchInterval: (q) => (q.state.data?.items.some((d: WebhookDelivery) => d.state === "pending") ? 2000 : false),
-  });
+  const log = useQuery(deliveriesQuery(w.id, 50));
   const items = log.data?.items ?? [];
   // The row's last delivery follows the log when the newest delivery changes.
   const newest = items[0] ? `${items[0].id}/${items[0].state}` : "";
   useEffect(() => {
-    if (newest) void qc.invalidateQueries({ queryKey: ["webhook", w.id, "deliveries", "last"], exact: true });
+    if (newest) void qc.invalidateQueries({ queryKey: deliveriesQuery(w.id, 1).queryKey, exact: true });
   }, [newest, qc, w.id]);
   return (
     <section aria-label={`Deliveries of ${w.name}`}>
@@ -432,10 +417,10 @@ function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
                         try {
                           await call(
                             api.POST("/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", {
-                              params: { path: { id: w.id, delivery_id: d.id }, header: key() },
+                              params: { path: { id: w.id, delivery_id: d.id } },
                             }),
                           );
-                          void qc.invalidateQueries({ queryKey: ["webhook", w.id] });
+                          void qc.invalidateQueries({ queryKey: webhookKey(w.id) });
                         } catch (e) {
                           setErr(e);
                         }

@@ -5,10 +5,23 @@
 // (admins, failed stacks) lists every VM, address and workspace left behind, offers the abandon
 // manifest for download, and wants the name typed too.
 // Everything refreshes from GET /v1/events (the shell invalidates ["stack", id]); no polling.
+import {
+  abandonManifestQuery,
+  actionInstancesQuery,
+  historyQuery,
+  outputsQuery,
+  pipelineQuery,
+  runsQuery,
+  stackKey,
+  stackQuery,
+  stacksKey,
+} from "../api/queries/stacks";
+import { versionQuery } from "../api/queries/templates";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Card, type Pipeline } from "../api/client";
-import { useMe, useNow } from "../App";
+import { api, ApiError, call, type Card, type Pipeline } from "../api/client";
+import { useMe } from "../api/queries/me";
+import { useNow } from "../now";
 import { LogView, stackLog } from "../log/LogView";
 import { notCopiedKey } from "../stacks/duplicate";
 import { PipelineView } from "../pipeline/PipelineView";
@@ -26,26 +39,11 @@ export function StackDetail({ id }: { id: string }) {
   const { query } = useRoute();
   const runParam = query.get("run") ?? "";
   const now = useNow();
-  const stack = useQuery({ queryKey: ["stack", id], queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id } } })) });
+  const stack = useQuery(stackQuery(id));
   const s = stack.data;
-  const pipeline = useQuery({
-    queryKey: ["stack", id, "pipeline", runParam],
-    enabled: !!s && s.state !== "draft",
-    retry: false,
-    queryFn: () => call(api.GET("/v1/stacks/{id}/pipeline", { params: { path: { id }, query: runParam ? { run: runParam } : {} } })),
-  });
-  const version = useQuery({
-    queryKey: ["version", s?.template_id, s?.template_version],
-    enabled: !!s,
-    staleTime: Infinity,
-    queryFn: () =>
-      call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: s!.template_id, v: String(s!.template_version) } } })),
-  });
-  const instances = useQuery({
-    queryKey: ["stack", id, "action-instances"],
-    enabled: !!s && s.state !== "draft",
-    queryFn: () => call(api.GET("/v1/stacks/{id}/action-instances", { params: { path: { id } } })),
-  });
+  const pipeline = useQuery({ ...pipelineQuery(id, runParam), enabled: !!s && s.state !== "draft" });
+  const version = useQuery(versionQuery(s?.template_id, s?.template_version));
+  const instances = useQuery({ ...actionInstancesQuery(id), enabled: !!s && s.state !== "draft" });
   const templates = useTemplates();
   const envs = useEnvironments();
   const history = useHistory(id);
@@ -71,24 +69,23 @@ export function StackDetail({ id }: { id: string }) {
       setConfirm("");
       setTyped("");
       if (startsRun && runParam) navigate(`/stacks/${id}`);
-      void qc.invalidateQueries({ queryKey: ["stack", id] });
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      void qc.invalidateQueries({ queryKey: stackKey(id) });
+      void qc.invalidateQueries({ queryKey: stacksKey });
     } catch (e) {
-      if (e instanceof ApiError && e.status === 412) void qc.invalidateQueries({ queryKey: ["stack", id] });
+      if (e instanceof ApiError && e.status === 412) void qc.invalidateQueries({ queryKey: stackKey(id) });
       setActionErr(e);
     }
     return what;
   };
-  const key = () => ({ "Idempotency-Key": idempotencyKey() });
   const retry = (mode: "failed" | "force" | "all") =>
-    act("retry", () => call(api.POST("/v1/stacks/{id}/retry", { params: { path: { id }, header: key() }, body: { mode } })), true);
+    act("retry", () => call(api.POST("/v1/stacks/{id}/retry", { params: { path: { id } }, body: { mode } })), true);
   const runAgain = (c: Card) =>
     act(
       "run-again",
       () =>
         call(
           api.POST("/v1/stacks/{id}/jobs/{job}/executions/{n}/run-again", {
-            params: { path: { id, job: c.job, n: String(c.execution ?? 0) }, header: key() },
+            params: { path: { id, job: c.job, n: String(c.execution ?? 0) } },
           }),
         ),
       true,
@@ -113,7 +110,7 @@ export function StackDetail({ id }: { id: string }) {
   const openForce = async () => {
     setActionErr(null);
     try {
-      const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: {} }));
+      const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id } }, body: {} }));
       setManifest(r.manifest);
       setTyped("");
       setConfirm("force");
@@ -123,12 +120,12 @@ export function StackDetail({ id }: { id: string }) {
   };
   const doRemove = () =>
     void act("remove", async () => {
-      await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id }, header: key() } }));
+      await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id } } }));
       if (!built) navigate("/stacks");
     });
   const doForce = () =>
     void act("force", async () => {
-      const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: { confirm: true } }));
+      const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id } }, body: { confirm: true } }));
       downloadManifest(r.manifest);
     });
   // The log's filter offers every machine a job has had (an older run's lines may be of one
@@ -158,9 +155,7 @@ export function StackDetail({ id }: { id: string }) {
             <button
               type="button"
               className="primary"
-              onClick={() =>
-                void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id }, header: key() } })), true)
-              }
+              onClick={() => void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id } } })), true)}
             >
               Deploy
             </button>
@@ -219,7 +214,7 @@ export function StackDetail({ id }: { id: string }) {
               type="button"
               onClick={() =>
                 void act("duplicate", async () => {
-                  const d = await call(api.POST("/v1/stacks/{id}/duplicate", { params: { path: { id }, header: key() }, body: {} }));
+                  const d = await call(api.POST("/v1/stacks/{id}/duplicate", { params: { path: { id } }, body: {} }));
                   // The draft's form opens with a notice of what the copy left out.
                   qc.setQueryData(notCopiedKey(d.id), { from: s.name, items: d.not_copied ?? [] });
                   navigate(`/stacks/${d.id}/edit`);
@@ -260,7 +255,7 @@ export function StackDetail({ id }: { id: string }) {
             type="button"
             className="danger"
             autoFocus
-            onClick={() => void act("cancel", () => call(api.POST("/v1/stacks/{id}/cancel", { params: { path: { id }, header: key() } })))}
+            onClick={() => void act("cancel", () => call(api.POST("/v1/stacks/{id}/cancel", { params: { path: { id } } })))}
           >
             Yes, cancel the run
           </button>
@@ -448,10 +443,7 @@ function stepNames(p: Pipeline | undefined): Record<string, string> {
 }
 
 function OutputsView({ id }: { id: string }) {
-  const outputs = useQuery({
-    queryKey: ["stack", id, "outputs"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/outputs", { params: { path: { id } } })),
-  });
+  const outputs = useQuery(outputsQuery(id));
   if (outputs.error) return <ProblemBox error={outputs.error} />;
   const jobs = Object.entries(outputs.data?.jobs ?? {});
   if (!jobs.length) return <p className="muted">No outputs yet.</p>;
@@ -488,7 +480,7 @@ export function OutputsTable({ id, jobs }: { id: string; jobs: JobOutputs[] }) {
                       reveal={() =>
                         call(
                           api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", {
-                            params: { path: { id, job, n: String(e.execution), name }, header: { "Idempotency-Key": idempotencyKey() } },
+                            params: { path: { id, job, n: String(e.execution), name } },
                           }),
                         )
                       }
@@ -508,10 +500,7 @@ export function OutputsTable({ id, jobs }: { id: string; jobs: JobOutputs[] }) {
 
 /** useHistory is the stack's state history (the history section and the force-removal note share it). */
 function useHistory(id: string) {
-  return useQuery({
-    queryKey: ["stack", id, "history"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })),
-  });
+  return useQuery(historyQuery(id));
 }
 
 /** forceRemoved says whether a history ends in a force-removal, whose manifest is then asked for. */
@@ -522,10 +511,7 @@ export function forceRemoved(items: { to: string; error: string | null }[]): boo
 
 function HistoryView({ id, now }: { id: string; now: number }) {
   const history = useHistory(id);
-  const runs = useQuery({
-    queryKey: ["stack", id, "runs"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { limit: "20" } } })),
-  });
+  const runs = useQuery(runsQuery(id));
   return (
     <div className="history">
       <ProblemBox error={history.error ?? runs.error} />
@@ -670,11 +656,7 @@ function downloadManifest(m: Manifest) {
 
 /** AbandonManifestLink downloads what a force-remove recorded (admins; 404 when none was). */
 function AbandonManifestLink({ id }: { id: string }) {
-  const m = useQuery({
-    queryKey: ["stack", id, "abandon-manifest"],
-    retry: false,
-    queryFn: () => call(api.GET("/v1/stacks/{id}/abandon-manifest", { params: { path: { id } } })),
-  });
+  const m = useQuery(abandonManifestQuery(id));
   if (!m.data) return null;
   return (
     <p>
