@@ -1,6 +1,6 @@
 // The lists the console looks names up in (templates, environments, teams, users) and the
 // catalogue's lists: fetched whole (up to 200) and kept a minute when only names are wanted.
-import { queryOptions } from "@tanstack/react-query";
+import { type QueryClient, queryOptions } from "@tanstack/react-query";
 import { api, call } from "../client";
 
 export const limit = { query: { limit: "200" } };
@@ -44,3 +44,9 @@ export const networkQuery = (id: string) =>
   queryOptions({ queryKey: networkKey(id), queryFn: () => call(api.GET("/v1/networks/{id}", { params: { path: { id } } })) });
 
 export const formOptionsKey = ["form-options"] as const;
+
+/** refreshServer asks a Proxmox server's inventory again; pending until the page has it. */
+export const refreshServer = (qc: QueryClient, id: string) => ({
+  mutationFn: () => call(api.POST("/v1/proxmox-servers/{id}/refresh", { params: { path: { id } } })),
+  onSuccess: () => qc.invalidateQueries({ queryKey: proxmoxServerKey(id) }),
+});
