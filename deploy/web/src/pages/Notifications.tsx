@@ -24,7 +24,7 @@ import {
   type TokenScope,
   type Webhook,
 } from "../notify/notify";
-import { ConfirmByName, ProblemBox, StateBadge, when } from "./common";
+import { ConfirmDialog, ProblemBox, StateBadge, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { Adder, ResourceForm, type FieldSpec } from "./ResourceForm";
 
@@ -331,18 +331,21 @@ function Row({
               />
             )}
             {open === "delete" && (
-              <ConfirmByName
+              <ConfirmDialog
+                title={`Delete ${w.name}?`}
                 what="subscription"
                 name={w.name}
-                verb="Delete"
-                consequence="Its delivery log goes with it; nothing more is sent."
+                confirm="Yes, delete"
                 run={() => call(api.DELETE("/v1/webhooks/{id}", { params: { path: { id: w.id } } }))}
                 onDone={() => {
                   setOpen("");
                   refresh();
                 }}
                 onCancel={() => setOpen("")}
-              />
+              >
+                {" "}
+                <span>Its delivery log goes with it; nothing more is sent.</span>
+              </ConfirmDialog>
             )}
             {open === "log" && <Deliveries w={w} manage={manage} />}
           </td>
