@@ -11,6 +11,7 @@ import { useId, useMemo, useState } from "react";
 import { api, ApiError, call, type Stack } from "../api/client";
 import { FieldErrorList, ParamInput } from "../form/FormRenderer";
 import { errorsFor, fieldErrors, orderedParameters, unplaced } from "../form/model";
+import { RunsTable } from "../pages/RunsTable";
 import { href } from "../router";
 import { ProblemBox, Secret, StateBadge, when } from "../pages/common";
 import {
@@ -398,38 +399,33 @@ function Outputs({ id, run, outputs }: { id: string; run: string; outputs: unkno
 function ActionHistory({ id, runs, who }: { id: string; runs: Run[]; who: (id: string | null | undefined) => string }) {
   if (!runs.length) return <p className="muted">No action has run yet.</p>;
   return (
-    <table className="action-history" aria-labelledby="action-history-title">
-      <thead>
-        <tr>
-          <th scope="col">Action</th>
-          <th scope="col">By</th>
-          <th scope="col">When</th>
-          <th scope="col">Machine</th>
-          <th scope="col">Parameters</th>
-          <th scope="col">Result</th>
-          <th scope="col">Outputs</th>
-        </tr>
-      </thead>
-      <tbody>
-        {runs.map((r) => (
-          <tr key={r.id} data-run={r.id} data-action-run={r.action?.name}>
-            <td>
-              <a href={href(`/stacks/${id}`, { run: r.id })}>{r.action ? `${r.action.undo ? "undo " : ""}${r.action.name}` : r.kind}</a>
-            </td>
-            <td>{who(r.actor_id)}</td>
-            <td>{when(r.started_at ?? r.created_at)}</td>
-            <td>{machineOf(r)}</td>
-            <td>
-              <code>{r.action ? answers(r.action.parameters, r.action.inputs) : ""}</code>
-            </td>
-            <td>
+    <RunsTable
+      className="action-history"
+      aria-labelledby="action-history-title"
+      runs={runs}
+      row={(r) => ({ "data-action-run": r.action?.name })}
+      columns={[
+        {
+          header: "Action",
+          cell: (r) => (
+            <a href={href(`/stacks/${id}`, { run: r.id })}>{r.action ? `${r.action.undo ? "undo " : ""}${r.action.name}` : r.kind}</a>
+          ),
+        },
+        { header: "By", cell: (r) => who(r.actor_id) },
+        { header: "When", cell: (r) => when(r.started_at ?? r.created_at) },
+        { header: "Machine", cell: (r) => machineOf(r) },
+        { header: "Parameters", cell: (r) => <code>{r.action ? answers(r.action.parameters, r.action.inputs) : ""}</code> },
+        {
+          header: "Result",
+          cell: (r) => (
+            <>
               <StateBadge state={r.state} />
               {r.error && <div className="small">{r.error}</div>}
-            </td>
-            <td>{r.action && !r.action.undo ? <Outputs id={id} run={r.id} outputs={r.action.outputs} /> : null}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+            </>
+          ),
+        },
+        { header: "Outputs", cell: (r) => (r.action && !r.action.undo ? <Outputs id={id} run={r.id} outputs={r.action.outputs} /> : null) },
+      ]}
+    />
   );
 }

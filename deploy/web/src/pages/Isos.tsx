@@ -14,6 +14,7 @@ import { useNow } from "../now";
 import { availability, isoPipeline, summaryText } from "../isos/isos";
 import { isoLog, LogView } from "../log/LogView";
 import { PipelineView } from "../pipeline/PipelineView";
+import { RunsTable } from "./RunsTable";
 import { href, navigate, useRoute } from "../router";
 import { ProblemBox, StateBadge, StateChanges, when } from "./common";
 import { nameOf } from "./lookups";
@@ -365,41 +366,29 @@ export function IsoDetail({ id }: { id: string }) {
       )}
       <h2>Builds</h2>
       <ProblemBox error={runs.error} />
-      <table data-testid="iso-runs">
-        <caption>Runs of this ISO, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Started</th>
-            <th scope="col">Kind</th>
-            <th scope="col">State</th>
-            <th scope="col">Finished</th>
-            <th scope="col">Error</th>
-            <th scope="col">Log</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(runs.data?.items ?? []).map((r) => (
-            <tr key={r.id} data-run={r.id}>
-              <td>{when(r.started_at ?? r.created_at)}</td>
-              <td>{r.kind.replace("iso_", "")}</td>
-              <td>
-                <StateBadge state={r.state} />
-              </td>
-              <td>{when(r.finished_at)}</td>
-              <td>{r.error ?? ""}</td>
-              <td>
-                {(runParam || run?.id) === r.id ? (
-                  <span className="muted">shown</span>
-                ) : (
-                  <a href={href(`/isos/${id}`, { run: r.id })} aria-label={`Log of the run of ${when(r.created_at)}`}>
-                    View log
-                  </a>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RunsTable
+        data-testid="iso-runs"
+        caption="Runs of this ISO, newest first"
+        runs={runs.data?.items ?? []}
+        columns={[
+          { header: "Started", cell: (r) => when(r.started_at ?? r.created_at) },
+          { header: "Kind", cell: (r) => r.kind.replace("iso_", "") },
+          { header: "State", cell: (r) => <StateBadge state={r.state} /> },
+          { header: "Finished", cell: (r) => when(r.finished_at) },
+          { header: "Error", cell: (r) => r.error ?? "" },
+          {
+            header: "Log",
+            cell: (r) =>
+              (runParam || run?.id) === r.id ? (
+                <span className="muted">shown</span>
+              ) : (
+                <a href={href(`/isos/${id}`, { run: r.id })} aria-label={`Log of the run of ${when(r.created_at)}`}>
+                  View log
+                </a>
+              ),
+          },
+        ]}
+      />
       <h2>History</h2>
       <StateChanges items={i.history} />
     </>

@@ -1,6 +1,7 @@
 // A stack's history: its state changes and its latest runs.
 import { historyQuery, runsQuery } from "../../api/queries/stacks";
 import { useQuery } from "@tanstack/react-query";
+import { RunsTable } from "../RunsTable";
 import { href } from "../../router";
 import { ProblemBox, runKindLabel, StateBadge, StateChanges, when } from "../common";
 import { duration } from "../../pipeline/layout";
@@ -23,23 +24,14 @@ export function HistoryView({ id, now }: { id: string; now: number }) {
     <div className="history">
       <ProblemBox error={history.error ?? runs.error} />
       <StateChanges items={history.data?.items ?? []} />
-      <table>
-        <caption>Runs</caption>
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">By</th>
-            <th scope="col">State</th>
-            <th scope="col">Started</th>
-            <th scope="col">Ended</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Error</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.data?.items.map((r) => (
-            <tr key={r.id} data-run={r.id}>
-              <td>
+      <RunsTable
+        caption="Runs"
+        runs={runs.data?.items ?? []}
+        columns={[
+          {
+            header: "Run",
+            cell: (r) => (
+              <>
                 <a href={href(`/stacks/${id}`, { run: r.id })}>{runKindLabel(r.kind)}</a>
                 {r.action && (
                   <span className="small muted">
@@ -48,19 +40,17 @@ export function HistoryView({ id, now }: { id: string; now: number }) {
                     {r.action.name}
                   </span>
                 )}
-              </td>
-              <td>{r.actor_name ?? (r.actor_id ? r.actor_id.slice(0, 8) : "Horizon")}</td>
-              <td>
-                <StateBadge state={r.state} />
-              </td>
-              <td>{when(r.started_at ?? r.created_at)}</td>
-              <td>{r.finished_at ? when(r.finished_at) : ""}</td>
-              <td>{duration(r.started_at, r.finished_at, now)}</td>
-              <td>{r.error ?? ""}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: "By", cell: (r) => r.actor_name ?? (r.actor_id ? r.actor_id.slice(0, 8) : "Horizon") },
+          { header: "State", cell: (r) => <StateBadge state={r.state} /> },
+          { header: "Started", cell: (r) => when(r.started_at ?? r.created_at) },
+          { header: "Ended", cell: (r) => (r.finished_at ? when(r.finished_at) : "") },
+          { header: "Duration", cell: (r) => duration(r.started_at, r.finished_at, now) },
+          { header: "Error", cell: (r) => r.error ?? "" },
+        ]}
+      />
     </div>
   );
 }
