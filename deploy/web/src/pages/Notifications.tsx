@@ -24,7 +24,7 @@ import {
   type TokenScope,
   type Webhook,
 } from "../notify/notify";
-import { ConfirmDialog, ProblemBox, StateBadge, when } from "./common";
+import { ConfirmDialog, ProblemBox, ShownOnce, StateBadge, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { Adder, ResourceForm, type FieldSpec } from "./ResourceForm";
 
@@ -133,31 +133,18 @@ export function Notifications() {
 
 /** SecretOnce shows a signing secret the one time the API gives it, with a copy button. */
 function SecretOnce({ shown, onDone }: { shown: Shown; onDone: () => void }) {
-  const [note, setNote] = useState("");
   return (
-    <div className="minted" role="status" data-testid="webhook-secret">
-      <p>
-        <strong>Signing secret of {shown.name}</strong> ({shown.why}) — copy it into the receiver now: you will not see it again.
-      </p>
-      <p>
-        <code className="wrap" data-secret="webhook">
-          {shown.secret}
-        </code>{" "}
-        <button
-          type="button"
-          onClick={async () => {
-            await navigator.clipboard.writeText(shown.secret);
-            setNote("Copied");
-          }}
-        >
-          Copy
-        </button>{" "}
-        <span className="small">{note}</span>
-      </p>
-      <button type="button" onClick={onDone}>
-        Done, hide it
-      </button>
-    </div>
+    <ShownOnce
+      data-testid="webhook-secret"
+      title={
+        <>
+          <strong>Signing secret of {shown.name}</strong> ({shown.why}) — copy it into the receiver now: you will not see it again.
+        </>
+      }
+      value={shown.secret}
+      valueProps={{ "data-secret": "webhook" }}
+      onDone={onDone}
+    />
   );
 }
 

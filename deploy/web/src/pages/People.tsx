@@ -10,7 +10,7 @@ import { useState } from "react";
 import { api, call } from "../api/client";
 import { useMe } from "../api/queries/me";
 import { href } from "../router";
-import { ProblemBox, useFlash, when } from "./common";
+import { ProblemBox, ShownOnce, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { usageLines } from "../quota/usage";
 import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
@@ -289,7 +289,6 @@ function Tokens({ admin }: { admin: boolean }) {
   const users = useUsers();
   const tokens = useQuery(tokensQuery());
   const [minted, setMinted] = useState<{ name: string; token: string; scope: string } | null>(null);
-  const [note, flash] = useFlash();
   const refresh = () => void qc.invalidateQueries({ queryKey: tokensKey });
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, hint: "What it is for, e.g. ci-pipeline" },
@@ -312,35 +311,16 @@ function Tokens({ admin }: { admin: boolean }) {
   return (
     <section aria-label="API tokens">
       {minted ? (
-        <div className="minted" role="status">
-          <p>
-            <strong>Token {minted.name}</strong> (scope {minted.scope}) — copy it now: it is shown only this once.
-          </p>
-          <p>
-            <code className="wrap" data-token="minted">
-              {minted.token}
-            </code>{" "}
-            <button
-              type="button"
-              onClick={async () => {
-                await navigator.clipboard.writeText(minted.token);
-                flash("Copied");
-              }}
-            >
-              Copy
-            </button>{" "}
-            <span className="small">{note}</span>
-          </p>
-          <button
-            type="button"
-            onClick={() => {
-              setMinted(null);
-              flash("");
-            }}
-          >
-            Done, hide it
-          </button>
-        </div>
+        <ShownOnce
+          title={
+            <>
+              <strong>Token {minted.name}</strong> (scope {minted.scope}) — copy it now: it is shown only this once.
+            </>
+          }
+          value={minted.token}
+          valueProps={{ "data-token": "minted" }}
+          onDone={() => setMinted(null)}
+        />
       ) : (
         <Adder label="Mint a token">
           {(close) => (

@@ -141,6 +141,50 @@ export function useFlash(): [string, (text: string) => void] {
 }
 
 /**
+ * ShownOnce is a secret the API shows only once (a minted token, a webhook's signing secret):
+ * what it is, the value with Copy, and "Done, hide it".
+ */
+export function ShownOnce({
+  title,
+  value,
+  valueProps,
+  onDone,
+  ...box
+}: {
+  title: React.ReactNode;
+  value: string;
+  /** The value's data-* attribute (what tests and scripts read it by). */
+  valueProps: Record<`data-${string}`, string>;
+  onDone: () => void;
+  "data-testid"?: string;
+}) {
+  const [note, flash] = useFlash();
+  return (
+    <div className="minted" role="status" {...box}>
+      <p>{title}</p>
+      <p>
+        <code className="wrap" {...valueProps}>
+          {value}
+        </code>{" "}
+        <button
+          type="button"
+          onClick={async () => {
+            await navigator.clipboard.writeText(value);
+            flash("Copied");
+          }}
+        >
+          Copy
+        </button>{" "}
+        <span className="small">{note}</span>
+      </p>
+      <button type="button" onClick={onDone}>
+        Done, hide it
+      </button>
+    </div>
+  );
+}
+
+/**
  * Secret: Copy reveals into the clipboard without rendering; Reveal shows it for 30 s. reveal is
  * the route that reveals it (a job's output, an action run's), recorded by the API.
  */
