@@ -1,15 +1,23 @@
 // The log view (#29): opened on a line's link, the line is jumped to once it is drawn, whatever
 // the pieces the run's download arrives in; each step's lines fold and unfold under a header
-// row, and a linked line inside a folded section unfolds it. The run's NDJSON download is answered by a stand-in
-// fetch whose body the test feeds; the live stream is left closed (an older run's log is the
-// download alone); the browser journeys (e2e/run.mjs) cover the stream.
+// row, and a linked line inside a folded section unfolds it; a run's end that says lines were
+// never streamed (Redis was down) has the log read again. The run's NDJSON download is answered
+// by a stand-in fetch whose body the test feeds; the live stream is a stand-in the test sends
+// events on; the browser journeys (e2e/*.spec.ts) cover the real stream.
 import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LogView, stackLog } from "./LogView";
 import type { LogLine } from "../api/client";
 
-vi.mock("../sse", () => ({ openStream: () => () => {} }));
+// The live streams the view opens, for a test to send events on.
+const sse = vi.hoisted(() => ({ opened: [] as { onEvent: (type: string, data: unknown) => void }[] }));
+vi.mock("../sse", () => ({
+  openStream: (o: { onEvent: (type: string, data: unknown) => void }) => {
+    sse.opened.push(o);
+    return () => {};
+  },
+}));
 
 const line = (n: number, step = "s-app", job = "app"): LogLine => ({
   id: `1-${n}`,
@@ -47,6 +55,7 @@ beforeEach(() => {
   );
 });
 afterEach(() => {
+  sse.opened.length = 0;
   cleanup();
   vi.unstubAllGlobals();
 });
@@ -141,5 +150,29 @@ describe("LogView sections", () => {
     await act(async () => rerender(view("r1/1-3")));
     await waitFor(() => expect(linked()).toBe("line 3"));
     expect(app.getAttribute("aria-expanded")).toBe("true");
+  }, 60_000);
+});
+
+describe("LogView, at a run's end", () => {
+  const shown = () => [...document.querySelectorAll(".log-lines .line .lt")].map((l) => l.textContent);
+  const downloads = () => vi.mocked(fetch).mock.calls.filter(([u]) => String(u).includes("/v1/stacks/st1/logs?")).length;
+
+  it("reads the log again, once, when the end says lines were never streamed", async () => {
+    render(<LogView source={stackLog("st1")} runId="r1" follow={false} jobs={[]} />);
+    await waitFor(() => expect(downloads()).toBe(1));
+    feed.enqueue(ndjson([line(0), line(1)]));
+    feed.close();
+    await waitFor(() => expect(sse.opened).toHaveLength(1), { timeout: 30_000 });
+    // Redis was down while lines 2 and 3 were written: they are stored, not streamed.
+    act(() => sse.opened[0].onEvent("end", { run: "r1", status: "succeeded", unstreamed: 2 }));
+    await waitFor(() => expect(downloads()).toBe(2));
+    feed.enqueue(ndjson([line(0), line(1), line(2), line(3)]));
+    feed.close();
+    await waitFor(() => expect(shown()).toEqual(["line 0", "line 1", "line 2", "line 3"]), { timeout: 30_000 });
+    // The stream opened after the second read ends saying the same: it is not read a third time.
+    await waitFor(() => expect(sse.opened).toHaveLength(2), { timeout: 30_000 });
+    act(() => sse.opened[1].onEvent("end", { run: "r1", status: "succeeded", unstreamed: 2 }));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(downloads()).toBe(2);
   }, 60_000);
 });

@@ -131,6 +131,11 @@ export function LogView({
   // The first read (the shown run's download) is over: a linked line not found by then is not
   // in the log (or not in the filter), and the view stops waiting for it.
   const [loaded, setLoaded] = useState(false);
+  // A run's end may say that lines were stored while Redis was down and never streamed
+  // (unstreamed > 0): the log is then read again from the download, which has them all, once
+  // per run (the stream's end for a run already read again says so too).
+  const [reread, setReread] = useState(0);
+  const rereadRuns = useRef(new Set<string>());
   const [, rerender] = useReducer((n: number) => n + 1, 0);
   const buf = useMemo(() => new LogBuffer(), []);
   const scroller = useRef<HTMLDivElement>(null);
@@ -232,7 +237,13 @@ export function LogView({
         onEvent: (type, data) => {
           if (type === "line" && buf.push(data as LogLine)) redraw();
           // An older run's log is complete at its end: reconnecting would only hear 204s.
-          else if (type === "end" && !follow) stop();
+          else if (type === "end") {
+            const end = data as { run?: string; unstreamed?: number };
+            if (end.run && (end.unstreamed ?? 0) > 0 && !rereadRuns.current.has(end.run)) {
+              rereadRuns.current.add(end.run);
+              setReread((n) => n + 1);
+            } else if (!follow) stop();
+          }
         },
       });
     })();
@@ -241,7 +252,7 @@ export function LogView({
       stop();
       cancelAnimationFrame(frame);
     };
-  }, [source.path, firstRun, follow, job, execution, buf]);
+  }, [source.path, firstRun, follow, job, execution, buf, reread]);
 
   // Fixed-height rows: the visible window is arithmetic, O(1) per frame whatever the length.
   const [scrollTop, setScrollTop] = useState(0);
