@@ -10,7 +10,7 @@ import { useState } from "react";
 import { api, call } from "../api/client";
 import { useMe } from "../api/queries/me";
 import { href } from "../router";
-import { Head, ProblemBox, ShownOnce, when } from "./common";
+import { ProblemBox, ShownOnce, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { usageLines } from "../quota/usage";
 import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
@@ -93,7 +93,19 @@ function Users({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={users.error} />
       <table>
-        <Head cols={["Name", "E-mail", "Role", "Teams"]} actions={admin} />
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">E-mail</th>
+            <th scope="col">Role</th>
+            <th scope="col">Teams</th>
+            {admin && (
+              <th scope="col">
+                <span className="muted">Actions</span>
+              </th>
+            )}
+          </tr>
+        </thead>
         <tbody>
           {users.data?.items.map((u) => (
             <tr key={u.id} data-user={u.email}>
@@ -160,7 +172,14 @@ function Teams({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={teams.error} />
       <table>
-        <Head cols={["Team", "Members", "Quota usage", "Since"]} />
+        <thead>
+          <tr>
+            <th scope="col">Team</th>
+            <th scope="col">Members</th>
+            <th scope="col">Quota usage</th>
+            <th scope="col">Since</th>
+          </tr>
+        </thead>
         <tbody>
           {teams.data?.items.map((t) => (
             <tr key={t.id} data-team={t.name}>

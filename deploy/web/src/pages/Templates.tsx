@@ -14,7 +14,7 @@ import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import { emptyOptions, fieldErrors, initialValues, type FormValues } from "../form/model";
 import { href, navigate, useRoute } from "../router";
 import { compareWith, definitionChanges } from "../templates/diff";
-import { Head, plural, ProblemBox, when } from "./common";
+import { plural, ProblemBox, when } from "./common";
 import { useTemplates } from "./lookups";
 
 export function TemplatesList() {
@@ -48,7 +48,15 @@ export function TemplatesList() {
         <p>Loading…</p>
       ) : (
         <table>
-          <Head cols={["Name", "Description", "Latest version", "New stacks", "Changed"]} />
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Description</th>
+              <th scope="col">Latest version</th>
+              <th scope="col">New stacks</th>
+              <th scope="col">Changed</th>
+            </tr>
+          </thead>
           <tbody>
             {templates.data?.items.map((t) => (
               <tr key={t.id} data-template={t.name}>
@@ -150,7 +158,12 @@ export function TemplateDetail({ id }: { id: string }) {
       <div className="split">
         <table className="versions">
           <caption>Versions</caption>
-          <Head cols={["Version", "Made"]} />
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">Made</th>
+            </tr>
+          </thead>
           <tbody>
             {[...t.versions]
               .sort((a, b) => b.number - a.number)
@@ -200,7 +213,14 @@ export function TemplateDetail({ id }: { id: string }) {
                   : "Nothing changed: the branches still point to the commits it pinned."}
               </p>
               <table>
-                <Head cols={["Job or action", "Source", "Pinned", "Branch now"]} />
+                <thead>
+                  <tr>
+                    <th scope="col">Job or action</th>
+                    <th scope="col">Source</th>
+                    <th scope="col">Pinned</th>
+                    <th scope="col">Branch now</th>
+                  </tr>
+                </thead>
                 <tbody>
                   {changes.data.sources.map((s, i) => (
                     <tr key={i}>

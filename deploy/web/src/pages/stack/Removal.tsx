@@ -4,7 +4,6 @@ import { abandonManifestQuery } from "../../api/queries/stacks";
 import { useQuery } from "@tanstack/react-query";
 import { manifestSummary, type Manifest } from "../../plan/plan";
 import { machineLabel } from "../../numbering";
-import { Head } from "../common";
 
 /** ManifestView lists what a force-remove leaves behind. */
 export function ManifestView({ m }: { m: Manifest }) {
@@ -12,7 +11,15 @@ export function ManifestView({ m }: { m: Manifest }) {
     <div className="manifest">
       <table>
         <caption>VMs left running</caption>
-        <Head cols={["VM", "Name", "Node", "Pool", "Execution"]} />
+        <thead>
+          <tr>
+            <th scope="col">VM</th>
+            <th scope="col">Name</th>
+            <th scope="col">Node</th>
+            <th scope="col">Pool</th>
+            <th scope="col">Execution</th>
+          </tr>
+        </thead>
         <tbody>
           {m.vms.length === 0 && (
             <tr>
