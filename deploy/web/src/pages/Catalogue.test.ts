@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { catalogueTab } from "./Catalogue";
-import { nodeLines } from "./catalogue/Servers";
+import { catalogueTab, nodeLines } from "./Catalogue";
 import { given, list } from "./ResourceForm";
 
 describe("catalogue forms", () => {

@@ -1,29 +1,27 @@
-// ConfirmDialog: the typed-name confirmation of a destructive action.
+// ConfirmByName: the typed-name confirmation of a destructive action.
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ApiError } from "../api/client";
-import { ConfirmDialog } from "./common";
+import { ConfirmByName } from "./common";
 
 afterEach(cleanup);
 
 function confirm(run: () => Promise<unknown>, onDone = vi.fn()) {
   render(
-    <ConfirmDialog
-      title="Delete chat-ops?"
+    <ConfirmByName
       what="subscription"
       name="chat-ops"
-      confirm="Yes, delete"
+      verb="Delete"
+      consequence="Its log goes with it."
       run={run}
       onDone={onDone}
       onCancel={vi.fn()}
-    >
-      <span>Its log goes with it.</span>
-    </ConfirmDialog>,
+    />,
   );
   return { box: screen.getByLabelText(/Type the subscription's name/), yes: screen.getByRole("button", { name: "Yes, delete" }), onDone };
 }
 
-describe("ConfirmDialog", () => {
+describe("ConfirmByName", () => {
   it("waits for the exact name, then runs once and says so", async () => {
     const run = vi.fn().mockResolvedValue(undefined);
     const { box, yes, onDone } = confirm(run);
