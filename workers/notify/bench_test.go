@@ -39,7 +39,7 @@ import (
 //
 //	go test ./workers/notify -run '^$' -bench Webhooks -benchtime 1x
 func BenchmarkWebhooks(b *testing.B) {
-	lab := newDeployLab(b)
+	lab := newDeployLab(b, 0)
 	var mu sync.Mutex
 	var got int
 	var size int

@@ -18,19 +18,19 @@ import (
 // deployLab is a lab (labtest) with running workers that deliver webhooks to loopback, and a
 // template of one job that is not a machine (a terraform_data): its deploys take a fraction of
 // a second and no node's gate, so that many run at once and what a test sees is the
-// notifications' effect on them.
+// notifications' effect on them. attemptTimeout bounds a delivery's attempt (0: the harness's).
 type deployLab struct {
 	*labtest.Lab
 	tmpl string
 }
 
-func newDeployLab(t testing.TB) *deployLab {
+func newDeployLab(t testing.TB, attemptTimeout time.Duration) *deployLab {
 	t.Helper()
 	guard := notify.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	l := &deployLab{Lab: labtest.New(t, labtest.Options{API: &apitest.Options{Webhooks: guard}})}
 	d := l.API.Deps
 	workertest.Start(t, workertest.Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace},
-		workertest.Options{Webhooks: guard, OutboxSweep: true})
+		workertest.Options{Webhooks: guard, WebhookTimeout: attemptTimeout, OutboxSweep: true})
 	repo := testkit.NewGitRepo(t)
 	repo.Commit(map[string]string{"jobs/step/main.tf": `resource "terraform_data" "step" {}`})
 	r := l.API.Do("POST", "/v1/templates", apitest.Req{Body: map[string]any{"definition": `name: notified

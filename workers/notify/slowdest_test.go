@@ -5,28 +5,33 @@ import (
 	"testing"
 	"time"
 
+	"horizon/functions/apitest"
 	"horizon/shared/testkit"
 )
 
 // TestDeploysDoNotWaitForASlowDestination: a team subscribed to run results at a destination
-// that holds every request (the slowest destination there is) deploys 20 stacks at once. Every
-// deploy ends while the destination has answered nothing: neither a deploy's run nor its end
-// waits for a delivery. Once released, every run's result is delivered.
+// that holds every request (the slowest destination there is), already holding one, deploys 20
+// stacks at once. Every deploy ends while the destination has answered nothing: neither a
+// deploy's run nor its end waits for a delivery. Once released, every run's result is delivered.
 func TestDeploysDoNotWaitForASlowDestination(t *testing.T) {
 	t.Parallel()
-	lab := newDeployLab(t)
+	// An attempt may last 90 s (under the lease), so that what reaches the destination stays held.
+	lab := newDeployLab(t, 90*time.Second)
 	dest := newHolder(t)
-	lab.subscribe(t, "bot", dest.URL+"/hook", false)
+	hook := lab.subscribe(t, "bot", dest.URL+"/hook", false)
 	dest.holding.Store(true)
 	verified := dest.answeredAll() // the test message enabling the subscription sends
+	// A test message reaches the destination and is held before the deploys start: the
+	// destination is slow for the whole of them, whenever their own deliveries are attempted.
+	if r := lab.API.Do("POST", "/v1/webhooks/"+hook+"/test", apitest.Req{Token: lab.Member}); r.Status != 202 {
+		t.Fatalf("test message: %d %s", r.Status, r.Body)
+	}
+	testkit.Eventually(t, time.Minute, "the test message did not reach the destination", func() bool { return dest.held.Load() > 0 })
 
 	const n = 20
 	lab.deploy(t, lab.stacks(t, "notified", n), 10*time.Minute)
 	if got := dest.answeredAll() - verified; got != 0 {
 		t.Fatalf("the destination answered %d messages while it held them all", got)
-	}
-	if dest.held.Load() == 0 {
-		t.Fatal("no delivery reached the destination while the deploys ran: the test proves nothing")
 	}
 
 	dest.Release()

@@ -47,6 +47,8 @@ type Options struct {
 	// Webhooks are the ranges webhook deliveries may reach although refused by default
 	// (HORIZON_WEBHOOK_ALLOW_CIDRS), e.g. a test's receiver on loopback, and their resolver.
 	Webhooks notify.Guard
+	// WebhookTimeout bounds one delivery attempt (2 s).
+	WebhookTimeout time.Duration
 	// OutboxSweep runs the webhook outbox's sweep (webhook:dispatch) every
 	// queue.WebhookDispatchInterval, as production's scheduler does; tests that do not deliver
 	// webhooks, or drive DispatchDue themselves, leave it off.
@@ -85,7 +87,7 @@ func build(t testing.TB, d Deps, o Options) *worker.Worker {
 		ScriptSSHTimeout: 30 * time.Second, ShutdownTimeout: 10 * time.Second, VMSSHPort: o.VMSSHPort,
 		LogClient:       logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
 		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
-		Webhooks: notify.Config{Guard: o.Webhooks, Timeout: 2 * time.Second},
+		Webhooks: notify.Config{Guard: o.Webhooks, Timeout: or(o.WebhookTimeout, 2*time.Second)},
 		Terraform: terraform.Config{Binary: bin, WorkRoot: root, GracePeriod: 5 * time.Second,
 			PluginCacheDir: filepath.Join(root, "plugins")}})
 	if err != nil {
