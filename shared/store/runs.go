@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -164,6 +165,24 @@ func RunSetState(ctx context.Context, q Querier, id uuid.UUID, state horizon.Run
 // work list; a partial index keeps it proportional to the runs in progress).
 func RunsInProgress(ctx context.Context, q Querier, limit int) ([]uuid.UUID, error) {
 	rows, err := q.Query(ctx, `SELECT id FROM runs WHERE state IN ('queued', 'running', 'canceling') ORDER BY created_at LIMIT $1`, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, translate(err)
+}
+
+// RunsFinishedWithoutLogEnd returns the runs that finished after since and before before whose
+// log has no end (log_ends), oldest first: a worker died, or a store was down, between the
+// commit that finished the run and the end of its log (the reconciler's work list; a partial
+// index keeps it to the recent runs). A removed stack's runs are left out, their logs having
+// gone with it, but for the removal itself, whose followers wait for its end.
+func RunsFinishedWithoutLogEnd(ctx context.Context, q Querier, since, before time.Time, limit int) ([]uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT r.id FROM runs r LEFT JOIN stacks s ON s.id = r.stack_id
+		WHERE r.finished_at > $1 AND r.finished_at <= $2
+		  AND NOT EXISTS (SELECT 1 FROM log_ends e WHERE e.run_id = r.id)
+		  AND (s.state IS DISTINCT FROM 'removed' OR (r.kind = 'remove' AND r.state = 'succeeded'))
+		ORDER BY r.finished_at LIMIT $3`, since, before, limit)
 	if err != nil {
 		return nil, translate(err)
 	}

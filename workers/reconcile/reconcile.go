@@ -1,8 +1,9 @@
 // Package reconcile is the workers' periodic repair pass. Postgres is the truth and Redis only
 // delivers, so anything Redis loses is found again here: every run in progress is advanced
-// again (run:advance is idempotent), and a step whose attempt stopped sending heartbeats — its
-// worker died, or Redis lost its task — gets a new attempt. The pass is cheap when there is
-// nothing to do (it reads only runs and steps in progress, through partial indexes). It runs once
+// again (run:advance is idempotent), so is every run that finished without the end of its log,
+// and a step whose attempt stopped sending heartbeats — its worker died, or Redis lost its
+// task — gets a new attempt. The pass is cheap when there is nothing to do (it reads only runs
+// and steps in progress and runs finished recently, through partial indexes). It runs once
 // per HORIZON_RECONCILE_INTERVAL across all worker replicas, never two at once
 // (workers/periodic); what it writes is fenced in SQL all the same (a step is requeued only at
 // the attempt and heartbeat it read, a run advances under its row lock).
@@ -20,6 +21,7 @@ import (
 	"horizon/shared/horizon"
 	"horizon/shared/queue"
 	"horizon/shared/store"
+	"horizon/workers/runs"
 )
 
 // IdempotencyRetention is how long Idempotency-Keys are kept.
@@ -71,14 +73,25 @@ func (h Handler) Pass(ctx context.Context) error {
 			return err
 		}
 	}
-	runs, err := store.RunsInProgress(ctx, h.DB, batch)
+	inProgress, err := store.RunsInProgress(ctx, h.DB, batch)
 	if err != nil {
 		return err
 	}
-	for _, id := range runs {
+	// A run that finished without the end of its log is advanced again too: the advance ends
+	// its log (workers/runs), storing first what its dead writers streamed.
+	now := h.Now()
+	unended, err := store.RunsFinishedWithoutLogEnd(ctx, h.DB, now.Add(-logEndWindow), now.Add(-runs.LogEndGrace), batch)
+	if err != nil {
+		return err
+	}
+	for _, id := range append(inProgress, unended...) {
 		if err := h.Enqueue.Enqueue(ctx, queue.NewRunAdvance(h.Queues, id)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// logEndWindow is how far back the pass looks for runs whose log was not ended: such a run is
+// found by the next pass or two, so a day is ample, and the bound keeps the scan to recent runs.
+const logEndWindow = 24 * time.Hour

@@ -65,7 +65,15 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			return nil, err
 		}
 		if run.State.Terminal() {
-			return nil, nil // a duplicate delivery after the run ended
+			// A duplicate delivery after the run ended; or the reconciler's, for a run whose
+			// log was never ended: the log is ended again below.
+			if unended, err := logUnended(ctx, tx, run); err != nil || !unended {
+				return nil, err
+			}
+			ended = &run
+			removed = run.Kind == horizon.RunRemove && run.State == horizon.RunSucceeded
+			log.WarnContext(ctx, "the run ended without the end of its log; ending it now")
+			return nil, nil
 		}
 		var team uuid.UUID
 		if run.StackID != nil {
@@ -184,6 +192,25 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 		}
 	}
 	return nil
+}
+
+// LogEndGrace is how long after a run finished its log may still lack its end before the run
+// is taken for one whose advance died between its commit and the end of its log (a worker
+// SIGKILLed, a store down): well above the time that end takes, so that a duplicate delivery
+// right after the commit does not end the log twice (which would repeat an ISO run's summary;
+// the stream's second eof and log_ends's second row are harmless).
+const LogEndGrace = 30 * time.Second
+
+// logUnended reports whether run, finished, has gone LogEndGrace without the end of its log.
+func logUnended(ctx context.Context, tx pgx.Tx, run horizon.Run) (bool, error) {
+	if run.FinishedAt == nil || time.Since(*run.FinishedAt) < LogEndGrace {
+		return false, nil
+	}
+	_, err := store.LogEndGet(ctx, tx, run.ID)
+	if errors.Is(err, horizon.ErrNotFound) {
+		return true, nil
+	}
+	return false, err
 }
 
 // removedLogRetention is how long the stream of a removal that succeeded outlives it: long

@@ -217,3 +217,89 @@ func TestAdvanceStoresWhatADeadWriterStreamed(t *testing.T) {
 		t.Fatalf("the streamed line in log_lines: %q (%v)", text, err)
 	}
 }
+
+// TestReconcileEndsTheLogOfARunThatEndedWithoutIt: the worker that finished a run died between
+// the commit and the end of its log (or a store was down then): a line its step's writer
+// streamed is not stored, the log has no end in Postgres or Redis. The reconciler's next pass
+// (once the run is LogEndGrace old) advances the run again, which stores the line and ends the
+// log; a further advance changes nothing.
+func TestReconcileEndsTheLogOfARunThatEndedWithoutIt(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	_, run := deploy(t, l)
+	if err := k.Step(k.Queued(run)[0]); err != nil {
+		t.Fatal(err)
+	}
+	app := k.Queued(run)[0]
+	logs := logstream.New(l.API.Redis, l.API.DB, logstream.Config{Prefix: l.API.Deps.Namespace})
+	const lost = "streamed by a worker since killed"
+	if _, err := l.API.Redis.XAdd(t.Context(), &redis.XAddArgs{Stream: logs.Key(run), Values: []string{"step", app.ID.String(), "job", app.Job,
+		"execution", "0", "fd", "stdout", "ts", strconv.FormatInt(time.Now().UnixMicro(), 10), "text", lost}}).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Step(app); err != nil {
+		t.Fatal(err)
+	}
+	k.Advance(run)
+
+	// What the crash leaves: the run finished a while ago, the line and the end never written.
+	db := l.API.DB
+	for _, q := range []string{`DELETE FROM log_ends WHERE run_id = $1`, `DELETE FROM log_lines WHERE run_id = $1 AND text = '` + lost + `'`,
+		`UPDATE runs SET finished_at = now() - interval '1 minute' WHERE id = $1`} {
+		if _, err := db.Exec(t.Context(), q, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := l.API.Redis.XRange(t.Context(), logs.Key(run), "-", "+").Result()
+	if err != nil || len(entries) == 0 || entries[len(entries)-1].Values["type"] != "eof" {
+		t.Fatalf("the stream's last entry is not its end: %v (%v)", entries, err)
+	}
+	if err := l.API.Redis.XDel(t.Context(), logs.Key(run), entries[len(entries)-1].ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	before := advances(t, k, run) // the steps' ends queued some
+	if err := k.Work(asynq.NewTask(queue.TypeReconcile, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if n := advances(t, k, run) - before; n != 1 {
+		t.Fatalf("the reconciler queued %d advances of the run, want 1", n)
+	}
+	for range 2 { // the reconciler's delivery, then a duplicate
+		k.Advance(run)
+	}
+	var stored, ends int
+	if err := db.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM log_lines WHERE run_id = $1 AND text = $2),
+		(SELECT count(*) FROM log_ends WHERE run_id = $1)`, run, lost).Scan(&stored, &ends); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 1 || ends != 1 {
+		t.Fatalf("after the reconciler: the streamed line stored %d times, log ends %d; want 1 and 1", stored, ends)
+	}
+	entries, _ = l.API.Redis.XRange(t.Context(), logs.Key(run), "-", "+").Result()
+	eofs := 0
+	for _, e := range entries {
+		if e.Values["type"] == "eof" {
+			eofs++
+		}
+	}
+	if eofs != 1 {
+		t.Fatalf("the stream has %d ends, want 1: its followers are told the run ended", eofs)
+	}
+}
+
+// advances counts the run:advance tasks waiting for run.
+func advances(t *testing.T, k *workertest.Kinds, run uuid.UUID) int {
+	t.Helper()
+	n := 0
+	for _, task := range k.Enqueued(queue.TypeRunAdvance) {
+		var p queue.RunAdvance
+		if err := json.Unmarshal(task.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.RunID == run {
+			n++
+		}
+	}
+	return n
+}
