@@ -184,6 +184,13 @@ func playwright(t testing.TB, web, project string, within time.Duration, env ...
 		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".zip") || strings.HasPrefix(d.Name(), "test-failed")) {
 			kept = append(kept, path)
 		}
+		// The page as the failing step saw it (an accessibility snapshot): readable in CI's
+		// output, where the kept files are gone with the clone.
+		if err == nil && d.Name() == "error-context.md" {
+			if b, rerr := os.ReadFile(path); rerr == nil {
+				t.Logf("%s:\n%s", path, b[:min(len(b), 8<<10)])
+			}
+		}
 		return nil
 	})
 	t.Fatalf("the %s journeys failed after %s (%v); their output is above. Kept (`npx playwright show-trace` opens a trace.zip):\n  %s",

@@ -28,6 +28,7 @@ test("notifications", async ({ page, lab, api, axe, signIn }) => {
   const received = async (): Promise<Message[]> => (await fetch(`${receiver}/received`)).json();
   const me = await api(lab.member, "GET", "/v1/me");
   await page.goto(await signInLink(lab, lab.member, "#/stacks"));
+  await expect(page.getByRole("heading", { name: "Stacks" })).toBeVisible();
 
   // Create: a wrong URL is refused on its field, then the right one, enabled (a test message
   // is sent first and the receiver answers 200).

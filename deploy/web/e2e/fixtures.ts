@@ -76,6 +76,19 @@ export const test = base.extend<Fixtures>({
     const foreign = [...hosts].filter((h) => h !== lab.console && h !== lab.api && !h.startsWith("data:") && h !== "null");
     expect(foreign, "no request to any host but the console and the API").toEqual([]);
   },
+  // The page's uncaught errors and console errors, printed when the test fails: what broke in
+  // the browser, beside what the test saw.
+  page: async ({ page }, use, testInfo) => {
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(`uncaught: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error") errors.push(`console: ${m.text()}`);
+    });
+    await use(page);
+    if (testInfo.status !== testInfo.expectedStatus && errors.length > 0) {
+      console.log(`${testInfo.title}: the page's errors, first to last:\n  ${errors.slice(-30).join("\n  ")}`);
+    }
+  },
   context: async ({ context, hosts, lab }, use) => {
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: lab.console });
     context.on("request", (r) => hosts.add(new URL(r.url()).origin));
