@@ -166,8 +166,8 @@ func (s *soak) followLog(owner, token, run string) {
 		return
 	}
 	if matched < len(lines) {
-		s.logIssue("run %s of %s: line %d of %d seen live (%q) is not in the stored log in its order (%d stored lines)",
-			run, owner, matched+1, len(lines), lines[matched].Text, len(stored))
+		s.logIssue("run %s of %s: line %d of %d seen live (%q) is not in the stored log in its order (%d stored lines; %s)",
+			run, owner, matched+1, len(lines), lines[matched].Text, len(stored), s.describe(owner, token, run))
 		return
 	}
 	if missed := len(stored) - len(lines); missed > 0 {
@@ -191,6 +191,18 @@ func (s *soak) followLog(owner, token, run string) {
 				run, owner, missed, unstreamed)
 		}
 	}
+}
+
+// describe says what a log finding needs to be understood: the owner's and the run's states
+// as the API reads them now (or the status it answered).
+func (s *soak) describe(owner, token, run string) string {
+	st, m := s.call(http.MethodGet, owner, token, nil, nil)
+	out := fmt.Sprintf("owner: %d %v", st, m["state"])
+	if strings.HasPrefix(owner, "/v1/stacks/") {
+		st, r := s.call(http.MethodGet, owner+"/runs/"+run, token, nil, nil)
+		out += fmt.Sprintf("; run: %d %v %v finished %v, error %v", st, r["kind"], r["state"], r["finished_at"], r["error"])
+	}
+	return out
 }
 
 // removed reports whether the stack or ISO is removed.
