@@ -56,6 +56,10 @@ type Config struct {
 	DriftInterval time.Duration
 	// DriftSweepIntervals: every config is read once every this many drift intervals (default 1).
 	DriftSweepIntervals int
+	// DriftSpread is how long a periodic drift check spreads its config reads over (default:
+	// half the drift interval, at most half a check's timeout, so that a pass does not ask a
+	// node for every config at once); negative: no spreading, every read at once (tests).
+	DriftSpread time.Duration
 	// Terraform configures the runner; when its States is nil, New serves the state from DB
 	// (tfstate) on loopback for as long as the workers run.
 	Terraform terraform.Config
@@ -162,6 +166,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.DriftInterval <= 0 {
 		cfg.DriftInterval = queue.DriftInterval
 	}
+	switch {
+	case cfg.DriftSpread == 0:
+		cfg.DriftSpread = min(cfg.DriftInterval, queue.DriftCheckTimeout) / 2
+	case cfg.DriftSpread < 0:
+		cfg.DriftSpread = 0
+	}
 	queues := queue.Names(cfg.Namespace)
 	client := asynq.NewClientFromRedisClient(cfg.Redis)
 	inspector := asynq.NewInspectorFromRedisClient(cfg.Redis)
@@ -188,7 +198,7 @@ func New(cfg Config) (*Worker, error) {
 	recorder := metrics.NewRecorder(cfg.Redis, cfg.Namespace)
 	w := &Worker{Queues: queues, log: cfg.Log, states: states}
 	w.Drift = &drift.Checker{DB: cfg.DB, Box: cfg.Box, Events: pub, Log: cfg.Log, Sweep: cfg.DriftSweepIntervals,
-		Spread: min(cfg.DriftInterval, queue.DriftCheckTimeout) / 2}
+		Spread: cfg.DriftSpread}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	// Every kind of step runs its attempts through the one lifecycle.
 	lifecycle := attempt.Lifecycle{DB: cfg.DB, Redis: cfg.Redis, Gate: g, Logs: cfg.LogClient, Events: pub, Enqueue: enqueue,

@@ -84,6 +84,9 @@ func build(t testing.TB, d Deps, o Options) *worker.Worker {
 	w, err := worker.New(worker.Config{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace,
 		Concurrency: or(o.Concurrency, 8), Heartbeat: or(o.Heartbeat, time.Second),
 		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Git: testkit.GitCache(t),
+		// A test's drift checks read every config at once: production spreads a periodic
+		// check's reads over half the drift interval (minutes), which a test would wait out.
+		DriftSpread:      -1,
 		ScriptSSHTimeout: 30 * time.Second, ShutdownTimeout: 10 * time.Second, VMSSHPort: o.VMSSHPort,
 		LogClient:       logstream.New(d.Redis, d.DB, logstream.Config{Prefix: d.Namespace}),
 		ISORetryBackoff: 50 * time.Millisecond, ProxmoxTaskPoll: 20 * time.Millisecond,
@@ -94,9 +97,6 @@ func build(t testing.TB, d Deps, o Options) *worker.Worker {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Shutdown)
-	// A test's drift checks read every config at once: production spreads a periodic check's
-	// reads over half the drift interval (minutes), which a test would wait out.
-	w.Drift.Spread = 0
 	if o.OutboxSweep {
 		sweep(t, w)
 	}
