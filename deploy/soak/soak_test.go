@@ -743,7 +743,13 @@ func openFiles(pid int) float64 {
 	return float64(len(entries))
 }
 
-// settle waits until no run is in progress, up to within.
+// unendedRuns selects the finished runs that started and whose log has no end, but for a removed
+// stack's (its logs are deleted with it, workers/runs).
+const unendedRuns = `FROM runs r LEFT JOIN stacks s ON s.id = r.stack_id
+	WHERE (s.state <> 'removed' OR r.iso_id IS NOT NULL) AND r.started_at IS NOT NULL
+	AND r.state IN ('succeeded', 'failed', 'canceled') AND NOT EXISTS (SELECT 1 FROM log_ends e WHERE e.run_id = r.id)`
+
+// settle waits until no run is in progress and every finished run's log has ended, up to within.
 func (s *soak) settle(t *testing.T, within time.Duration) {
 	// A released node and a released hang: the faults end with the workload.
 	for _, n := range []string{"pve1", "pve2", "pve3"} {
@@ -755,8 +761,14 @@ func (s *soak) settle(t *testing.T, within time.Duration) {
 	}
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		var busy int
-		if err := s.lab.API.DB.QueryRow(context.Background(), `SELECT count(*) FROM runs WHERE state IN ('queued', 'running', 'canceling')`).Scan(&busy); err == nil && busy == 0 {
+		var busy, unended int
+		if err := s.lab.API.DB.QueryRow(context.Background(), `SELECT count(*) FROM runs WHERE state IN ('queued', 'running', 'canceling')`).Scan(&busy); err != nil || busy > 0 {
+			time.Sleep(2 * time.Second)
+			continue
+		}
+		// A run whose worker died between its end and its log's end has its log ended by the
+		// reconciler once the run is runs.LogEndGrace old: that is part of settling too.
+		if err := s.lab.API.DB.QueryRow(context.Background(), `SELECT count(*) `+unendedRuns).Scan(&unended); err == nil && unended == 0 {
 			return
 		}
 		time.Sleep(2 * time.Second)
@@ -908,10 +920,7 @@ func (s *soak) check(t *testing.T) {
 
 	// Every finished run that started has its log ended, and its live lines are all durable.
 	var unended []string
-	// A removed stack's logs are deleted with it (workers/runs): only the others' are checked.
-	rows, _ = db.Query(ctx, `SELECT r.id::text || ' ' || r.kind || ' ' || r.state FROM runs r LEFT JOIN stacks s ON s.id = r.stack_id
-		WHERE (s.state <> 'removed' OR r.iso_id IS NOT NULL) AND r.started_at IS NOT NULL
-		AND r.state IN ('succeeded', 'failed', 'canceled') AND NOT EXISTS (SELECT 1 FROM log_ends e WHERE e.run_id = r.id)`)
+	rows, _ = db.Query(ctx, `SELECT r.id::text || ' ' || r.kind || ' ' || r.state `+unendedRuns)
 	for rows.Next() {
 		var v string
 		_ = rows.Scan(&v)
