@@ -14,6 +14,7 @@ import (
 
 	"horizon/shared/events"
 	"horizon/shared/rstream"
+	"horizon/shared/rstream/rstreamtest"
 	"horizon/shared/secrets"
 	"horizon/shared/testkit"
 )
@@ -51,25 +52,6 @@ func (e *env) publish(ev events.Event) rstream.ID {
 	return id
 }
 
-// take reads n messages from s, failing after a deadline.
-func take(t *testing.T, s *rstream.Subscription[events.Message], n int) []events.Message {
-	t.Helper()
-	var out []events.Message
-	deadline := time.After(10 * time.Second)
-	for len(out) < n {
-		select {
-		case m, ok := <-s.C:
-			if !ok {
-				t.Fatalf("subscription closed after %d of %d messages: %v", len(out), n, s.Err())
-			}
-			out = append(out, m)
-		case <-deadline:
-			t.Fatalf("got %d of %d messages after 10 s", len(out), n)
-		}
-	}
-	return out
-}
-
 func stepEvent(team, stack uuid.UUID, state string) events.Event {
 	two := 2
 	return events.Event{Type: events.Step, ID: uuid.New(), StackID: stack, TeamID: team, RunID: uuid.New(),
@@ -96,7 +78,7 @@ func TestFollowFiltersBackfillAndLive(t *testing.T) {
 	mine := func(ev events.Event) bool { return ev.TeamID == teamA }
 	sub := h.Subscribe(context.Background(), start, mine)
 	defer sub.Close()
-	got := take(t, sub, 10)
+	got := rstreamtest.Take(t, sub, 10)
 	testkit.Eventually(t, 5*time.Second, "follower live", func() bool { return h.Stats().Members == 1 })
 	for i := range 10 {
 		team := teamB
@@ -108,7 +90,7 @@ func TestFollowFiltersBackfillAndLive(t *testing.T) {
 			want = append(want, id)
 		}
 	}
-	got = append(got, take(t, sub, 5)...)
+	got = append(got, rstreamtest.Take(t, sub, 5)...)
 	var gotIDs []rstream.ID
 	for _, m := range got {
 		if m.Kind != events.KindEvent || m.Event.TeamID != teamA {
@@ -141,12 +123,12 @@ func TestFollowWithoutIDStartsNowAndResumesExactly(t *testing.T) {
 	for range 30 {
 		ids = append(ids, e.publish(stepEvent(team, stack, "running")))
 	}
-	if got := take(t, sub, 30); got[0].ID != ids[0] {
+	if got := rstreamtest.Take(t, sub, 30); got[0].ID != ids[0] {
 		t.Fatalf("first message %v, want the first event published after subscribing (%v)", got[0].ID, ids[0])
 	}
 	for i := range ids {
 		s := h.Subscribe(context.Background(), ids[i], all)
-		got := take(t, s, len(ids)-i-1)
+		got := rstreamtest.Take(t, s, len(ids)-i-1)
 		s.Close()
 		for j, m := range got {
 			if m.ID != ids[i+1+j] || m.Kind != events.KindEvent {
@@ -167,7 +149,7 @@ func TestResetBeyondRetention(t *testing.T) {
 	}
 	sub := h.Subscribe(context.Background(), first, func(events.Event) bool { return true })
 	defer sub.Close()
-	reset := take(t, sub, 1)[0]
+	reset := rstreamtest.Take(t, sub, 1)[0]
 	last, err := e.rdb.XRevRangeN(context.Background(), e.cfg.Prefix+":events", "+", "-", 1).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -176,14 +158,14 @@ func TestResetBeyondRetention(t *testing.T) {
 		t.Fatalf("got %v %v, want a reset to the last id %s", reset.Kind, reset.ID, last[0].ID)
 	}
 	next := e.publish(stepEvent(team, stack, "succeeded"))
-	if m := take(t, sub, 1)[0]; m.Kind != events.KindEvent || m.ID != next {
+	if m := rstreamtest.Take(t, sub, 1)[0]; m.Kind != events.KindEvent || m.ID != next {
 		t.Fatalf("after the reset got %v %v, want the next event %v", m.Kind, m.ID, next)
 	}
 	// An id from a stream Redis has since lost is as stale.
 	future := rstream.ID{MS: next.MS + 1_000_000}
 	other := h.Subscribe(context.Background(), future, func(events.Event) bool { return true })
 	defer other.Close()
-	if m := take(t, other, 1)[0]; m.Kind != events.KindReset || m.ID != next {
+	if m := rstreamtest.Take(t, other, 1)[0]; m.Kind != events.KindReset || m.ID != next {
 		t.Fatalf("from a future id got %v %v, want a reset to %v", m.Kind, m.ID, next)
 	}
 }

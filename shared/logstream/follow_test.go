@@ -16,6 +16,7 @@ import (
 
 	"horizon/shared/logstream"
 	"horizon/shared/rstream"
+	"horizon/shared/rstream/rstreamtest"
 	"horizon/shared/secrets"
 	"horizon/shared/testkit"
 )
@@ -368,7 +369,7 @@ func TestFollowerLearnsAtTheEndWhatRedisMissed(t *testing.T) {
 	// started only after the run's end would read the whole log from Postgres instead.
 	firsts := map[*rstream.Subscription[logstream.Message]][]logstream.Message{}
 	for _, s := range []*rstream.Subscription[logstream.Message]{sub, filtered} {
-		firsts[s] = take(t, s, 5)
+		firsts[s] = rstreamtest.Take(t, s, 5)
 	}
 	p.Cut()
 	for i := range 10 {

@@ -102,25 +102,6 @@ func drain(t testing.TB, s *rstream.Subscription[logstream.Message]) ([]logstrea
 	return out, err
 }
 
-// take receives the next n messages of s, failing the test after 30 s.
-func take(t testing.TB, s *rstream.Subscription[logstream.Message], n int) []logstream.Message {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	var out []logstream.Message
-	for len(out) < n {
-		select {
-		case m, ok := <-s.C:
-			if !ok {
-				t.Fatalf("subscription closed after %d of %d messages: %v", len(out), n, s.Err())
-			}
-			out = append(out, m)
-		case <-deadline:
-			t.Fatalf("%d of %d messages after 30 s", len(out), n)
-		}
-	}
-	return out
-}
-
 var errStillOpen = errors.New("subscription still open after 30 s")
 
 // drainOrTimeout is drain for goroutines other than the test's, which must not call Fatal.

@@ -50,20 +50,33 @@ func stackState(t *testing.T, l *labtest.Lab, stack string) horizon.StackState {
 	return s.State
 }
 
-// stepTasks counts the step:run tasks waiting for step.
-func stepTasks(t *testing.T, k *workertest.Kinds, step uuid.UUID) int {
+// waiting counts the tasks of type typ waiting for id: the one of their payload (a P) that of
+// returns.
+func waiting[P any](t *testing.T, k *workertest.Kinds, typ string, id uuid.UUID, of func(P) uuid.UUID) int {
 	t.Helper()
 	n := 0
-	for _, task := range k.Enqueued(queue.TypeStepRun) {
-		var p queue.StepRun
+	for _, task := range k.Enqueued(typ) {
+		var p P
 		if err := json.Unmarshal(task.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		if p.StepID == step {
+		if of(p) == id {
 			n++
 		}
 	}
 	return n
+}
+
+// stepTasks counts the step:run tasks waiting for step.
+func stepTasks(t *testing.T, k *workertest.Kinds, step uuid.UUID) int {
+	t.Helper()
+	return waiting(t, k, queue.TypeStepRun, step, func(p queue.StepRun) uuid.UUID { return p.StepID })
+}
+
+// advances counts the run:advance tasks waiting for run.
+func advances(t *testing.T, k *workertest.Kinds, run uuid.UUID) int {
+	t.Helper()
+	return waiting(t, k, queue.TypeRunAdvance, run, func(p queue.RunAdvance) uuid.UUID { return p.RunID })
 }
 
 // TestAdvanceQueuesPhaseByPhase: run:advance queues the first phase's step (and its task)
@@ -286,20 +299,4 @@ func TestReconcileEndsTheLogOfARunThatEndedWithoutIt(t *testing.T) {
 	if eofs != 1 {
 		t.Fatalf("the stream has %d ends, want 1: its followers are told the run ended", eofs)
 	}
-}
-
-// advances counts the run:advance tasks waiting for run.
-func advances(t *testing.T, k *workertest.Kinds, run uuid.UUID) int {
-	t.Helper()
-	n := 0
-	for _, task := range k.Enqueued(queue.TypeRunAdvance) {
-		var p queue.RunAdvance
-		if err := json.Unmarshal(task.Payload, &p); err != nil {
-			t.Fatal(err)
-		}
-		if p.RunID == run {
-			n++
-		}
-	}
-	return n
 }
