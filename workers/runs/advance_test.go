@@ -199,20 +199,23 @@ func deref(s *string) string {
 	return *s
 }
 
-// TestAdvanceStoresWhatADeadWriterStreamed: a worker streamed a line of the app's step and was
-// killed before storing it; when the run ends, the line followers saw is in the durable log,
-// under its stream id.
-func TestAdvanceStoresWhatADeadWriterStreamed(t *testing.T) {
-	t.Parallel()
+// lostLine is the line a dead writer streamed and never stored (streamedThenDied).
+const lostLine = "streamed by a worker since killed"
+
+// streamedThenDied deploys a lab draft to its end, a worker having streamed lostLine for the
+// app's step and been killed before storing it; it returns the run, its log client and the
+// line's stream id.
+func streamedThenDied(t *testing.T) (*labtest.Lab, *workertest.Kinds, uuid.UUID, *logstream.Client, string) {
+	t.Helper()
 	l, k := kindsLab(t, labtest.Options{})
 	_, run := deploy(t, l)
 	if err := k.Step(k.Queued(run)[0]); err != nil {
 		t.Fatal(err)
 	}
 	app := k.Queued(run)[0]
-	key := logstream.New(l.API.Redis, l.API.DB, logstream.Config{Prefix: l.API.Deps.Namespace}).Key(run)
-	id, err := l.API.Redis.XAdd(t.Context(), &redis.XAddArgs{Stream: key, Values: []string{"step", app.ID.String(), "job", app.Job,
-		"execution", "0", "fd", "stdout", "ts", strconv.FormatInt(time.Now().UnixMicro(), 10), "text", "streamed by a worker since killed"}}).Result()
+	logs := logstream.New(l.API.Redis, l.API.DB, logstream.Config{Prefix: l.API.Deps.Namespace})
+	id, err := l.API.Redis.XAdd(t.Context(), &redis.XAddArgs{Stream: logs.Key(run), Values: []string{"step", app.ID.String(), "job", app.Job,
+		"execution", "0", "fd", "stdout", "ts", strconv.FormatInt(time.Now().UnixMicro(), 10), "text", lostLine}}).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,13 +223,22 @@ func TestAdvanceStoresWhatADeadWriterStreamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.Advance(run)
+	return l, k, run, logs, id
+}
+
+// TestAdvanceStoresWhatADeadWriterStreamed: a worker streamed a line of the app's step and was
+// killed before storing it; when the run ends, the line followers saw is in the durable log,
+// under its stream id.
+func TestAdvanceStoresWhatADeadWriterStreamed(t *testing.T) {
+	t.Parallel()
+	l, _, run, _, id := streamedThenDied(t)
 	if r, err := store.RunGet(t.Context(), l.API.DB, run); err != nil || r.State != horizon.RunSucceeded {
 		t.Fatalf("run %+v (%v), want succeeded", r, err)
 	}
 	ms, seq, _ := strings.Cut(id, "-")
 	var text string
 	if err := l.API.DB.QueryRow(t.Context(), `SELECT text FROM log_lines WHERE run_id = $1 AND stream_ms = $2 AND stream_seq = $3`,
-		run, ms, seq).Scan(&text); err != nil || text != "streamed by a worker since killed" {
+		run, ms, seq).Scan(&text); err != nil || text != lostLine {
 		t.Fatalf("the streamed line in log_lines: %q (%v)", text, err)
 	}
 }
@@ -238,26 +250,11 @@ func TestAdvanceStoresWhatADeadWriterStreamed(t *testing.T) {
 // log; a further advance changes nothing.
 func TestReconcileEndsTheLogOfARunThatEndedWithoutIt(t *testing.T) {
 	t.Parallel()
-	l, k := kindsLab(t, labtest.Options{})
-	_, run := deploy(t, l)
-	if err := k.Step(k.Queued(run)[0]); err != nil {
-		t.Fatal(err)
-	}
-	app := k.Queued(run)[0]
-	logs := logstream.New(l.API.Redis, l.API.DB, logstream.Config{Prefix: l.API.Deps.Namespace})
-	const lost = "streamed by a worker since killed"
-	if _, err := l.API.Redis.XAdd(t.Context(), &redis.XAddArgs{Stream: logs.Key(run), Values: []string{"step", app.ID.String(), "job", app.Job,
-		"execution", "0", "fd", "stdout", "ts", strconv.FormatInt(time.Now().UnixMicro(), 10), "text", lost}}).Result(); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Step(app); err != nil {
-		t.Fatal(err)
-	}
-	k.Advance(run)
+	l, k, run, logs, _ := streamedThenDied(t)
 
 	// What the crash leaves: the run finished a while ago, the line and the end never written.
 	db := l.API.DB
-	for _, q := range []string{`DELETE FROM log_ends WHERE run_id = $1`, `DELETE FROM log_lines WHERE run_id = $1 AND text = '` + lost + `'`,
+	for _, q := range []string{`DELETE FROM log_ends WHERE run_id = $1`, `DELETE FROM log_lines WHERE run_id = $1 AND text = '` + lostLine + `'`,
 		`UPDATE runs SET finished_at = now() - interval '1 minute' WHERE id = $1`} {
 		if _, err := db.Exec(t.Context(), q, run); err != nil {
 			t.Fatal(err)
@@ -283,7 +280,7 @@ func TestReconcileEndsTheLogOfARunThatEndedWithoutIt(t *testing.T) {
 	}
 	var stored, ends int
 	if err := db.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM log_lines WHERE run_id = $1 AND text = $2),
-		(SELECT count(*) FROM log_ends WHERE run_id = $1)`, run, lost).Scan(&stored, &ends); err != nil {
+		(SELECT count(*) FROM log_ends WHERE run_id = $1)`, run, lostLine).Scan(&stored, &ends); err != nil {
 		t.Fatal(err)
 	}
 	if stored != 1 || ends != 1 {
