@@ -179,18 +179,32 @@ func (h *Handler) Prepare(ctx context.Context, w *stepWork, out *attempt.Log) (f
 	return h.prepare(ctx, w, out)
 }
 
-// prepare makes the step's work dir and runs terraform init in it; Do releases it
-// (w.wdCleanup).
+// prepare makes the step's work dir and runs terraform init in it, and readies a machine's
+// cloud-init (rendered, its node connected); Do releases both (w.wdCleanup).
 func (h *Handler) prepare(ctx context.Context, w *stepWork, out *attempt.Log) (func(), error) {
-	wd, cleanup, err := h.workdir(ctx, w, out)
+	wd, cleanWD, err := h.workdir(ctx, w, out)
 	if err != nil {
 		return nil, err
 	}
 	if err := retryTransient(ctx, out, "terraform init", wd.Init); err != nil {
-		cleanup()
+		cleanWD()
 		return nil, err
 	}
-	w.wd, w.wdCleanup = wd, cleanup
+	var sn *snippet
+	if w.machine() {
+		if sn, err = h.readyCloudInit(ctx, w); err != nil {
+			cleanWD()
+			return nil, err
+		}
+		// The node connected now leaves only the write for its gate. Connecting is an
+		// optimisation here: a failure is tried again, and reported, under the gate.
+		_ = sn.connect(ctx, h, w)
+	}
+	cleanup := func() {
+		sn.close()
+		cleanWD()
+	}
+	w.wd, w.wdCleanup, w.snippet = wd, cleanup, sn
 	return cleanup, nil
 }
 

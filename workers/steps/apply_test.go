@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"horizon/functions/apitest"
+	"horizon/shared/gate"
 	"horizon/shared/horizon"
 	"horizon/shared/queue"
 	"horizon/shared/store"
@@ -132,4 +133,67 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// TestApplyReconnectsWhenTheNodeDroppedTheWaitingConnection: while the db's apply waits for its
+// node's build gate (another build holds it), it prepares: the module initialised, the
+// cloud-init rendered and a connection to the node open. The node drops that connection (a
+// network blip, an idle timeout) before the gate is free — once the handshake is over, while
+// the snippets directory is made or after: the apply connects again under the gate, uploads,
+// and builds the one machine.
+func TestApplyReconnectsWhenTheNodeDroppedTheWaitingConnection(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, nil)
+	stack := l.Draft("shop", 1)
+	run := l.start("POST", "/v1/stacks/"+stack+"/deploy", nil)
+	db := l.steps(run)[0]
+	node := l.Sandbox.Cluster("demo").Node(*db.Node)
+	g, err := gate.New(l.API.Redis, gate.Config{Prefix: l.API.Deps.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another build holds the node before the db's apply is queued (and so in line behind it).
+	other, err := g.Acquire(t.Context(), queue.GateNode(*db.ServerID, *db.Node), "another-build", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := l.queued(run)
+	if len(q) != 1 || q[0].ID != db.ID {
+		t.Fatalf("queued %+v, want the db's apply", q)
+	}
+	// An attempt waits for the gate a couple of seconds, then is handed back (and delivered
+	// again): one whose preparation had not opened its connection by then is delivered again.
+	var done chan error
+	for try := 1; done == nil; try++ {
+		d := make(chan error, 1)
+		go func() { d <- l.k.Step(q[0]) }()
+	wait:
+		for {
+			select {
+			case err := <-d:
+				if try == 10 {
+					t.Fatalf("the apply never had its connection open while it waited for the gate (last try: %v)", err)
+				}
+				break wait
+			case <-time.After(10 * time.Millisecond):
+				if node.SSHConnections() > 0 {
+					done = d
+					break wait
+				}
+			}
+		}
+	}
+	node.DropSSHConnections()
+	if _, err := other.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the apply was handed back: %v", err)
+	}
+	if s := l.step(q[0].ID); s.State != horizon.StepSucceeded {
+		t.Fatalf("step %s (%v), want succeeded", s.State, deref(s.Error))
+	}
+	if vms := l.Sandbox.Cluster("demo").VMs(); len(vms) != 1 {
+		t.Fatalf("sandbox VMs %+v, want the db's alone", vms)
+	}
 }

@@ -47,6 +47,8 @@ type stepWork struct {
 	// wd is the apply's work dir, initialised (Prepare); wdCleanup removes it.
 	wd        *terraform.Workdir
 	wdCleanup func()
+	// snippet is a machine's cloud-init readied for its node (Prepare); wdCleanup closes it.
+	snippet *snippet
 }
 
 func (w *stepWork) machine() bool { return w.job.Machine }

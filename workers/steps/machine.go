@@ -16,6 +16,7 @@ import (
 	"horizon/shared/cloudinit"
 	"horizon/shared/horizon"
 	"horizon/shared/proxmox"
+	"horizon/shared/sshx"
 	"horizon/shared/store"
 	"horizon/workers/attempt"
 )
@@ -104,19 +105,28 @@ func snippetStorage(w *stepWork) (horizon.ProxmoxStorage, error) {
 	return horizon.ProxmoxStorage{}, fmt.Errorf("node %s has no storage for snippets (content \"snippets\"); cloud-init cannot be uploaded", w.node.Name)
 }
 
-// uploadCloudInit renders the machine's user-data and puts it on the node's snippet storage
-// over SFTP, verifying the node's pinned host key. It returns the snippet's volume id.
-func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *attempt.Log) (string, error) {
+// snippet is a machine's cloud-init user-data ready for its node: rendered, with an SSH
+// connection to the node open and the snippets directory made, so that what is left for the
+// node's build gate is the write. Prepare readies it while the step waits for the gate.
+type snippet struct {
+	conn  *sshx.Client
+	path  string
+	data  []byte
+	volid string
+}
+
+// readyCloudInit renders the machine's user-data; the snippet is not connected yet.
+func (h *Handler) readyCloudInit(ctx context.Context, w *stepWork) (*snippet, error) {
 	if w.node.SSHAddress == nil || w.node.SSHHostKey == nil {
-		return "", fmt.Errorf("node %s has no SSH endpoint configured in Horizon; an admin sets it on the Proxmox server", w.node.Name)
+		return nil, fmt.Errorf("node %s has no SSH endpoint configured in Horizon; an admin sets it on the Proxmox server", w.node.Name)
 	}
 	hostKey, err := h.machineHostKey(ctx, w)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	_, deployPub, err := h.deployKey(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	keys := []string{deployPub}
 	if w.userKey != nil {
@@ -125,26 +135,72 @@ func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *attempt
 	data, err := cloudinit.RenderUserData(cloudinit.Machine{Hostname: vmName(w), AuthorizedKeys: keys, HostKey: hostKey,
 		NodeExporter: w.exec.Config.NodeExporter})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	storage, err := snippetStorage(w)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
+	volid, err := cloudinit.VolumeID(storage.Name, snippetName(w))
+	if err != nil {
+		return nil, err
+	}
+	return &snippet{path: filepath.Join(storage.Path, "snippets", snippetName(w)), data: data, volid: volid}, nil
+}
+
+// connect opens the snippet's connection to its node and makes the snippets directory.
+func (sn *snippet) connect(ctx context.Context, h *Handler, w *stepWork) error {
 	c, err := proxmox.DialNode(ctx, h.Box, *w.server, w.node.Name)
 	if err != nil {
+		return err
+	}
+	if err := c.MkdirAll(ctx, filepath.Dir(sn.path)); err != nil {
+		_ = c.Close()
+		return err
+	}
+	sn.conn = c
+	return nil
+}
+
+func (sn *snippet) close() {
+	if sn != nil && sn.conn != nil {
+		_ = sn.conn.Close()
+		sn.conn = nil
+	}
+}
+
+// uploadCloudInit puts the machine's user-data on the node's snippet storage over SFTP, with
+// the snippet Prepare readied (or readies it now), and returns the snippet's volume id. A
+// connection that Prepare could not open, or that the node dropped while the step waited, is
+// opened again here.
+func (h *Handler) uploadCloudInit(ctx context.Context, w *stepWork, out *attempt.Log) (string, error) {
+	sn := w.snippet
+	if sn == nil {
+		var err error
+		if sn, err = h.readyCloudInit(ctx, w); err != nil {
+			return "", err
+		}
+		defer sn.close()
+	}
+	if sn.conn != nil {
+		err := sn.upload(ctx)
+		if err == nil {
+			return sn.volid, nil
+		}
+		out.Say("the connection to node %s opened while waiting failed (%v); connecting again", w.node.Name, err)
+		sn.close()
+	}
+	if err := sn.connect(ctx, h, w); err != nil {
 		return "", err
 	}
-	defer c.Close()
-	name := snippetName(w)
-	dir := filepath.Join(storage.Path, "snippets")
-	if err := c.MkdirAll(ctx, dir); err != nil {
-		return "", err
-	}
-	if err := c.Upload(ctx, filepath.Join(dir, name), bytes.NewReader(data), 0o600); err != nil {
+	if err := sn.upload(ctx); err != nil {
 		return "", fmt.Errorf("upload cloud-init to node %s: %w", w.node.Name, err)
 	}
-	return cloudinit.VolumeID(storage.Name, name)
+	return sn.volid, nil
+}
+
+func (sn *snippet) upload(ctx context.Context) error {
+	return sn.conn.Upload(ctx, sn.path, bytes.NewReader(sn.data), 0o600)
 }
 
 // removeCloudInit deletes the execution's cloud-init snippet once its machine is destroyed: the

@@ -53,6 +53,13 @@ func (n *Node) SSHAddr() string {
 	return n.addr
 }
 
+// SSHConnections is how many SSH connections to the node are open, past their handshake.
+func (n *Node) SSHConnections() int { return n.ssh.live() }
+
+// DropSSHConnections closes every open SSH connection to the node, as a network blip or an
+// idle timeout would; the node keeps accepting new ones.
+func (n *Node) DropSSHConnections() { n.ssh.drop() }
+
 // HostKeyFingerprint is the SHA256 fingerprint of the node's current host key, as
 // ssh.FingerprintSHA256 prints it ("SHA256:…").
 func (n *Node) HostKeyFingerprint() string {

@@ -29,6 +29,7 @@ type sshServer struct {
 	mu     sync.Mutex
 	ln     net.Listener
 	conns  map[net.Conn]struct{}
+	ready  int // connections past their handshake
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -106,6 +107,14 @@ func (s *sshServer) handle(ctx context.Context, nc net.Conn) {
 	}
 	_ = nc.SetDeadline(time.Time{})
 	defer conn.Close()
+	s.mu.Lock()
+	s.ready++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.ready--
+		s.mu.Unlock()
+	}()
 	go ssh.DiscardRequests(reqs)
 	var sessions sync.WaitGroup
 	defer sessions.Wait() // they end with the connection, which ends chans
@@ -123,6 +132,22 @@ func (s *sshServer) handle(ctx context.Context, nc net.Conn) {
 			defer sessions.Done()
 			s.session(ctx, ch, chReqs)
 		}()
+	}
+}
+
+// live is how many connections are open, past their handshake.
+func (s *sshServer) live() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready
+}
+
+// drop closes every live connection and keeps listening.
+func (s *sshServer) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for nc := range s.conns {
+		nc.Close()
 	}
 }
 
