@@ -23,14 +23,17 @@ import (
 )
 
 // benchQuota measures what quotas add to a deploy's preflight, for a team whose stacks have
-// 1 000 active executions, each with its own answers (so none share a cost: the worst case of
-// the count, one row per execution). The deploy is of a draft whose machine lacks its
-// attachments: the preflight runs whole (answers, catalogue, Nagios, quota, clusters — none is
-// asked, as no machine names a server yet) and answers 422, so nothing is written and every
-// request measures the same work. Quotas on: the team has limits, and its environment a
-// narrowing, both too large to refuse anything; off: the team has no quota row, which skips
-// the count. The two alternate in blocks on one API and one connection; the figure is the
-// median of the blocks' p50 ratios. Goal ≤ 1.1×.
+// 1 000 active executions, each with its own answers (so none share a cost). The count reads
+// the usage the database keeps per team and environment (team_usage), not the executions, so
+// its cost should not grow with them; the usage route's answer checks that the 1 000 are
+// there. The deploy is of a draft whose machine lacks its attachments: the preflight runs
+// whole (answers, catalogue, Nagios, quota, clusters) and answers 422, so nothing is written
+// and every request measures the same work; it is measured twice, for a machine on the
+// sandbox's node (its cluster asked, as every deploy does) and for one that names no server
+// yet (no cluster asked, Postgres only: the worst case for the ratio). Quotas on: the team has
+// limits, and its environment a narrowing, both too large to refuse anything; off: the team
+// has no quota row, which skips the count. The two alternate in blocks on one API and one
+// connection; the figure is the median of the blocks' p50 ratios. Goal ≤ 1.1×.
 func benchQuota(ctx context.Context) error {
 	fmt.Printf("Quota benchmark: load %s\n", loadAvg())
 	env, err := newBenchEnv(ctx)

@@ -3,16 +3,21 @@
 //
 // Decisions:
 //
-//   - Usage is summed when asked, never kept as a running total: from every execution not yet
-//     destroyed (active, or removing until its destroy ends) of every stack of the team that is
-//     neither a draft nor removed, each costing what its job's template version declares
-//     (template.Job.Cost) with its answers. A draft counts nothing; a failed stack counts all
-//     its executions, built or not, until it is removed, so that a retry or a run again never
-//     grows usage and never needs a check; a removal frees each machine when its destroy ends;
-//     a force-remove frees everything at once. What is stored is only each execution's own
-//     cost, which the database computes in the statement that writes its answers or moves its
-//     stack to another template version (migration 00027): no total to drift, no second write
-//     a crash could separate from the first, and one indexed SUM per count.
+//   - What counts: every execution not yet destroyed (active, or removing until its destroy
+//     ends) of every stack of the team that is neither a draft nor removed, each costing what
+//     its job's template version declares (template.Job.Cost) with its answers. A draft counts
+//     nothing; a failed stack counts all its executions, built or not, until it is removed, so
+//     that a retry or a run again never grows usage and never needs a check; a removal frees
+//     each machine when its destroy ends; a force-remove frees everything at once. The rule is
+//     written once, as the SQL function quota_counts (migration 00029).
+//   - The database keeps both each execution's cost, computed in the statement that writes its
+//     answers or moves its stack to another template version (migration 00027), and each
+//     team's usage per environment (team_usage, migration 00029), moved by triggers in the
+//     statement that changes an execution's state, stack or cost or a stack's state, team or
+//     environment: no writer can forget it, no crash can separate it from its change, and a
+//     count reads a few rows whatever the number of executions. The triggers add and take
+//     away (never recount), so concurrent changes commute; a test holds team_usage to the SUM
+//     of the counted executions' costs after every kind of change.
 //   - Only growth is checked. A change is refused when, in a dimension with a limit, it makes
 //     the stack use more than before and the team would then use more than the limit; a quota
 //     lowered below what a team uses refuses nothing that exists, only what would grow.
@@ -23,9 +28,9 @@
 //     two requests racing for the last of a quota exactly one wins. A team without a quota
 //     has nothing to lock and nothing to check.
 //   - The preflight's check, before that transaction, costs no round trip: the quota and the
-//     SUM come with the environment the preflight reads anyway (store.EnvironmentWithQuota),
-//     the SUM only when the team has a quota. The locked re-check cannot be folded so: a SUM
-//     in the statement that takes the lock would read from before the lock was granted.
+//     usage come with the environment the preflight reads anyway (store.EnvironmentWithQuota),
+//     the usage only when the team has a quota. The locked re-check cannot be folded so: a read
+//     in the statement that takes the lock would see usage from before the lock was granted.
 package quota
 
 import (
@@ -45,8 +50,8 @@ type Usage struct {
 }
 
 // Count returns what the team's stacks use, leaving out the stack except (uuid.Nil for none):
-// the usage the change of that stack is checked against. One query whatever the number of
-// executions: each execution's cost is kept beside it (store.UsageByEnvironment).
+// the usage the change of that stack is checked against. One query of a few rows whatever the
+// number of executions: the team's usage is kept as it changes (store.UsageByEnvironment).
 func Count(ctx context.Context, q store.Querier, team, except uuid.UUID) (Usage, error) {
 	byEnv, err := store.UsageByEnvironment(ctx, q, team, except)
 	if err != nil {

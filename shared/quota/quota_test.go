@@ -3,11 +3,13 @@ package quota_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -67,32 +69,7 @@ func TestStoredCostsFollowTheTemplate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testkit.DB(t)
-	defs := map[int]*template.Definition{}
-	var tmplID uuid.UUID
-	for n, src := range []string{costV1, costV2} {
-		def, err := template.Parse([]byte(src))
-		if err != nil {
-			t.Fatalf("parse version %d: %v", n+1, err)
-		}
-		defs[n+1] = def
-		raw, err := json.Marshal(def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := horizon.TemplateVersion{Definition: raw, DefinitionHash: src, JobCommits: map[string]string{"vm": "c", "plain": "c", "tool": "c"}, Modules: json.RawMessage(`{}`)}
-		if n == 0 {
-			tmpl, _, err := store.TemplateCreate(ctx, db, horizon.Template{Name: "cost", Active: true}, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tmplID = tmpl.ID
-		} else {
-			v.TemplateID = tmplID
-			if _, err := store.TemplateVersionCreate(ctx, db, v, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	tmplID, defs := costTemplate(t, db)
 	team, err := store.TeamCreate(ctx, db, "team")
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +158,163 @@ func TestStoredCostsFollowTheTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("upgraded", 2)
+}
+
+// costTemplate makes the template "cost" with costV1 as version 1 and costV2 as version 2, and
+// returns its id and the parsed versions by number.
+func costTemplate(t *testing.T, db *pgxpool.Pool) (uuid.UUID, map[int]*template.Definition) {
+	t.Helper()
+	ctx := context.Background()
+	defs := map[int]*template.Definition{}
+	var tmplID uuid.UUID
+	for n, src := range []string{costV1, costV2} {
+		def, err := template.Parse([]byte(src))
+		if err != nil {
+			t.Fatalf("parse version %d: %v", n+1, err)
+		}
+		defs[n+1] = def
+		raw, err := json.Marshal(def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := horizon.TemplateVersion{Definition: raw, DefinitionHash: src, JobCommits: map[string]string{"vm": "c", "plain": "c", "tool": "c"}, Modules: json.RawMessage(`{}`)}
+		if n == 0 {
+			tmpl, _, err := store.TemplateCreate(ctx, db, horizon.Template{Name: "cost", Active: true}, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmplID = tmpl.ID
+		} else {
+			v.TemplateID = tmplID
+			if _, err := store.TemplateVersionCreate(ctx, db, v, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return tmplID, defs
+}
+
+// TestKeptUsageIsTheSum holds the usage the database keeps per team and environment
+// (team_usage) to the SUM of the costs of the executions that count (by quota_counts, the
+// rule's one definition), after every kind of change of executions and stacks: written into a
+// draft, deployed, answers edited, added, removing, removed, deleted, moved to another stack;
+// a stack failed, upgraded (alone and with a change of state), moved to another environment
+// or team, removing, removed, deleted; statements that change rows of several stacks at once.
+func TestKeptUsageIsTheSum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testkit.DB(t)
+	tmplID, _ := costTemplate(t, db)
+	var teams, envs []uuid.UUID
+	for _, name := range []string{"a", "b"} {
+		team, err := store.TeamCreate(ctx, db, "team-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := store.EnvironmentCreate(ctx, db, horizon.Environment{Name: "env-" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		teams, envs = append(teams, team.ID), append(envs, env.ID)
+	}
+	newStack := func(name string, team, env uuid.UUID) uuid.UUID {
+		st, err := store.StackCreate(ctx, db, horizon.Stack{TeamID: team, Name: name, EnvironmentID: env, TemplateID: tmplID, TemplateVersion: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ID
+	}
+	a1, a2, b1 := newStack("a1", teams[0], envs[0]), newStack("a2", teams[0], envs[1]), newStack("b1", teams[1], envs[0])
+	insert := func(stack uuid.UUID, job string, index int, params map[string]any) uuid.UUID {
+		e, err := store.ExecutionInsert(ctx, db, horizon.Execution{StackID: stack, Job: job, Index: index, Commit: "c",
+			Config: horizon.ExecutionConfig{Parameters: params}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.ID
+	}
+	check := func(stage string) {
+		t.Helper()
+		const kept = `SELECT team_id, environment_id, executions, machines, vcpus, memory_mib, disk_gib FROM team_usage
+			WHERE (executions, machines, vcpus, memory_mib, disk_gib) <> (0, 0, 0, 0, 0) ORDER BY 1, 2`
+		const sum = `SELECT s.team_id, s.environment_id, count(*), sum(x.machines)::bigint, sum(x.vcpus)::bigint,
+			sum(x.memory_mib)::bigint, sum(x.disk_gib)::bigint
+			FROM stacks s JOIN executions x ON x.stack_id = s.id WHERE quota_counts(s.state, x.state) GROUP BY 1, 2 ORDER BY 1, 2`
+		read := func(q string) []string {
+			rows, err := db.Query(ctx, q)
+			if err != nil {
+				t.Fatalf("%s: %v", stage, err)
+			}
+			defer rows.Close()
+			var out []string
+			for rows.Next() {
+				var team, env uuid.UUID
+				var n, m, v, mem, disk int64
+				if err := rows.Scan(&team, &env, &n, &m, &v, &mem, &disk); err != nil {
+					t.Fatalf("%s: %v", stage, err)
+				}
+				out = append(out, fmt.Sprintf("team %s env %s: %d executions, %d machines, %d vCPUs, %d MiB, %d GiB", team, env, n, m, v, mem, disk))
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatalf("%s: %v", stage, err)
+			}
+			return out
+		}
+		if diff := cmp.Diff(read(sum), read(kept)); diff != "" {
+			t.Errorf("%s: team_usage is not the SUM (-sum +kept):\n%s", stage, diff)
+		}
+	}
+	exec := func(stage, q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+		check(stage)
+	}
+
+	x0 := insert(a1, "vm", 0, map[string]any{"cores": 2, "memory_mb": 4096})
+	insert(a1, "vm", 1, map[string]any{"cores": 2.5})
+	insert(a1, "plain", 0, nil)
+	insert(a1, "tool", 0, nil)
+	insert(a2, "vm", 0, map[string]any{"cores": 4, "memory_mb": 512})
+	insert(a2, "vm", 1, nil)
+	insert(b1, "vm", 0, map[string]any{"cores": 8})
+	check("drafts")
+	exec("one stack deploying", `UPDATE stacks SET state = 'deploying' WHERE id = $1`, a1)
+	exec("two stacks deployed in one statement", `UPDATE stacks SET state = 'deployed' WHERE id = ANY($1)`, []uuid.UUID{a2, b1})
+	x3 := insert(a1, "vm", 3, map[string]any{"cores": 1, "memory_mb": 300})
+	check("added to a counted stack")
+	if err := store.ExecutionUpdateConfig(ctx, db, x0, horizon.ExecutionConfig{Parameters: map[string]any{"cores": 16, "memory_mb": 64}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("answers edited")
+	exec("answers rewritten as they are", `UPDATE executions SET config = config, updated_at = now()`)
+	if err := store.ExecutionSetState(ctx, db, x3, horizon.ExecutionState("removing")); err != nil {
+		t.Fatal(err)
+	}
+	check("removing")
+	if err := store.ExecutionSetState(ctx, db, x3, horizon.ExecutionState("removed")); err != nil {
+		t.Fatal(err)
+	}
+	check("removed")
+	exec("removed answers edited", `UPDATE executions SET config = '{"parameters": {"cores": 99}}' WHERE id = $1`, x3)
+	exec("several stacks' executions removing in one statement", `UPDATE executions SET state = 'removing' WHERE index = 1`)
+	exec("deleted", `DELETE FROM executions WHERE stack_id = $1 AND job = 'plain'`, a1)
+	exec("moved to another stack", `UPDATE executions SET stack_id = $2, index = 7 WHERE stack_id = $1 AND job = 'vm' AND index = 0`, a1, a2)
+	two := 2
+	if _, err := store.StackUpdate(ctx, db, a2, store.StackPatch{TemplateVersion: &two}, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("upgraded")
+	exec("downgraded and failed in one statement", `UPDATE stacks SET template_version = 1, state = 'failed' WHERE id = $1`, a2)
+	exec("upgraded and drafted in one statement", `UPDATE stacks SET template_version = 2, state = 'draft' WHERE id = $1`, a2)
+	exec("deployed again", `UPDATE stacks SET state = 'deployed' WHERE id = $1`, a2)
+	exec("moved to another environment", `UPDATE stacks SET environment_id = $2 WHERE id = $1`, a1, envs[1])
+	exec("moved to another team", `UPDATE stacks SET team_id = $2 WHERE id = $1`, a2, teams[1])
+	exec("every stack removing", `UPDATE stacks SET state = 'removing'`)
+	exec("one stack removed", `UPDATE stacks SET state = 'removed' WHERE id = $1`, a1)
+	exec("a stack deleted with its executions", `DELETE FROM stacks WHERE id = $1`, b1)
+	exec("every execution deleted", `DELETE FROM executions`)
 }
 
 // TestMigrationBackfillsCosts: executions written before their costs were kept get them from

@@ -87,19 +87,22 @@ func QuotaPut(ctx context.Context, tx pgx.Tx, qt horizon.Quota, ifVersion int64)
 	return out, nil
 }
 
-// counted is the condition on stacks s and executions x of team $1, leaving out stack $2, under
-// which an execution counts against its team's quotas: not yet destroyed (active, or removing
-// until its destroy ends), of a stack that is neither a draft nor removed — a failed stack's
-// too, whose machines may exist.
-const counted = `s.team_id = $1 AND s.id <> $2 AND s.state NOT IN ('draft', 'removed') AND x.state IN ('active', 'removing')`
+// usageByEnvironment is what team $1's stacks but stack $2 use, per environment, as rows of
+// (environment_id, executions, machines, vcpus, memory_mib, disk_gib) to be summed: the team's
+// usage as the database keeps it (team_usage, migration 00029, which counts by quota_counts)
+// and, negated, what stack $2 counts in it. A few rows whatever the number of executions.
+const usageByEnvironment = `(SELECT environment_id, executions, machines, vcpus, memory_mib, disk_gib FROM team_usage WHERE team_id = $1
+	UNION ALL
+	SELECT s.environment_id, -1, -x.machines, -x.vcpus, -x.memory_mib, -x.disk_gib FROM stacks s JOIN executions x ON x.stack_id = s.id
+	WHERE s.id = $2 AND s.team_id = $1 AND quota_counts(s.state, x.state))`
 
 // UsageByEnvironment returns what the executions that count against a team's quotas cost, by
-// environment, leaving out the stack except (uuid.Nil for none): one SUM of the costs the
-// database keeps beside each execution (executions.machines… , computed from its answers and
-// its stack's template version when either is written), whatever the number of executions.
+// environment where at least one counts, leaving out the stack except (uuid.Nil for none):
+// the totals the database keeps as executions and stacks change (team_usage), less what
+// except counts, so one read of a few rows whatever the number of executions.
 func UsageByEnvironment(ctx context.Context, q Querier, team, except uuid.UUID) (map[uuid.UUID]horizon.Resources, error) {
-	rows, err := q.Query(ctx, `SELECT s.environment_id, sum(x.machines)::bigint, sum(x.vcpus)::bigint, sum(x.memory_mib)::bigint, sum(x.disk_gib)::bigint
-		FROM stacks s JOIN executions x ON x.stack_id = s.id WHERE `+counted+` GROUP BY 1`, team, except)
+	rows, err := q.Query(ctx, `SELECT u.environment_id, sum(u.machines)::bigint, sum(u.vcpus)::bigint, sum(u.memory_mib)::bigint, sum(u.disk_gib)::bigint
+		FROM `+usageByEnvironment+` u GROUP BY 1 HAVING sum(u.executions) > 0`, team, except)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -127,9 +130,10 @@ type QuotaInEnvironment struct {
 
 // EnvironmentWithQuota is EnvironmentGet that also reads, in the same statement, team's quota
 // in the environment and, only when the team has a quota, what its stacks but except
-// (uuid.Nil for none) use (the SUM of UsageByEnvironment): a preflight pays no round trip for
-// quotas, on or off. Outside the lock, so advisory: the run's transaction checks again after
-// QuotaLock (a SUM in the locking statement would read its snapshot from before the lock).
+// (uuid.Nil for none) use (UsageByEnvironment's rows): a preflight pays no round trip for
+// quotas, on or off, and reads a few rows of usage, not the team's executions. Outside the
+// lock, so advisory: the run's transaction checks again after QuotaLock (a read in the
+// locking statement would see usage from before the lock was granted).
 func EnvironmentWithQuota(ctx context.Context, q Querier, id, team, except uuid.UUID) (horizon.Environment, QuotaInEnvironment, error) {
 	qe := QuotaInEnvironment{Quota: horizon.Quota{TeamID: team, Environments: map[uuid.UUID]horizon.Limits{}}}
 	var hasEnv bool
@@ -150,11 +154,11 @@ func EnvironmentWithQuota(ctx context.Context, q Querier, id, team, except uuid.
 		LEFT JOIN team_environment_quotas teq ON tq.team_id IS NOT NULL AND teq.team_id = $1 AND teq.environment_id = en.id
 		CROSS JOIN LATERAL (SELECT coalesce(sum(x.machines), 0)::bigint AS machines, coalesce(sum(x.vcpus), 0)::bigint AS vcpus,
 			coalesce(sum(x.memory_mib), 0)::bigint AS memory_mib, coalesce(sum(x.disk_gib), 0)::bigint AS disk_gib,
-			coalesce(sum(x.machines) FILTER (WHERE s.environment_id = en.id), 0)::bigint AS env_machines,
-			coalesce(sum(x.vcpus) FILTER (WHERE s.environment_id = en.id), 0)::bigint AS env_vcpus,
-			coalesce(sum(x.memory_mib) FILTER (WHERE s.environment_id = en.id), 0)::bigint AS env_memory_mib,
-			coalesce(sum(x.disk_gib) FILTER (WHERE s.environment_id = en.id), 0)::bigint AS env_disk_gib
-			FROM stacks s JOIN executions x ON x.stack_id = s.id WHERE tq.team_id IS NOT NULL AND `+counted+`) u
+			coalesce(sum(x.machines) FILTER (WHERE x.environment_id = en.id), 0)::bigint AS env_machines,
+			coalesce(sum(x.vcpus) FILTER (WHERE x.environment_id = en.id), 0)::bigint AS env_vcpus,
+			coalesce(sum(x.memory_mib) FILTER (WHERE x.environment_id = en.id), 0)::bigint AS env_memory_mib,
+			coalesce(sum(x.disk_gib) FILTER (WHERE x.environment_id = en.id), 0)::bigint AS env_disk_gib
+			FROM `+usageByEnvironment+` x WHERE tq.team_id IS NOT NULL) u
 		WHERE en.id = $3`, team, except, id).
 		Scan(&e.ID, &e.Name, &e.Description, &e.NetworkIDs, &e.ProxmoxServerIDs, &e.NagiosServerID, &e.Version, &e.CreatedAt, &e.UpdatedAt,
 			&l.Machines, &l.VCPUs, &l.MemoryMiB, &l.DiskGiB, &version, &qe.Quota.UpdatedAt,
