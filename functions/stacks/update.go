@@ -197,21 +197,11 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	return preselected, nil
 }
 
-// requestFrom is an execution's answers as a request would carry them (secrets aside).
-func requestFrom(cfg horizon.ExecutionConfig) ExecutionRequest {
-	r := ExecutionRequest{Parameters: cfg.Parameters, AddressID: cfg.AddressID, SSHKeyID: cfg.SSHKeyID, ProxmoxServerID: cfg.ProxmoxServerID,
-		Node: cfg.Node, Pool: cfg.Pool, ISOID: cfg.ISOID, NodeExporter: cfg.NodeExporter, StartupOrder: cfg.StartupOrder}
-	if cfg.NagiosHostgroup != "" {
-		r.Nagios = &NagiosRequest{Hostgroup: cfg.NagiosHostgroup}
-	}
-	return r
-}
-
 // requestOf turns a draft's executions back into a request, for a rebuild.
 func requestOf(l *loaded) map[string]JobRequest {
 	jobs := map[string]JobRequest{}
 	for _, e := range l.execs {
-		r := requestFrom(e.Config)
+		r := ExecutionRequest{base: &e.Config} // every answer left out: all of e's kept
 		j := jobs[e.Job]
 		j.Executions = append(j.Executions, r)
 		jobs[e.Job] = j
