@@ -64,13 +64,18 @@ func (f *Field[T]) UnmarshalJSON(b []byte) error {
 		*f = Field[T]{given: true, null: true}
 		return nil
 	}
-	// A value's own decoder is not the body's: strictness has to be asked for again.
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var v T
-	if err := dec.Decode(&v); err != nil {
+	if err := UnmarshalStrict(b, &v); err != nil {
 		return err
 	}
 	*f = Field[T]{value: v, given: true}
 	return nil
+}
+
+// UnmarshalStrict is json.Unmarshal refusing a field v does not declare, for an UnmarshalJSON
+// method: the decoder that calls one does not pass its strictness on.
+func UnmarshalStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }

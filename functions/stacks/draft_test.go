@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"horizon/functions/apitest"
@@ -189,8 +190,14 @@ func TestDraftEditChangesOnlyWhatItCarries(t *testing.T) {
 	before := e.API.State()
 	for _, field := range []string{"node", "pool", "node_exporter", "parameters"} {
 		r := edit(map[string]any{field: nil})
-		if r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{"jobs.executions." + field}) {
+		if r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{"jobs.app.executions[0]." + field}) {
 			t.Errorf("null %s: %d %s, want 422 naming it", field, r.Status, r.Body)
+		}
+	}
+	for field, v := range map[string]any{"node": 3, "nagios.hostgroup": map[string]any{"hostgroup": 1}} {
+		r := edit(map[string]any{strings.Split(field, ".")[0]: v})
+		if want := "jobs.app.executions[0]." + field; r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{want}) {
+			t.Errorf("%s of the wrong type: %d %s, want 422 naming %s", field, r.Status, r.Body, want)
 		}
 	}
 	if e.API.State() != before {

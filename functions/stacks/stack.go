@@ -1,6 +1,9 @@
 package stacks
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"time"
 
@@ -150,6 +153,56 @@ type NagiosRequest struct {
 // JobRequest is one job's executions.
 type JobRequest struct {
 	Executions []ExecutionRequest `json:"executions"`
+}
+
+// Jobs is a request's executions by job name. A type error (a null among them) names the field
+// by its path as sent, app.executions[0].node under the body's jobs; encoding/json, which
+// skips map keys and list indices, would call it executions.node.
+type Jobs map[string]JobRequest
+
+// UnmarshalJSON decodes strictly, job by job and execution by execution, so that it can say
+// where a type error is.
+func (j *Jobs) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil || raw == nil {
+		*j = nil
+		return err
+	}
+	out := make(Jobs, len(raw))
+	for name, body := range raw {
+		var job struct {
+			Executions []json.RawMessage `json:"executions"`
+		}
+		if err := api.UnmarshalStrict(body, &job); err != nil {
+			return at(name, err)
+		}
+		var reqs []ExecutionRequest
+		if job.Executions != nil {
+			reqs = make([]ExecutionRequest, len(job.Executions))
+		}
+		for i, e := range job.Executions {
+			if err := api.UnmarshalStrict(e, &reqs[i]); err != nil {
+				return at(fmt.Sprintf("%s.executions[%d]", name, i), err)
+			}
+		}
+		out[name] = JobRequest{Executions: reqs}
+	}
+	*j = out
+	return nil
+}
+
+// at puts path in front of the field a type error names; other errors name what they name.
+func at(path string, err error) error {
+	var typ *json.UnmarshalTypeError
+	if !errors.As(err, &typ) {
+		return err
+	}
+	named := *typ
+	named.Field = path
+	if typ.Field != "" {
+		named.Field += "." + typ.Field
+	}
+	return &named
 }
 
 // Stack is a stack as the API shows it.

@@ -20,12 +20,12 @@ import (
 
 // UpdateRequest is the body of PATCH /v1/stacks/{id}; absent fields are left as they are.
 type UpdateRequest struct {
-	Name            *string               `json:"name"`
-	Description     *string               `json:"description"`
-	Labels          *[]string             `json:"labels"`
-	EnvironmentID   *uuid.UUID            `json:"environment_id"`
-	TemplateVersion *int                  `json:"template_version"`
-	Jobs            map[string]JobRequest `json:"jobs"`
+	Name            *string    `json:"name"`
+	Description     *string    `json:"description"`
+	Labels          *[]string  `json:"labels"`
+	EnvironmentID   *uuid.UUID `json:"environment_id"`
+	TemplateVersion *int       `json:"template_version"`
+	Jobs            Jobs       `json:"jobs"`
 	// Confirm must be true to save an edit of a deployed or failed stack that runs Terraform
 	// (POST /plan shows what it does).
 	Confirm bool `json:"confirm"`
