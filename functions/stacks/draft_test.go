@@ -200,6 +200,13 @@ func TestDraftEditChangesOnlyWhatItCarries(t *testing.T) {
 			t.Errorf("%s of the wrong type: %d %s, want 422 naming %s", field, r.Status, r.Body, want)
 		}
 	}
+	etag := e.API.Do("GET", path, apitest.Req{Token: e.Member}).Header.Get("ETag")
+	for _, field := range []string{"name", "description", "labels", "environment_id", "template_version"} {
+		r := e.API.Do("PATCH", path, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: map[string]any{field: nil}})
+		if r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{field}) {
+			t.Errorf("null %s: %d %s, want 422 naming it", field, r.Status, r.Body)
+		}
+	}
 	if e.API.State() != before {
 		t.Fatal("a refused null changed the draft")
 	}
@@ -213,7 +220,11 @@ func TestDraftEditChangesOnlyWhatItCarries(t *testing.T) {
 	if got["node"] != "pve2" {
 		t.Errorf("node = %v, want pve2", got["node"])
 	}
-	got = app(edit(map[string]any{"address_id": nil}))
+	r := edit(map[string]any{"address_id": nil})
+	if m := r.Map(); m["name"] != "partial" || !reflect.DeepEqual(m["labels"], []any{"lab"}) {
+		t.Errorf("an edit of jobs alone changed name or labels: %v %v", m["name"], m["labels"])
+	}
+	got = app(r)
 	if got["address_id"] != nil || got["node"] != "pve2" || got["ssh_key_id"] != was["ssh_key_id"] {
 		t.Errorf("after address_id null: %v, want it cleared and the rest kept", got)
 	}
