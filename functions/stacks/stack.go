@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -169,7 +170,9 @@ func (j *Jobs) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	out := make(Jobs, len(raw))
-	for name, body := range raw {
+	// In name order, so that of two bad jobs the same one is named every time.
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		body := raw[name]
 		var job struct {
 			Executions []json.RawMessage `json:"executions"`
 		}
