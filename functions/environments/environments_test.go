@@ -6,6 +6,7 @@ import (
 
 	"horizon/functions/apitest"
 	"horizon/shared/auth"
+	"horizon/shared/nagios/nagiostest"
 )
 
 func TestEnvironments(t *testing.T) {
@@ -53,6 +54,12 @@ func TestEnvironments(t *testing.T) {
 	}
 	if s.State() != before {
 		t.Fatal("a refused null changed the database")
+	}
+	n := nagiostest.Start(t, nagiostest.Options{})
+	nagiosID := s.Do("POST", "/v1/nagios-servers", apitest.Req{Body: n.Registration("nagios")}).Map()["id"]
+	if p = s.Do("PATCH", "/v1/environments/"+id, apitest.Req{Body: map[string]any{"nagios_server_id": nagiosID}}); p.Status != 200 ||
+		p.Map()["nagios_server_id"] != nagiosID || nagiosID == nil {
+		t.Fatalf("set the nagios server: %d %s", p.Status, p.Body)
 	}
 	p = s.Do("PATCH", "/v1/environments/"+id, apitest.Req{Body: map[string]any{"nagios_server_id": nil, "name": "prod"}})
 	if m := p.Map(); p.Status != 200 || m["nagios_server_id"] != nil || m["name"] != "prod" || m["description"] != "Customer facing" ||
