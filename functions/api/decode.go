@@ -16,8 +16,8 @@ import (
 
 // Decode reads the request body strictly into a T: the body must be application/json, one JSON
 // value, with no field T does not declare (unknown fields are how clients would otherwise set
-// id, state or team_id). Syntax errors are 400; type errors and unknown fields are 422 naming the
-// field.
+// id, state or team_id). Syntax errors are 400; type errors, unknown fields and null for a Field
+// that is not nullable are 422 naming the field.
 func Decode[T any](c *fiber.Ctx) (T, error) {
 	var v T
 	if ct := c.Get(fiber.HeaderContentType); ct != "" {
@@ -58,6 +58,9 @@ func decodeProblem(err error) error {
 		return problem.Malformed("The body is not valid JSON (at byte %d).", syntax.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return problem.Malformed("The body is not valid JSON (it ends early).")
+	case errors.As(err, &typ) && typ.Value == "null":
+		// Only a Field that is not nullable refuses null (encoding/json ignores it elsewhere).
+		return problem.InvalidField(typ.Field, "cannot be null; leave the field out instead")
 	case errors.As(err, &typ):
 		field := typ.Field
 		if field == "" {

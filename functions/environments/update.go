@@ -13,12 +13,13 @@ import (
 )
 
 // UpdateRequest is the body of PATCH /v1/environments/{id}; absent fields are left as they are.
+// Only NagiosServerID may be null, which unsets it.
 type UpdateRequest struct {
-	Name             *string                 `json:"name"`
-	Description      *string                 `json:"description"`
-	NetworkIDs       *[]uuid.UUID            `json:"network_ids"`
-	ProxmoxServerIDs *[]uuid.UUID            `json:"proxmox_server_ids"`
-	NagiosServerID   api.Nullable[uuid.UUID] `json:"nagios_server_id"`
+	Name             api.Field[string]      `json:"name"`
+	Description      api.Field[string]      `json:"description"`
+	NetworkIDs       api.Field[[]uuid.UUID] `json:"network_ids"`
+	ProxmoxServerIDs api.Field[[]uuid.UUID] `json:"proxmox_server_ids"`
+	NagiosServerID   api.Field[*uuid.UUID]  `json:"nagios_server_id"`
 }
 
 // Update changes an environment (admin), honouring If-Match.
@@ -26,22 +27,20 @@ func Update(d api.Deps) fiber.Handler {
 	return api.Edit(d, func(ctx context.Context, tx pgx.Tx, r api.Req[UpdateRequest]) (api.Object, error) {
 		req := r.Body
 		var p horizon.Problems
-		if req.Name != nil {
-			horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+		if req.Name.Given() {
+			horizon.CheckName(&p, "name", req.Name.Value(), horizon.MaxNameLength)
 		}
-		if req.Description != nil {
-			horizon.CheckText(&p, "description", *req.Description, maxDescription)
+		if req.Description.Given() {
+			horizon.CheckText(&p, "description", req.Description.Value(), maxDescription)
 		}
-		if err := checkRefs(ctx, tx, &p, refs{networks: req.NetworkIDs, servers: req.ProxmoxServerIDs, nagios: req.NagiosServerID.Value}); err != nil {
+		if err := checkRefs(ctx, tx, &p, refs{networks: req.NetworkIDs.Ptr(), servers: req.ProxmoxServerIDs.Ptr(), nagios: req.NagiosServerID.Value()}); err != nil {
 			return api.Object{}, err
 		}
 		if err := p.Err(); err != nil {
 			return api.Object{}, err
 		}
-		patch := store.EnvironmentPatch{Name: req.Name, Description: req.Description, NetworkIDs: req.NetworkIDs, ProxmoxServerIDs: req.ProxmoxServerIDs}
-		if req.NagiosServerID.Set {
-			patch.NagiosServerID = &req.NagiosServerID.Value
-		}
+		patch := store.EnvironmentPatch{Name: req.Name.Ptr(), Description: req.Description.Ptr(), NetworkIDs: req.NetworkIDs.Ptr(),
+			ProxmoxServerIDs: req.ProxmoxServerIDs.Ptr(), NagiosServerID: req.NagiosServerID.Ptr()}
 		env, err := store.EnvironmentUpdate(ctx, tx, r.ID, patch, r.IfVersion)
 		if err != nil {
 			return api.Object{}, err

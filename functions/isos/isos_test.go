@@ -82,6 +82,17 @@ func TestCreateISOStartsABuildRun(t *testing.T) {
 			t.Errorf("%s %s during a run: %d %s", req.method, req.path, r.Status, r.Body)
 		}
 	}
+	// No field of a PATCH may be null: refused naming it, before the run is asked about.
+	before := s.State()
+	for _, field := range []string{"name", "version", "storage"} {
+		r := s.Do("PATCH", "/v1/isos/"+id, apitest.Req{Body: map[string]any{field: nil}})
+		if f := r.Problem().Fields(); r.Status != 422 || len(f) != 1 || f[0] != field {
+			t.Errorf("null %s: %d %s, want 422 naming it", field, r.Status, r.Body)
+		}
+	}
+	if s.State() != before {
+		t.Fatal("a refused null changed the database")
+	}
 	// Cancel needs no worker to be accepted.
 	if r := s.Do("POST", "/v1/isos/"+id+"/cancel", apitest.Req{}); r.Status != 202 || r.Map()["state"] != "canceling" || r.Map()["iso_id"] != id {
 		t.Fatalf("cancel: %d %s", r.Status, r.Body)

@@ -16,11 +16,12 @@ import (
 	"horizon/shared/store"
 )
 
-// UpdateRequest is the body of PATCH /v1/isos/{id}; absent fields are left as they are.
+// UpdateRequest is the body of PATCH /v1/isos/{id}; absent fields are left as they are, and
+// none may be null.
 type UpdateRequest struct {
-	Name    *string `json:"name"`
-	Version *int    `json:"version"`
-	Storage *string `json:"storage"`
+	Name    api.Field[string] `json:"name"`
+	Version api.Field[int]    `json:"version"`
+	Storage api.Field[string] `json:"storage"`
 }
 
 // Update edits an ISO (admin, If-Match): its name, the template version it builds, or the
@@ -30,8 +31,8 @@ type UpdateRequest struct {
 func Update(d api.Deps) fiber.Handler {
 	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
 		var p horizon.Problems
-		if r.Body.Name != nil {
-			horizon.CheckName(&p, "name", *r.Body.Name, horizon.MaxNameLength)
+		if r.Body.Name.Given() {
+			horizon.CheckName(&p, "name", r.Body.Name.Value(), horizon.MaxNameLength)
 		}
 		if err := p.Err(); err != nil {
 			return err
@@ -50,19 +51,15 @@ func Update(d api.Deps) fiber.Handler {
 			if err := runOwner.NotBusy(ctx, tx, store.OfISO(iso.ID)); err != nil {
 				return Detail{}, err
 			}
-			patch := store.ISOPatch{Name: r.Body.Name}
-			if r.Body.Version != nil || r.Body.Storage != nil {
+			patch := store.ISOPatch{Name: r.Body.Name.Ptr()}
+			if r.Body.Version.Given() || r.Body.Storage.Given() {
 				t, err := store.ISOTemplateGet(ctx, tx, iso.ISOTemplateID)
 				if err != nil {
 					return Detail{}, err
 				}
 				version, storage := iso.ISOTemplateVersion, iso.Storage
-				if r.Body.Version != nil {
-					version = *r.Body.Version
-				}
-				if r.Body.Storage != nil {
-					storage = *r.Body.Storage
-				}
+				r.Body.Version.Apply(&version)
+				r.Body.Storage.Apply(&storage)
 				spec, v, err := specOf(ctx, tx, t, version)
 				if errors.Is(err, horizon.ErrNotFound) {
 					return Detail{}, horizon.Invalid("version", "is not a version of ISO template %s (it has 1 to %d)", t.Name, t.LatestVersion)
@@ -89,7 +86,7 @@ func Update(d api.Deps) fiber.Handler {
 				return Detail{}, err
 			}
 			changed := []string{}
-			for field, set := range map[string]bool{"name": r.Body.Name != nil, "version": r.Body.Version != nil, "storage": r.Body.Storage != nil} {
+			for field, set := range map[string]bool{"name": r.Body.Name.Given(), "version": r.Body.Version.Given(), "storage": r.Body.Storage.Given()} {
 				if set {
 					changed = append(changed, field)
 				}

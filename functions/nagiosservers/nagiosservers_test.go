@@ -194,6 +194,15 @@ func TestUpdateAddsSSHAndChecksWhatChanged(t *testing.T) {
 			t.Errorf("%s: a secret is in the answer", field)
 		}
 	}
+	// No field may be null: it is refused naming the field, before any check runs (a pointer
+	// field once took null for "leave as is").
+	for _, field := range []string{"name", "url", "username", "password", "ssh_address", "ssh_user", "ssh_private_key",
+		"ssh_host_key_fingerprint", "config_dir", "verify_command", "reload_command"} {
+		p := s.Do("PATCH", path, apitest.Req{Body: map[string]any{field: nil}, Headers: map[string]string{"If-Match": etag}})
+		if p.Status != 422 || !slices.Equal(p.Problem().Fields(), []string{field}) {
+			t.Errorf("null %s: %d %s, want 422 naming it", field, p.Status, p.Body)
+		}
+	}
 	if p := s.Do("PATCH", path, apitest.Req{Body: ssh, Token: member}); p.Status != 403 {
 		t.Errorf("a member updates: %d", p.Status)
 	}
@@ -210,6 +219,9 @@ func TestUpdateAddsSSHAndChecksWhatChanged(t *testing.T) {
 	u := s.Do("PATCH", path, apitest.Req{Body: ssh, Headers: map[string]string{"If-Match": etag}})
 	if u.Status != 200 || u.Map()["ssh_address"] != n.SSH.Addr || u.Header.Get("ETag") == etag || strings.Contains(string(u.Body), "PRIVATE KEY") {
 		t.Fatalf("add SSH: %d %s", u.Status, u.Body)
+	}
+	if u.Map()["name"] != "nagios-renamed" || u.Map()["url"] != g.Map()["url"] || u.Map()["username"] != g.Map()["username"] {
+		t.Errorf("add SSH changed what it left out: %s, was %s", u.Body, g.Body)
 	}
 	if err := target(); err != nil {
 		t.Fatalf("after the update the server does not open: %v", err)

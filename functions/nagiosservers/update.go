@@ -14,19 +14,19 @@ import (
 )
 
 // UpdateRequest is the body of PATCH /v1/nagios-servers/{id}; absent fields are left as they
-// are. A server registered without SSH access (before Horizon published to Nagios) gets it here.
+// are, and none may be null. A server registered without SSH access (before Horizon published to Nagios) gets it here.
 type UpdateRequest struct {
-	Name                  *string        `json:"name"`
-	URL                   *string        `json:"url"`
-	Username              *string        `json:"username"`
-	Password              *secrets.Value `json:"password"`
-	SSHAddress            *string        `json:"ssh_address"`
-	SSHUser               *string        `json:"ssh_user"`
-	SSHPrivateKey         *secrets.Value `json:"ssh_private_key"`
-	SSHHostKeyFingerprint *string        `json:"ssh_host_key_fingerprint"`
-	ConfigDir             *string        `json:"config_dir"`
-	VerifyCommand         *string        `json:"verify_command"`
-	ReloadCommand         *string        `json:"reload_command"`
+	Name                  api.Field[string]        `json:"name"`
+	URL                   api.Field[string]        `json:"url"`
+	Username              api.Field[string]        `json:"username"`
+	Password              api.Field[secrets.Value] `json:"password"`
+	SSHAddress            api.Field[string]        `json:"ssh_address"`
+	SSHUser               api.Field[string]        `json:"ssh_user"`
+	SSHPrivateKey         api.Field[secrets.Value] `json:"ssh_private_key"`
+	SSHHostKeyFingerprint api.Field[string]        `json:"ssh_host_key_fingerprint"`
+	ConfigDir             api.Field[string]        `json:"config_dir"`
+	VerifyCommand         api.Field[string]        `json:"verify_command"`
+	ReloadCommand         api.Field[string]        `json:"reload_command"`
 }
 
 // Update changes a server (admin), honouring If-Match. The registration checks of the side a
@@ -48,11 +48,12 @@ func Update(d api.Deps) fiber.Handler {
 			return err
 		}
 		var which sides
-		which.cgi = slices.Contains([]bool{api.SetGiven(&next.URL, r.Body.URL), api.SetGiven(&next.Username, r.Body.Username), api.SetGiven(&next.Password, r.Body.Password)}, true)
-		which.ssh = slices.Contains([]bool{api.SetGiven(&next.SSHAddress, r.Body.SSHAddress), api.SetGiven(&next.SSHUser, r.Body.SSHUser),
-			api.SetGiven(&next.SSHPrivateKey, r.Body.SSHPrivateKey), api.SetGiven(&next.SSHHostKeyFingerprint, r.Body.SSHHostKeyFingerprint),
-			api.SetGiven(&next.ConfigDir, r.Body.ConfigDir), api.SetGiven(&next.VerifyCommand, r.Body.VerifyCommand), api.SetGiven(&next.ReloadCommand, r.Body.ReloadCommand)}, true)
-		api.SetGiven(&next.Name, r.Body.Name)
+		b := r.Body
+		which.cgi = slices.Contains([]bool{b.URL.Apply(&next.URL), b.Username.Apply(&next.Username), b.Password.Apply(&next.Password)}, true)
+		which.ssh = slices.Contains([]bool{b.SSHAddress.Apply(&next.SSHAddress), b.SSHUser.Apply(&next.SSHUser),
+			b.SSHPrivateKey.Apply(&next.SSHPrivateKey), b.SSHHostKeyFingerprint.Apply(&next.SSHHostKeyFingerprint),
+			b.ConfigDir.Apply(&next.ConfigDir), b.VerifyCommand.Apply(&next.VerifyCommand), b.ReloadCommand.Apply(&next.ReloadCommand)}, true)
+		b.Name.Apply(&next.Name)
 		srv, err := connect(ctx, d.Box, next, which)
 		if err != nil {
 			return err

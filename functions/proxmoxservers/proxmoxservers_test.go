@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -177,6 +178,30 @@ func TestHostKeyChangeAndRefresh(t *testing.T) {
 	}
 	if r := s.Do("PATCH", path, apitest.Req{Body: map[string]any{"name": "x"}, Headers: map[string]string{"If-Match": `"1"`}}); r.Status != 412 {
 		t.Fatalf("stale If-Match: %d, want 412", r.Status)
+	}
+
+	// No field may be null: refused naming it, nothing changed (a pointer field once took null
+	// for "leave as is").
+	before := s.State()
+	for _, field := range []string{"name", "api_url", "token_id", "token_secret", "tls_fingerprint", "ca_cert", "ssh_user", "ssh_private_key"} {
+		r := s.Do("PATCH", path, apitest.Req{Body: map[string]any{field: nil}})
+		if r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{field}) {
+			t.Errorf("null %s: %d %s, want 422 naming it", field, r.Status, r.Body)
+		}
+	}
+	if s.State() != before {
+		t.Fatal("a refused null changed the database")
+	}
+	// A rename leaves what it does not carry as it is, the nodes' SSH settings included.
+	was := srv
+	r = s.Do("PATCH", path, apitest.Req{Body: map[string]any{"name": "renamed"}, Headers: map[string]string{"If-Match": `"3"`}})
+	if r.Status != 200 {
+		t.Fatalf("rename: %d %s", r.Status, r.Body)
+	}
+	r.JSON(&srv)
+	if srv.Name != "renamed" || srv.APIURL != was.APIURL || srv.TokenID != was.TokenID || srv.TLSFingerprint != was.TLSFingerprint ||
+		srv.SSHUser != was.SSHUser || srv.SSHPublicKey != was.SSHPublicKey || *srv.Nodes[1].SSHHostKeyFingerprint != fresh {
+		t.Fatalf("after a rename: %+v, was %+v", srv, was)
 	}
 }
 

@@ -13,17 +13,18 @@ import (
 )
 
 // UpdateRequest is the body of PATCH /v1/proxmox-servers/{id}; absent fields are left as they
-// are. Nodes lists the nodes whose SSH settings change (e.g. a re-pinned host key).
+// are, and none may be null. Nodes lists the nodes whose SSH settings change (e.g. a re-pinned
+// host key).
 type UpdateRequest struct {
-	Name           *string        `json:"name"`
-	APIURL         *string        `json:"api_url"`
-	TokenID        *string        `json:"token_id"`
-	TokenSecret    *secrets.Value `json:"token_secret"`
-	TLSFingerprint *string        `json:"tls_fingerprint"`
-	CACert         *string        `json:"ca_cert"`
-	SSHUser        *string        `json:"ssh_user"`
-	SSHPrivateKey  *secrets.Value `json:"ssh_private_key"`
-	Nodes          []NodeRequest  `json:"nodes"`
+	Name           api.Field[string]        `json:"name"`
+	APIURL         api.Field[string]        `json:"api_url"`
+	TokenID        api.Field[string]        `json:"token_id"`
+	TokenSecret    api.Field[secrets.Value] `json:"token_secret"`
+	TLSFingerprint api.Field[string]        `json:"tls_fingerprint"`
+	CACert         api.Field[string]        `json:"ca_cert"`
+	SSHUser        api.Field[string]        `json:"ssh_user"`
+	SSHPrivateKey  api.Field[secrets.Value] `json:"ssh_private_key"`
+	Nodes          []NodeRequest            `json:"nodes"`
 }
 
 // Update changes a server (admin) and checks the result end to end like Create, honouring
@@ -42,14 +43,14 @@ func Update(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		api.SetGiven(&s.Name, r.Body.Name)
-		api.SetGiven(&s.APIURL, r.Body.APIURL)
-		api.SetGiven(&s.TokenID, r.Body.TokenID)
-		api.SetGiven(&s.TokenSecret, r.Body.TokenSecret)
-		api.SetGiven(&s.TLSFingerprint, r.Body.TLSFingerprint)
-		api.SetGiven(&s.CACert, r.Body.CACert)
-		api.SetGiven(&s.SSHUser, r.Body.SSHUser)
-		api.SetGiven(&s.SSHPrivateKey, r.Body.SSHPrivateKey)
+		r.Body.Name.Apply(&s.Name)
+		r.Body.APIURL.Apply(&s.APIURL)
+		r.Body.TokenID.Apply(&s.TokenID)
+		r.Body.TokenSecret.Apply(&s.TokenSecret)
+		r.Body.TLSFingerprint.Apply(&s.TLSFingerprint)
+		r.Body.CACert.Apply(&s.CACert)
+		r.Body.SSHUser.Apply(&s.SSHUser)
+		r.Body.SSHPrivateKey.Apply(&s.SSHPrivateKey)
 		s.Nodes = r.Body.Nodes
 		return save(c, d, cur, s, r.IfVersion, "proxmox_server.update")
 	})

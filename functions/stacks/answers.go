@@ -60,8 +60,9 @@ func executionsFrom(def *template.Definition, commits map[string]string, jobs ma
 
 func executionFrom(job *template.Job, i int, r ExecutionRequest, box *secrets.Box, p *horizon.Problems) (horizon.Execution, bool) {
 	ok := true
+	cfg := r.config()
 	params, secretParams := map[string]any{}, map[string]string{}
-	for name, v := range r.Parameters {
+	for name, v := range cfg.Parameters {
 		param := findParam(job, name)
 		switch {
 		case param == nil:
@@ -81,11 +82,7 @@ func executionFrom(job *template.Job, i int, r ExecutionRequest, box *secrets.Bo
 			params[name] = v
 		}
 	}
-	cfg := horizon.ExecutionConfig{Parameters: params, AddressID: r.AddressID, SSHKeyID: r.SSHKeyID, ProxmoxServerID: r.ProxmoxServerID,
-		Node: r.Node, Pool: r.Pool, ISOID: r.ISOID, NodeExporter: r.NodeExporter, StartupOrder: r.StartupOrder}
-	if r.Nagios != nil {
-		cfg.NagiosHostgroup = r.Nagios.Hostgroup
-	}
+	cfg.Parameters = params
 	e := horizon.Execution{Job: job.Name, Index: i, Config: cfg, State: horizon.ExecutionActive}
 	setSecrets(&e, secretParams, box)
 	return e, ok

@@ -17,14 +17,14 @@ import (
 
 // CreateRequest is the body of POST /v1/stacks.
 type CreateRequest struct {
-	TeamID          uuid.UUID             `json:"team_id"`
-	Name            string                `json:"name"`
-	Description     string                `json:"description"`
-	Labels          []string              `json:"labels"`
-	EnvironmentID   uuid.UUID             `json:"environment_id"`
-	TemplateID      uuid.UUID             `json:"template_id"`
-	TemplateVersion int                   `json:"template_version"`
-	Jobs            map[string]JobRequest `json:"jobs"`
+	TeamID          uuid.UUID `json:"team_id"`
+	Name            string    `json:"name"`
+	Description     string    `json:"description"`
+	Labels          []string  `json:"labels"`
+	EnvironmentID   uuid.UUID `json:"environment_id"`
+	TemplateID      uuid.UUID `json:"template_id"`
+	TemplateVersion int       `json:"template_version"`
+	Jobs            Jobs      `json:"jobs"`
 }
 
 // Create saves a draft: it touches no infrastructure, may be incomplete (GET lists its

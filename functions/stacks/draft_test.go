@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"horizon/functions/apitest"
@@ -155,4 +156,76 @@ func stringsOf(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestDraftEditChangesOnlyWhatItCarries: an execution named by its id changes only the answers
+// the request carries; null clears a nullable answer and is refused, naming the field, on
+// another (a node or a pool is a string; an empty one is sent as "").
+func TestDraftEditChangesOnlyWhatItCarries(t *testing.T) {
+	t.Parallel()
+	e := labtest.New(t, labtest.Options{})
+	id := e.Draft("partial", 1)
+	path := "/v1/stacks/" + id
+	app := func(r *apitest.Response) map[string]any {
+		t.Helper()
+		if r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		return r.Map()["jobs"].(map[string]any)["app"].(map[string]any)["executions"].([]any)[0].(map[string]any)
+	}
+	was := app(e.API.Do("GET", path, apitest.Req{Token: e.Member}))
+	// edit sends change for the app execution, named by its id (a draft's executions get new
+	// ids when it is saved).
+	edit := func(change map[string]any) *apitest.Response {
+		t.Helper()
+		g := e.API.Do("GET", path, apitest.Req{Token: e.Member})
+		exec := map[string]any{"id": app(g)["id"]}
+		for k, v := range change {
+			exec[k] = v
+		}
+		return e.API.Do("PATCH", path, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": g.Header.Get("ETag")},
+			Body: map[string]any{"jobs": map[string]any{"app": map[string]any{"executions": []any{exec}}}}})
+	}
+
+	before := e.API.State()
+	for _, field := range []string{"node", "pool", "node_exporter", "parameters"} {
+		r := edit(map[string]any{field: nil})
+		if r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{"jobs.app.executions[0]." + field}) {
+			t.Errorf("null %s: %d %s, want 422 naming it", field, r.Status, r.Body)
+		}
+	}
+	for field, v := range map[string]any{"node": 3, "nagios.hostgroup": map[string]any{"hostgroup": 1}} {
+		r := edit(map[string]any{strings.Split(field, ".")[0]: v})
+		if want := "jobs.app.executions[0]." + field; r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{want}) {
+			t.Errorf("%s of the wrong type: %d %s, want 422 naming %s", field, r.Status, r.Body, want)
+		}
+	}
+	etag := e.API.Do("GET", path, apitest.Req{Token: e.Member}).Header.Get("ETag")
+	for _, field := range []string{"name", "description", "labels", "environment_id", "template_version"} {
+		r := e.API.Do("PATCH", path, apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": etag}, Body: map[string]any{field: nil}})
+		if r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{field}) {
+			t.Errorf("null %s: %d %s, want 422 naming it", field, r.Status, r.Body)
+		}
+	}
+	if e.API.State() != before {
+		t.Fatal("a refused null changed the draft")
+	}
+
+	got := app(edit(map[string]any{"node": "pve2"}))
+	for _, k := range []string{"address_id", "ssh_key_id", "proxmox_server_id", "pool", "parameters"} {
+		if !reflect.DeepEqual(got[k], was[k]) {
+			t.Errorf("%s = %v after an edit of node alone, was %v", k, got[k], was[k])
+		}
+	}
+	if got["node"] != "pve2" {
+		t.Errorf("node = %v, want pve2", got["node"])
+	}
+	r := edit(map[string]any{"address_id": nil})
+	if m := r.Map(); m["name"] != "partial" || !reflect.DeepEqual(m["labels"], []any{"lab"}) {
+		t.Errorf("an edit of jobs alone changed name or labels: %v %v", m["name"], m["labels"])
+	}
+	got = app(r)
+	if got["address_id"] != nil || got["node"] != "pve2" || got["ssh_key_id"] != was["ssh_key_id"] {
+		t.Errorf("after address_id null: %v, want it cleared and the rest kept", got)
+	}
 }

@@ -137,8 +137,8 @@ func askHostgroups(ctx context.Context, d api.Deps, envID uuid.UUID, jobs map[st
 	groups := map[string][]string{}
 	for _, j := range jobs {
 		for _, e := range j.Executions {
-			if e.Nagios != nil && e.Nagios.Hostgroup != "" {
-				groups[e.Nagios.Hostgroup] = nil
+			if n := e.Nagios.Value(); n != nil && n.Hostgroup != "" {
+				groups[n.Hostgroup] = nil
 			}
 		}
 	}

@@ -29,8 +29,8 @@ func PlanEdit(d api.Deps) fiber.Handler {
 		}
 		// Another template version previews upgrade-template.
 		var upgradeTo *int
-		if v := r.Body.TemplateVersion; v != nil && *v != l.stack.TemplateVersion {
-			upgradeTo, r.Body.TemplateVersion = v, nil
+		if v := r.Body.TemplateVersion; v.Given() && v.Value() != l.stack.TemplateVersion {
+			upgradeTo, r.Body.TemplateVersion = v.Ptr(), api.Field[int]{}
 		}
 		if err := editable(l.stack, r.Body); err != nil {
 			return err
@@ -54,10 +54,10 @@ func editable(s horizon.Stack, req UpdateRequest) error {
 	default:
 		return problem.Conflict("The stack is %s: it cannot be edited.", s.State)
 	}
-	if req.EnvironmentID != nil && *req.EnvironmentID != s.EnvironmentID {
+	if req.EnvironmentID.Given() && req.EnvironmentID.Value() != s.EnvironmentID {
 		p.Add("environment_id", "cannot change once the stack has been deployed")
 	}
-	if req.TemplateVersion != nil && *req.TemplateVersion != s.TemplateVersion {
+	if req.TemplateVersion.Given() && req.TemplateVersion.Value() != s.TemplateVersion {
 		p.Add("template_version", "changes only through upgrade-template (admins)")
 	}
 	return p.Err()

@@ -145,7 +145,11 @@ func TestQuotaRefusesGrowthOfADeployedStack(t *testing.T) {
 	s := e.API.Do("GET", "/v1/stacks/"+stack, apitest.Req{Token: e.Member}).Map()
 	app := s["jobs"].(map[string]any)["app"].(map[string]any)["executions"].([]any)[0].(map[string]any)["id"].(string)
 	appWith := func(params map[string]any) map[string]any {
-		return e.Machine(1, map[string]any{"id": app, "parameters": params})
+		m := e.Machine(1, map[string]any{"id": app})
+		if params != nil { // null parameters are refused: left out, they stay as they are
+			m["parameters"] = params
+		}
+		return m
 	}
 	edit := func(execs ...any) apitest.Req {
 		return apitest.Req{Token: e.Member, Headers: map[string]string{"If-Match": fmt.Sprintf(`"%v"`, s["version"])},

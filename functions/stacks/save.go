@@ -68,8 +68,8 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 		if err := enforceQuota(ctx, tx, locked.stack, ed.cat.env.Name, editItems(ed)); err != nil {
 			return launch{}, err
 		}
-		if _, err := store.StackUpdate(ctx, tx, l.stack.ID, store.StackPatch{Name: req.Name, Description: req.Description,
-			Labels: req.Labels, TemplateVersion: upgradeTo}, l.stack.Version); err != nil {
+		if _, err := store.StackUpdate(ctx, tx, l.stack.ID, store.StackPatch{Name: req.Name.Ptr(), Description: req.Description.Ptr(),
+			Labels: req.Labels.Ptr(), TemplateVersion: upgradeTo}, l.stack.Version); err != nil {
 			return launch{}, err
 		}
 		if len(ed.changes) == 0 {
@@ -88,7 +88,7 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 	if err != nil {
 		return err
 	}
-	if req.Labels != nil {
+	if req.Labels.Given() {
 		if err := d.Queue.Enqueue(ctx, queue.NewStackTags(d.Queues, l.stack.ID)); err != nil {
 			d.Log.WarnContext(ctx, "enqueue tag update", "stack_id", l.stack.ID, "error", err)
 		}
@@ -105,10 +105,9 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 }
 
 func stackName(l *loaded, req UpdateRequest) string {
-	if req.Name != nil {
-		return *req.Name
-	}
-	return l.stack.Name
+	name := l.stack.Name
+	req.Name.Apply(&name)
+	return name
 }
 
 // applyChanges writes an edit's execution changes: new executions (with VM ids and addresses),

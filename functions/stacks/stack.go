@@ -1,8 +1,11 @@
 package stacks
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,107 +14,77 @@ import (
 	"horizon/shared/horizon"
 )
 
-// ExecutionRequest is one execution's answers, as a client sends them.
+// ExecutionRequest is one execution's answers, as a client sends them. An answer left out is
+// the default of a new execution and stays as it is on one named by its id; null clears the
+// nullable ones (pointers) and is refused on the others.
 type ExecutionRequest struct {
 	// ID names an existing execution when editing a deployed stack: its answers change.
 	// Executions without an id are new; existing ones the request does not name are removed.
-	ID              *uuid.UUID     `json:"id"`
-	Parameters      map[string]any `json:"parameters"`
-	AddressID       *uuid.UUID     `json:"address_id"`
-	SSHKeyID        *uuid.UUID     `json:"ssh_key_id"`
-	ProxmoxServerID *uuid.UUID     `json:"proxmox_server_id"`
-	Node            string         `json:"node"`
-	Pool            string         `json:"pool"`
-	ISOID           *uuid.UUID     `json:"iso_id"`
-	Nagios          *NagiosRequest `json:"nagios"`
-	NodeExporter    bool           `json:"node_exporter"`
-	StartupOrder    *int           `json:"startup_order"`
+	ID              *uuid.UUID                `json:"id"`
+	Parameters      api.Field[map[string]any] `json:"parameters"`
+	AddressID       api.Field[*uuid.UUID]     `json:"address_id"`
+	SSHKeyID        api.Field[*uuid.UUID]     `json:"ssh_key_id"`
+	ProxmoxServerID api.Field[*uuid.UUID]     `json:"proxmox_server_id"`
+	Node            api.Field[string]         `json:"node"`
+	Pool            api.Field[string]         `json:"pool"`
+	ISOID           api.Field[*uuid.UUID]     `json:"iso_id"`
+	Nagios          api.Field[*NagiosRequest] `json:"nagios"`
+	NodeExporter    api.Field[bool]           `json:"node_exporter"`
+	StartupOrder    api.Field[*int]           `json:"startup_order"`
 
 	// What GET shows and only Horizon sets, accepted so that an execution read can be sent back
-	// as is: each must equal the execution's current value (checkReadOnly).
+	// as is: each must equal the execution's current value (checkReadOnly). Null, as GET shows
+	// an unset one, is the same as leaving it out.
 	Index   *int    `json:"index"`
 	Commit  *string `json:"commit"`
 	VMID    *int    `json:"vm_id"`
 	Applied *bool   `json:"applied"`
 	State   *string `json:"state"`
 
-	// present holds the fields the request carried: an execution named by its id changes only
-	// those (merge).
-	present map[string]bool
+	// base is the configuration of the execution the request names by its id (resolveRequests),
+	// or of a draft's execution being rebuilt (requestOf): the answers the request leaves out
+	// keep its values. Nil for a new execution.
+	base *horizon.ExecutionConfig
 }
 
-// UnmarshalJSON decodes strictly (an unknown field is refused, as everywhere) and records
-// which fields were present.
-func (r *ExecutionRequest) UnmarshalJSON(b []byte) error {
-	type plain ExecutionRequest // without this method
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var p plain
-	if err := dec.Decode(&p); err != nil {
-		return err
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return err
-	}
-	*r = ExecutionRequest(p)
-	r.present = make(map[string]bool, len(fields))
-	for k := range fields {
-		r.present[k] = true
-	}
-	return nil
-}
-
-// merge fills the fields the request left out from the execution it names: an edit of one
-// field is sent as that field alone.
-func (r ExecutionRequest) merge(old horizon.Execution) ExecutionRequest {
-	cur := requestFrom(old.Config)
-	keep := func(name string) bool { return r.present != nil && !r.present[name] }
-	// Parameters merge by name: those sent replace, null resets one to its default.
-	params := map[string]any{}
-	for k, v := range cur.Parameters {
-		params[k] = v
-	}
-	if r.present != nil && r.present["parameters"] {
-		for k, v := range r.Parameters {
+// config is the execution's answers: the request's applied onto its base (none for a new
+// execution). Parameters merge by name onto the base's: those sent replace, null resets one to
+// its default. Secret parameters are not part of it (see setSecrets).
+func (r ExecutionRequest) config() horizon.ExecutionConfig {
+	var cfg horizon.ExecutionConfig
+	if r.base != nil {
+		cfg = *r.base
+		params := maps.Clone(cfg.Parameters)
+		if params == nil {
+			params = map[string]any{}
+		}
+		for k, v := range r.Parameters.Value() {
 			if v == nil {
 				delete(params, k)
 			} else {
 				params[k] = v
 			}
 		}
+		cfg.Parameters = params
+	} else {
+		cfg.Parameters = r.Parameters.Value()
 	}
-	if r.present != nil {
-		r.Parameters = params
+	cfg.SecretParameterNames = nil
+	r.AddressID.Apply(&cfg.AddressID)
+	r.SSHKeyID.Apply(&cfg.SSHKeyID)
+	r.ProxmoxServerID.Apply(&cfg.ProxmoxServerID)
+	r.Node.Apply(&cfg.Node)
+	r.Pool.Apply(&cfg.Pool)
+	r.ISOID.Apply(&cfg.ISOID)
+	r.NodeExporter.Apply(&cfg.NodeExporter)
+	r.StartupOrder.Apply(&cfg.StartupOrder)
+	if r.Nagios.Given() {
+		cfg.NagiosHostgroup = ""
+		if n := r.Nagios.Value(); n != nil {
+			cfg.NagiosHostgroup = n.Hostgroup
+		}
 	}
-	if keep("address_id") {
-		r.AddressID = cur.AddressID
-	}
-	if keep("ssh_key_id") {
-		r.SSHKeyID = cur.SSHKeyID
-	}
-	if keep("proxmox_server_id") {
-		r.ProxmoxServerID = cur.ProxmoxServerID
-	}
-	if keep("node") {
-		r.Node = cur.Node
-	}
-	if keep("pool") {
-		r.Pool = cur.Pool
-	}
-	if keep("iso_id") {
-		r.ISOID = cur.ISOID
-	}
-	if keep("nagios") {
-		r.Nagios = cur.Nagios
-	}
-	if keep("node_exporter") {
-		r.NodeExporter = cur.NodeExporter
-	}
-	if keep("startup_order") {
-		r.StartupOrder = cur.StartupOrder
-	}
-	return r
+	return cfg
 }
 
 // resolveRequests merges every execution request that names an execution of the stack (by
@@ -133,7 +106,7 @@ func resolveRequests(jobs map[string]JobRequest, existing []horizon.Execution, p
 					p.Add(execField(name, i, "id"), "is not an execution of job %s of this stack", name)
 					continue
 				}
-				old, r = &e, r.merge(e)
+				old, r.base = &e, &e.Config
 			}
 			r.checkReadOnly(p, name, i, old)
 			reqs = append(reqs, r)
@@ -181,6 +154,58 @@ type NagiosRequest struct {
 // JobRequest is one job's executions.
 type JobRequest struct {
 	Executions []ExecutionRequest `json:"executions"`
+}
+
+// Jobs is a request's executions by job name. A type error (a null among them) names the field
+// by its path as sent, app.executions[0].node under the body's jobs; encoding/json, which
+// skips map keys and list indices, would call it executions.node.
+type Jobs map[string]JobRequest
+
+// UnmarshalJSON decodes strictly, job by job and execution by execution, so that it can say
+// where a type error is.
+func (j *Jobs) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil || raw == nil {
+		*j = nil
+		return err
+	}
+	out := make(Jobs, len(raw))
+	// In name order, so that of two bad jobs the same one is named every time.
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		body := raw[name]
+		var job struct {
+			Executions []json.RawMessage `json:"executions"`
+		}
+		if err := api.UnmarshalStrict(body, &job); err != nil {
+			return at(name, err)
+		}
+		var reqs []ExecutionRequest
+		if job.Executions != nil {
+			reqs = make([]ExecutionRequest, len(job.Executions))
+		}
+		for i, e := range job.Executions {
+			if err := api.UnmarshalStrict(e, &reqs[i]); err != nil {
+				return at(fmt.Sprintf("%s.executions[%d]", name, i), err)
+			}
+		}
+		out[name] = JobRequest{Executions: reqs}
+	}
+	*j = out
+	return nil
+}
+
+// at puts path in front of the field a type error names; other errors name what they name.
+func at(path string, err error) error {
+	var typ *json.UnmarshalTypeError
+	if !errors.As(err, &typ) {
+		return err
+	}
+	named := *typ
+	named.Field = path
+	if typ.Field != "" {
+		named.Field += "." + typ.Field
+	}
+	return &named
 }
 
 // Stack is a stack as the API shows it.

@@ -18,14 +18,15 @@ import (
 	"horizon/shared/store"
 )
 
-// UpdateRequest is the body of PATCH /v1/stacks/{id}; absent fields are left as they are.
+// UpdateRequest is the body of PATCH /v1/stacks/{id}; absent fields are left as they are, and
+// none may be null (jobs: null is jobs left out).
 type UpdateRequest struct {
-	Name            *string               `json:"name"`
-	Description     *string               `json:"description"`
-	Labels          *[]string             `json:"labels"`
-	EnvironmentID   *uuid.UUID            `json:"environment_id"`
-	TemplateVersion *int                  `json:"template_version"`
-	Jobs            map[string]JobRequest `json:"jobs"`
+	Name            api.Field[string]    `json:"name"`
+	Description     api.Field[string]    `json:"description"`
+	Labels          api.Field[[]string]  `json:"labels"`
+	EnvironmentID   api.Field[uuid.UUID] `json:"environment_id"`
+	TemplateVersion api.Field[int]       `json:"template_version"`
+	Jobs            Jobs                 `json:"jobs"`
 	// Confirm must be true to save an edit of a deployed or failed stack that runs Terraform
 	// (POST /plan shows what it does).
 	Confirm bool `json:"confirm"`
@@ -53,9 +54,7 @@ func Update(d api.Deps) fiber.Handler {
 		var asked hostgroups
 		if cur.stack.State == horizon.StackDraft {
 			envID := cur.stack.EnvironmentID
-			if r.Body.EnvironmentID != nil {
-				envID = *r.Body.EnvironmentID
-			}
+			r.Body.EnvironmentID.Apply(&envID)
 			if asked, err = askHostgroups(ctx, d, envID, r.Body.Jobs); err != nil {
 				return err
 			}
@@ -76,17 +75,17 @@ func Update(d api.Deps) fiber.Handler {
 				return err
 			}
 			draft := l.stack.State == horizon.StackDraft
-			if !draft && r.Body.TemplateVersion != nil && *r.Body.TemplateVersion != l.stack.TemplateVersion {
+			if !draft && r.Body.TemplateVersion.Given() && r.Body.TemplateVersion.Value() != l.stack.TemplateVersion {
 				return horizon.Invalid("template_version", "changes only through upgrade-template (admins)")
 			}
 			var preselected []string
-			if draft && (r.Body.Jobs != nil || r.Body.TemplateVersion != nil || r.Body.EnvironmentID != nil) {
+			if draft && (r.Body.Jobs != nil || r.Body.TemplateVersion.Given() || r.Body.EnvironmentID.Given()) {
 				if preselected, err = replaceDraft(ctx, tx, d, r.Who, l, r.Body, asked); err != nil {
 					return err
 				}
 			}
-			s, err := store.StackUpdate(ctx, tx, r.ID, store.StackPatch{Name: r.Body.Name, Description: r.Body.Description, Labels: r.Body.Labels,
-				EnvironmentID: r.Body.EnvironmentID, TemplateVersion: r.Body.TemplateVersion}, r.IfVersion)
+			s, err := store.StackUpdate(ctx, tx, r.ID, store.StackPatch{Name: r.Body.Name.Ptr(), Description: r.Body.Description.Ptr(), Labels: r.Body.Labels.Ptr(),
+				EnvironmentID: r.Body.EnvironmentID.Ptr(), TemplateVersion: r.Body.TemplateVersion.Ptr()}, r.IfVersion)
 			if err != nil {
 				return err
 			}
@@ -101,7 +100,7 @@ func Update(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		if r.Body.Labels != nil && cur.stack.DeployedAt != nil {
+		if r.Body.Labels.Given() && cur.stack.DeployedAt != nil {
 			// Labels are Proxmox tags on the VMs: written through the API, no Terraform run.
 			if err := d.Queue.Enqueue(ctx, queue.NewStackTags(d.Queues, r.ID)); err != nil {
 				d.Log.WarnContext(ctx, "enqueue tag update", "stack_id", r.ID, "error", err)
@@ -116,16 +115,16 @@ func Update(d api.Deps) fiber.Handler {
 // checkFields validates the plain fields of an edit.
 func checkFields(s horizon.Stack, req UpdateRequest) error {
 	var p horizon.Problems
-	if req.Name != nil {
-		horizon.CheckName(&p, "name", *req.Name, horizon.MaxNameLength)
+	if req.Name.Given() {
+		horizon.CheckName(&p, "name", req.Name.Value(), horizon.MaxNameLength)
 	}
-	if req.Description != nil {
-		horizon.CheckText(&p, "description", *req.Description, 2000)
+	if req.Description.Given() {
+		horizon.CheckText(&p, "description", req.Description.Value(), 2000)
 	}
-	if req.Labels != nil {
-		checkLabels(&p, *req.Labels)
+	if req.Labels.Given() {
+		checkLabels(&p, req.Labels.Value())
 	}
-	if req.EnvironmentID != nil && *req.EnvironmentID != s.EnvironmentID && s.DeployedAt != nil {
+	if req.EnvironmentID.Given() && req.EnvironmentID.Value() != s.EnvironmentID && s.DeployedAt != nil {
 		p.Add("environment_id", "cannot change once the stack has been deployed")
 	}
 	return p.Err()
@@ -135,9 +134,7 @@ func checkFields(s horizon.Stack, req UpdateRequest) error {
 // version or environment moves, from its current answers).
 func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal, l *loaded, req UpdateRequest, asked hostgroups) ([]string, error) {
 	number := l.stack.TemplateVersion
-	if req.TemplateVersion != nil {
-		number = *req.TemplateVersion
-	}
+	req.TemplateVersion.Apply(&number)
 	tv, def, err := version(ctx, tx, l.stack.TemplateID, number)
 	if errors.Is(err, horizon.ErrNotFound) {
 		return nil, horizon.Invalid("template_version", "is not a version of this template")
@@ -146,9 +143,7 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 		return nil, err // the database's failure, not the caller's: never a 4xx
 	}
 	envID := l.stack.EnvironmentID
-	if req.EnvironmentID != nil {
-		envID = *req.EnvironmentID
-	}
+	req.EnvironmentID.Apply(&envID)
 	cat, err := loadCatalogue(ctx, tx, envID, l.stack.TeamID, l.stack.ID)
 	if errors.Is(err, horizon.ErrNotFound) {
 		return nil, horizon.Invalid("environment_id", "is not an environment")
@@ -197,21 +192,11 @@ func replaceDraft(ctx context.Context, tx pgx.Tx, d api.Deps, who auth.Principal
 	return preselected, nil
 }
 
-// requestFrom is an execution's answers as a request would carry them (secrets aside).
-func requestFrom(cfg horizon.ExecutionConfig) ExecutionRequest {
-	r := ExecutionRequest{Parameters: cfg.Parameters, AddressID: cfg.AddressID, SSHKeyID: cfg.SSHKeyID, ProxmoxServerID: cfg.ProxmoxServerID,
-		Node: cfg.Node, Pool: cfg.Pool, ISOID: cfg.ISOID, NodeExporter: cfg.NodeExporter, StartupOrder: cfg.StartupOrder}
-	if cfg.NagiosHostgroup != "" {
-		r.Nagios = &NagiosRequest{Hostgroup: cfg.NagiosHostgroup}
-	}
-	return r
-}
-
 // requestOf turns a draft's executions back into a request, for a rebuild.
 func requestOf(l *loaded) map[string]JobRequest {
 	jobs := map[string]JobRequest{}
 	for _, e := range l.execs {
-		r := requestFrom(e.Config)
+		r := ExecutionRequest{base: &e.Config} // every answer left out: all of e's kept
 		j := jobs[e.Job]
 		j.Executions = append(j.Executions, r)
 		jobs[e.Job] = j

@@ -17,7 +17,7 @@ type UpgradeRequest struct {
 	TemplateID *uuid.UUID `json:"template_id"`
 	// Jobs answers jobs the version adds (and may edit others, as PATCH does); jobs left out
 	// keep their executions.
-	Jobs map[string]JobRequest `json:"jobs"`
+	Jobs Jobs `json:"jobs"`
 }
 
 // UpgradeTemplate (admins) moves a deployed or failed stack to another version of its

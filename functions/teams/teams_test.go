@@ -49,8 +49,12 @@ func TestTeams(t *testing.T) {
 	if r := s.Do("PATCH", "/v1/teams/"+redID, apitest.Req{Body: map[string]any{"name": "scarlet"}, Headers: map[string]string{"If-Match": "garbage"}}); r.Status != 412 {
 		t.Fatalf("garbage If-Match: %d, want 412", r.Status)
 	}
+	if r := s.Do("PATCH", "/v1/teams/"+redID, apitest.Req{Body: map[string]any{"name": nil}}); r.Status != 422 ||
+		len(r.Problem().Fields()) != 1 || r.Problem().Fields()[0] != "name" {
+		t.Fatalf("null name: %d %s, want 422 naming name", r.Status, r.Body)
+	}
 	if s.State() != before {
-		t.Fatal("a stale write changed the database")
+		t.Fatal("a stale write or a null name changed the database")
 	}
 	if r := s.Do("PATCH", "/v1/teams/018f0000-0000-7000-8000-000000000000", apitest.Req{Body: map[string]any{"name": "x"}}); r.Status != 404 {
 		t.Fatalf("patch a missing team: %d, want 404", r.Status)

@@ -11,24 +11,24 @@ import (
 	"horizon/shared/store"
 )
 
-// UpdateRequest is the body of PATCH /v1/teams/{id}.
+// UpdateRequest is the body of PATCH /v1/teams/{id}: the name, required and not null.
 type UpdateRequest struct {
-	Name *string `json:"name"`
+	Name api.Field[string] `json:"name"`
 }
 
 // Update renames a team (admin), honouring If-Match.
 func Update(d api.Deps) fiber.Handler {
 	return api.Edit(d, func(ctx context.Context, tx pgx.Tx, r api.Req[UpdateRequest]) (api.Object, error) {
 		var p horizon.Problems
-		if r.Body.Name == nil {
+		if !r.Body.Name.Given() {
 			p.Add("name", "is required")
 		} else {
-			horizon.CheckName(&p, "name", *r.Body.Name, horizon.MaxNameLength)
+			horizon.CheckName(&p, "name", r.Body.Name.Value(), horizon.MaxNameLength)
 		}
 		if err := p.Err(); err != nil {
 			return api.Object{}, err
 		}
-		t, err := store.TeamRename(ctx, tx, r.ID, *r.Body.Name, r.IfVersion)
+		t, err := store.TeamRename(ctx, tx, r.ID, r.Body.Name.Value(), r.IfVersion)
 		if err != nil {
 			return api.Object{}, err
 		}

@@ -181,6 +181,9 @@ func TestUpdateTemplate(t *testing.T) {
 		"empty name":             {"", map[string]any{"name": " "}, "", 422, "name"},
 		"definition is no field": {"", map[string]any{"definition": definition(repo.URL)}, "", 422, "definition"},
 		"wrong type":             {"", map[string]any{"active": "yes"}, "", 422, "active"},
+		"null name":              {"", map[string]any{"name": nil}, "", 422, "name"},
+		"null description":       {"", map[string]any{"description": nil, "active": true}, "", 422, "description"},
+		"null active":            {"", map[string]any{"active": nil}, "", 422, "active"},
 	} {
 		h := map[string]string{}
 		if tc.ifMatch != "" {

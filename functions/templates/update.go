@@ -11,28 +11,29 @@ import (
 	"horizon/shared/store"
 )
 
-// UpdateRequest is the body of PATCH /v1/templates/{id}; absent fields are left as they are.
+// UpdateRequest is the body of PATCH /v1/templates/{id}; absent fields are left as they are,
+// and none may be null.
 type UpdateRequest struct {
-	Name        *string `json:"name"`
-	Description *string `json:"description"`
-	Active      *bool   `json:"active"`
+	Name        api.Field[string] `json:"name"`
+	Description api.Field[string] `json:"description"`
+	Active      api.Field[bool]   `json:"active"`
 }
 
 // Check names the fields of a PATCH of a template (or an ISO template) that break the rules.
 func (r UpdateRequest) Check() error {
 	var p horizon.Problems
-	if r.Name != nil {
-		horizon.CheckName(&p, "name", *r.Name, horizon.MaxNameLength)
+	if r.Name.Given() {
+		horizon.CheckName(&p, "name", r.Name.Value(), horizon.MaxNameLength)
 	}
-	if r.Description != nil {
-		horizon.CheckText(&p, "description", *r.Description, maxDescription)
+	if r.Description.Given() {
+		horizon.CheckText(&p, "description", r.Description.Value(), maxDescription)
 	}
 	return p.Err()
 }
 
 // Patch is the store's form of the request.
 func (r UpdateRequest) Patch() store.TemplatePatch {
-	return store.TemplatePatch{Name: r.Name, Description: r.Description, Active: r.Active}
+	return store.TemplatePatch{Name: r.Name.Ptr(), Description: r.Description.Ptr(), Active: r.Active.Ptr()}
 }
 
 // Update changes a template's name, description or active flag (admin), honouring If-Match.

@@ -13,12 +13,13 @@ import (
 	"horizon/shared/store"
 )
 
-// UpdateRequest is the body of PATCH /v1/users/{id}; absent fields are left as they are.
+// UpdateRequest is the body of PATCH /v1/users/{id}; absent fields are left as they are, and
+// none may be null.
 type UpdateRequest struct {
-	Name  *string      `json:"name"`
-	Email *string      `json:"email"`
-	Role  *string      `json:"role"`
-	Teams *[]uuid.UUID `json:"teams"`
+	Name  api.Field[string]      `json:"name"`
+	Email api.Field[string]      `json:"email"`
+	Role  api.Field[string]      `json:"role"`
+	Teams api.Field[[]uuid.UUID] `json:"teams"`
 }
 
 // Update changes a user (admin), honouring If-Match. An admin cannot demote themselves, so an
@@ -27,23 +28,24 @@ func Update(d api.Deps) fiber.Handler {
 	return api.Handle(func(ctx context.Context, c *fiber.Ctx, r api.Req[UpdateRequest]) error {
 		u, err := store.WithTxV(ctx, d.DB, func(ctx context.Context, tx pgx.Tx) (horizon.User, error) {
 			var p horizon.Problems
-			patch := store.UserPatch{Name: r.Body.Name, Email: r.Body.Email, Teams: r.Body.Teams}
-			if r.Body.Name != nil {
-				horizon.CheckName(&p, "name", *r.Body.Name, horizon.MaxNameLength)
+			b := r.Body
+			patch := store.UserPatch{Name: b.Name.Ptr(), Email: b.Email.Ptr(), Teams: b.Teams.Ptr()}
+			if b.Name.Given() {
+				horizon.CheckName(&p, "name", b.Name.Value(), horizon.MaxNameLength)
 			}
-			if r.Body.Email != nil {
-				horizon.CheckEmail(&p, "email", *r.Body.Email)
+			if b.Email.Given() {
+				horizon.CheckEmail(&p, "email", b.Email.Value())
 			}
-			if r.Body.Role != nil {
-				checkRole(&p, *r.Body.Role)
-				role := auth.Role(*r.Body.Role)
+			if b.Role.Given() {
+				checkRole(&p, b.Role.Value())
+				role := auth.Role(b.Role.Value())
 				patch.Role = &role
 				if r.ID == r.Who.UserID && role != auth.RoleAdmin {
 					p.Add("role", "you cannot remove your own admin role")
 				}
 			}
-			if r.Body.Teams != nil {
-				if err := checkTeams(ctx, tx, &p, *r.Body.Teams); err != nil {
+			if b.Teams.Given() {
+				if err := checkTeams(ctx, tx, &p, b.Teams.Value()); err != nil {
 					return horizon.User{}, err
 				}
 			}

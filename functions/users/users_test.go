@@ -61,6 +61,19 @@ func TestUsers(t *testing.T) {
 	if p.Status != 200 || p.Map()["role"] != "viewer" || p.Map()["teams"].([]any)[0] != red.String() {
 		t.Fatalf("patch: %d %s", p.Status, p.Body)
 	}
+	if m := p.Map(); m["name"] != ana["name"] || m["email"] != ana["email"] {
+		t.Errorf("a patch of role and teams changed name or email: %s, was %v", p.Body, ana)
+	}
+	before := s.State()
+	for _, field := range []string{"name", "email", "role", "teams"} {
+		r := s.Do("PATCH", "/v1/users/"+id, apitest.Req{Body: map[string]any{field: nil}})
+		if f := r.Problem().Fields(); r.Status != 422 || len(f) != 1 || f[0] != field {
+			t.Errorf("null %s: %d %s, want 422 naming it", field, r.Status, r.Body)
+		}
+	}
+	if s.State() != before {
+		t.Fatal("a refused null changed the database")
+	}
 	if r := s.Do("PATCH", "/v1/users/"+s.AdminID.String(), apitest.Req{Body: map[string]any{"role": "member"}}); r.Status != 422 {
 		t.Fatalf("an admin demotes themselves: %d, want 422", r.Status)
 	}

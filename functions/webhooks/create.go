@@ -13,15 +13,15 @@ import (
 	"horizon/shared/store"
 )
 
-// CreateRequest is the body of POST /v1/webhooks. Kind defaults to standard; without TeamID the
-// subscription is global (admins only).
+// CreateRequest is the body of POST /v1/webhooks. Kind defaults to standard when left out (null
+// is refused); without TeamID the subscription is global (admins only).
 type CreateRequest struct {
-	TeamID  *uuid.UUID `json:"team_id"`
-	Name    string     `json:"name"`
-	Kind    *string    `json:"kind"`
-	URL     string     `json:"url"`
-	Events  []string   `json:"events"`
-	Enabled bool       `json:"enabled"`
+	TeamID  *uuid.UUID        `json:"team_id"`
+	Name    string            `json:"name"`
+	Kind    api.Field[string] `json:"kind"`
+	URL     string            `json:"url"`
+	Events  []string          `json:"events"`
+	Enabled bool              `json:"enabled"`
 }
 
 // Created is the one answer that carries the signing secret.
@@ -38,7 +38,7 @@ func Create(d api.Deps) fiber.Handler {
 			return err
 		}
 		kind := string(notify.KindStandard)
-		api.SetGiven(&kind, r.Body.Kind)
+		r.Body.Kind.Apply(&kind)
 		var p horizon.Problems
 		check(ctx, d, &p, r.Body.Name, kind, r.Body.URL, r.Body.Events)
 		if err := p.Err(); err != nil {

@@ -154,6 +154,50 @@ func TestWebhookBadInput(t *testing.T) {
 	}
 }
 
+// TestWebhookNullIsRefused: no field of a subscription may be null — in a PATCH it is a 422
+// naming the field (not, as a pointer field once took it, "leave as is"), as is a null kind at
+// creation — and a PATCH leaves the fields it does not carry as they are.
+func TestWebhookNullIsRefused(t *testing.T) {
+	t.Parallel()
+	s := apitest.New(t, &apitest.Options{Webhooks: loopback})
+	team := s.NewTeam("red")
+	rcv := newReceiver(t, 200)
+	before := s.State()
+	create := map[string]any{"team_id": team, "name": "bot", "kind": nil, "url": rcv.URL, "events": []string{"run.finished"}}
+	if r := s.Do("POST", "/v1/webhooks", apitest.Req{Body: create}); r.Status != 422 || !slices.Equal(r.Problem().Fields(), []string{"kind"}) {
+		t.Fatalf("create with a null kind: %d %s, want 422 naming kind", r.Status, r.Body)
+	}
+	if s.State() != before {
+		t.Fatal("a refused creation wrote")
+	}
+	delete(create, "kind")
+	create["enabled"] = true
+	r := s.Do("POST", "/v1/webhooks", apitest.Req{Body: create})
+	if r.Status != 201 || r.Map()["kind"] != "standard" {
+		t.Fatalf("create without a kind: %d %s, want 201 of kind standard", r.Status, r.Body)
+	}
+	id := r.Map()["id"].(string)
+	before = s.State()
+	for _, field := range []string{"name", "kind", "url", "events", "enabled"} {
+		g := s.Do("PATCH", "/v1/webhooks/"+id, apitest.Req{Body: map[string]any{field: nil}})
+		if g.Status != 422 || !slices.Equal(g.Problem().Fields(), []string{field}) {
+			t.Errorf("null %s: %d %s, want 422 naming it", field, g.Status, g.Body)
+		}
+	}
+	if s.State() != before {
+		t.Fatal("a refused null changed the database")
+	}
+	hits := rcv.hits.Load()
+	g := s.Do("PATCH", "/v1/webhooks/"+id, apitest.Req{Body: map[string]any{"name": "renamed"}})
+	if m := g.Map(); g.Status != 200 || m["name"] != "renamed" || m["kind"] != "standard" || m["enabled"] != true ||
+		m["url"] != r.Map()["url"] || len(m["events"].([]any)) != 1 {
+		t.Fatalf("rename: %d %s, want the other fields as they were", g.Status, g.Body)
+	}
+	if rcv.hits.Load() != hits {
+		t.Errorf("a rename of an enabled subscription sent a test message")
+	}
+}
+
 // TestEnablingSendsATestMessage: enabling refuses (422 naming enabled) unless the destination
 // answers 2xx to a signed test message, which the reference library verifies.
 func TestEnablingSendsATestMessage(t *testing.T) {

@@ -15,13 +15,14 @@ import (
 	"horizon/shared/store"
 )
 
-// UpdateRequest is the body of PATCH /v1/webhooks/{id}: the fields given change.
+// UpdateRequest is the body of PATCH /v1/webhooks/{id}: the fields given change, and none may be
+// null.
 type UpdateRequest struct {
-	Name    *string   `json:"name"`
-	Kind    *string   `json:"kind"`
-	URL     *string   `json:"url"`
-	Events  *[]string `json:"events"`
-	Enabled *bool     `json:"enabled"`
+	Name    api.Field[string]   `json:"name"`
+	Kind    api.Field[string]   `json:"kind"`
+	URL     api.Field[string]   `json:"url"`
+	Events  api.Field[[]string] `json:"events"`
+	Enabled api.Field[bool]     `json:"enabled"`
 }
 
 // Update changes a subscription, honouring If-Match. Enabling it (or changing the destination of
@@ -37,11 +38,11 @@ func Update(d api.Deps) fiber.Handler {
 			return err
 		}
 		wasEnabled := w.Enabled
-		api.SetGiven(&w.Name, r.Body.Name)
-		api.SetGiven(&w.Kind, r.Body.Kind)
-		newURL := api.SetGiven(&url, r.Body.URL)
-		api.SetGiven(&w.Events, r.Body.Events)
-		api.SetGiven(&w.Enabled, r.Body.Enabled)
+		r.Body.Name.Apply(&w.Name)
+		r.Body.Kind.Apply(&w.Kind)
+		newURL := r.Body.URL.Apply(&url)
+		r.Body.Events.Apply(&w.Events)
+		r.Body.Enabled.Apply(&w.Enabled)
 		var p horizon.Problems
 		check(ctx, d, &p, w.Name, w.Kind, url, w.Events)
 		if err := p.Err(); err != nil {

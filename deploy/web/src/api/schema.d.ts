@@ -2564,7 +2564,9 @@ export interface components {
         /**
          * @description One execution's answers. An execution named by its id changes only the fields the
          *     request carries (parameters merge by name; null resets one to its default); one without
-         *     an id is new and gets the answers that have a single option preselected. The read-only
+         *     an id is new and gets the answers that have a single option preselected. Null clears
+         *     the answers whose schema allows it and is refused (422 naming the field) on node, pool,
+         *     node_exporter and parameters. The read-only
          *     fields GET shows (index, commit, vm_id, applied, state) may be sent back: equal to the
          *     current values they are ignored, different ones are refused naming the field.
          */
