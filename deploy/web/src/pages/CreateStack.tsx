@@ -8,9 +8,11 @@
 // "Save" when only name, description or labels changed (no run). The template version, team
 // and environment are read-only there; while a run is in progress the form is disabled with
 // the reason. A stale save (412) reloads the stack and names what changed.
+import { stackEditQuery, stackKey, stackQuery, stacksKey, usageQuery } from "../api/queries/stacks";
+import { formQuery, versionQuery } from "../api/queries/templates";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Stack, type TemplateForm } from "../api/client";
+import { api, ApiError, call, type Stack, type TemplateForm } from "../api/client";
 import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import {
   changedFields,
@@ -28,8 +30,8 @@ import {
   unplaced,
   type FormValues,
 } from "../form/model";
-import { useMe } from "../App";
-import { notCopiedKey, notCopiedLines, type NotCopied } from "../stacks/duplicate";
+import { useMe } from "../api/queries/me";
+import { notCopiedKey, type NotCopied } from "../stacks/duplicate";
 import { navigate } from "../router";
 import { PlanView } from "../plan/PlanView";
 import { busyReason, needsTypedName, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
@@ -38,6 +40,7 @@ import { VersionChanges } from "./Templates";
 import { useEnvironments, useTeams, useTemplates } from "./lookups";
 import { useFormOptions } from "./options";
 import { quotaHints, stackCost } from "../quota/usage";
+import { ChangedMeanwhile, DuplicateNotice, ErrorSummary, QuotaHints } from "./create/Notices";
 
 export function CreateStack({ stackId }: { stackId?: string }) {
   const qc = useQueryClient();
@@ -46,23 +49,16 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const envs = useEnvironments();
   const teams = useTeams();
   // An existing draft, with its ETag for If-Match.
-  const existing = useQuery({
-    queryKey: ["stack-edit", stackId],
-    enabled: !!stackId,
-    gcTime: 0,
-    queryFn: async () => {
-      const r = await api.GET("/v1/stacks/{id}", { params: { path: { id: stackId! } } });
-      const data = await call(Promise.resolve(r));
-      return { stack: data, etag: r.response.headers.get("ETag") ?? "" };
-    },
-  });
+  const existing = useQuery(stackEditQuery(stackId));
   const stack = existing.data?.stack;
   // Set by the stack page's Duplicate: what the copy left out.
   const duplicated = stackId ? qc.getQueryData<{ from: string; items: NotCopied[] }>(notCopiedKey(stackId)) : undefined;
-  const [templateId, setTemplateId] = useState("");
-  const [version, setVersion] = useState(0);
+  // What was chosen here; the template, version, team and environment default to the stack's
+  // own, else to the only one there is (a new stack's version: its template's latest).
+  const [templatePicked, setTemplateId] = useState("");
+  const [versionPicked, setVersion] = useState(0);
   const [values, setValues] = useState<FormValues | null>(null);
-  const [header, setHeader] = useState({ name: "", description: "", labels: "", team_id: "", environment_id: "" });
+  const [edited, setHeader] = useState({ name: "", description: "", labels: "", team_id: "", environment_id: "" });
   const [problems, setProblemsAs] = useState<{ field: string; message: string; byIndex?: boolean }[]>([]);
   // A request's 422 errors name executions by their place in the request, the stack's own
   // problems by their index: the latter are moved to the form's places when shown.
@@ -84,56 +80,36 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const active = templates.data?.items.filter((t) => t.active) ?? [];
   const myTeams = teams.data?.items.filter((t) => me.data?.role === "admin" || me.data?.teams.includes(t.id)) ?? [];
 
-  // Preselect what has a single option; an existing draft sets everything.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: server data seeds the form once per stack; the form is the user's after that
-  useEffect(() => {
-    if (stack) {
-      setTemplateId(stack.template_id);
-      setVersion(stack.template_version);
-      setHeader({
-        name: stack.name,
-        description: stack.description,
-        labels: stack.labels.join(", "),
-        team_id: stack.team_id,
-        environment_id: stack.environment_id,
-      });
-      setStackProblems(stack.problems);
-      return;
-    }
-    if (!templateId && active.length === 1) setTemplateId(active[0].id);
-  }, [stack, active.length]);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: a single team or environment is preselected when the lists arrive, not on every render
-  useEffect(() => {
-    if (stack) return;
-    setHeader((h) => ({
-      ...h,
-      team_id: h.team_id || (myTeams.length === 1 ? myTeams[0].id : ""),
-      environment_id: h.environment_id || (envs.data?.items.length === 1 ? envs.data.items[0].id : ""),
-    }));
-  }, [myTeams.length, envs.data, stack]);
+  const only = <T,>(xs: T[] | undefined) => (xs?.length === 1 ? xs[0] : undefined);
+  const templateId = templatePicked || stack?.template_id || only(active)?.id || "";
   const template = templates.data?.items.find((t) => t.id === templateId);
+  const version = versionPicked || stack?.template_version || template?.latest_version || 0;
+  const header = {
+    ...edited,
+    team_id: edited.team_id || only(myTeams)?.id || "",
+    environment_id: edited.environment_id || only(envs.data?.items)?.id || "",
+  };
+  // An existing stack seeds the form's own fields, again when it is read again (after a run,
+  // or a save refused because it changed meanwhile); the form is the user's after that.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: server data seeds the form once per stack read; the form is the user's after that
   useEffect(() => {
-    if (template && !stack) setVersion(template.latest_version);
-  }, [template, stack]);
+    if (!stack) return;
+    setVersion(0);
+    setHeader({
+      name: stack.name,
+      description: stack.description,
+      labels: stack.labels.join(", "),
+      team_id: stack.team_id,
+      environment_id: stack.environment_id,
+    });
+    setStackProblems(stack.problems);
+  }, [stack]);
 
-  const form = useQuery({
-    queryKey: ["form", templateId, version],
-    enabled: !!templateId && version > 0,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}/form", { params: { path: { id: templateId, v: String(version) } } })),
-  });
+  const form = useQuery(formQuery(templateId, version));
   // What a stack that is not deployed yet would take of its team's quotas, as the user types
   // (a deployed stack's edit shows its delta in the plan instead).
-  const definition = useQuery({
-    queryKey: ["version", templateId, version],
-    enabled: !!templateId && version > 0,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: templateId, v: String(version) } } })),
-    staleTime: 60_000,
-  });
-  const usage = useQuery({
-    queryKey: ["usage", header.team_id],
-    enabled: !!header.team_id,
-    queryFn: () => call(api.GET("/v1/teams/{id}/usage", { params: { path: { id: header.team_id } } })),
-  });
+  const definition = useQuery(versionQuery(templateId, version));
+  const usage = useQuery(usageQuery(header.team_id));
   const opts = useFormOptions(header.environment_id, stack);
   const options = opts.data ?? emptyOptions;
 
@@ -143,11 +119,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   // An admin choosing another version of a deployed stack's template plans its upgrade.
   const admin = me.data?.role === "admin";
   const upgrading = live && version > 0 && version !== stack!.template_version;
-  const liveStack = useQuery({
-    queryKey: ["stack", stackId],
-    enabled: live,
-    queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id: stackId! } } })),
-  });
+  const liveStack = useQuery({ ...stackQuery(stackId ?? ""), enabled: live });
   const busy_ = live ? busyReason(liveStack.data ?? stack) : "";
   const wasBusy = useRef(busy_);
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs only when the stack stops being busy
@@ -254,7 +226,6 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       if (!stackId) {
         s = await call(
           api.POST("/v1/stacks", {
-            params: { header: { "Idempotency-Key": idempotencyKey() } },
             body: {
               team_id: header.team_id,
               name: header.name,
@@ -274,12 +245,12 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       } else if (upgrading) {
         // Jobs the version drops are destroyed first; new jobs go with their answers.
         const r = await api.POST("/v1/stacks/{id}/upgrade-template", {
-          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag, "Idempotency-Key": idempotencyKey() } },
+          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } },
           body: { version, jobs: toJobs(values, form.data) },
         });
         const out = await call(Promise.resolve(r));
-        void qc.invalidateQueries({ queryKey: ["stacks"] });
-        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        void qc.invalidateQueries({ queryKey: stacksKey });
+        void qc.invalidateQueries({ queryKey: stackKey(stackId) });
         if (r.response.status === 202) {
           navigate(`/stacks/${stackId}`);
           return null;
@@ -300,8 +271,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           body,
         });
         const out = await call(Promise.resolve(r));
-        void qc.invalidateQueries({ queryKey: ["stacks"] });
-        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        void qc.invalidateQueries({ queryKey: stacksKey });
+        void qc.invalidateQueries({ queryKey: stackKey(stackId) });
         if (r.response.status === 202) {
           navigate(`/stacks/${stackId}`);
           return null;
@@ -333,7 +304,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           ? `Draft saved; ${plural(s.problems.length, "thing")} to fix before it can deploy.`
           : "Draft saved; it is ready to deploy.",
       );
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      void qc.invalidateQueries({ queryKey: stacksKey });
       return s;
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) {
@@ -379,8 +350,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     try {
       const s = await save();
       if (!s) return;
-      await call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id: s.id }, header: { "Idempotency-Key": idempotencyKey() } } }));
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      await call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id: s.id } } }));
+      void qc.invalidateQueries({ queryKey: stacksKey });
       navigate(`/stacks/${s.id}`);
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) {
@@ -412,43 +383,15 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           {busy_}
         </p>
       )}
-      {duplicated && (
-        <div className="notice" role="status" data-testid="duplicate-notice">
-          <p>
-            A copy of {duplicated.from}: its answers were copied{duplicated.items.length ? "; not these:" : ", all of them."}
-          </p>
-          {duplicated.items.length > 0 && (
-            <ul>
-              {notCopiedLines(duplicated.items).map((l) => (
-                <li key={l}>{l}</li>
-              ))}
-            </ul>
-          )}
-        </div>
-      )}
+      {duplicated && <DuplicateNotice from={duplicated.from} items={duplicated.items} />}
       <ProblemBox error={existing.error ?? templates.error ?? form.error ?? opts.error} />
       {problems.length > 0 && (
-        <div
-          className="problem error-summary"
-          role="alert"
-          tabIndex={-1}
+        <ErrorSummary
           ref={summary}
-          aria-labelledby="error-summary-title"
-          data-testid="error-summary"
-        >
-          <strong id="error-summary-title">
-            {live
-              ? `${plural(problems.length, "problem")} to fix before saving:`
-              : `${plural(problems.length, "thing")} to fix before it can deploy:`}
-          </strong>
-          <ul>
-            {shownProblems.map((o, i) => (
-              <li key={i}>
-                <strong>{labelOf(o.field)}</strong> {o.message}
-              </li>
-            ))}
-          </ul>
-        </div>
+          live={live}
+          count={problems.length}
+          items={shownProblems.map((o) => ({ label: labelOf(o.field), message: o.message }))}
+        />
       )}
       <form
         className="stack-form"
@@ -465,7 +408,15 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             <div className="grid">
               <div className="field">
                 <label htmlFor="f-template">Template *</label>
-                <select id="f-template" value={templateId} disabled={!!stackId} onChange={(e) => setTemplateId(e.target.value)}>
+                <select
+                  id="f-template"
+                  value={templateId}
+                  disabled={!!stackId}
+                  onChange={(e) => {
+                    setTemplateId(e.target.value);
+                    setVersion(0);
+                  }}
+                >
                   {active.length !== 1 && <option value="">Choose…</option>}
                   {active.map((t) => (
                     <option key={t.id} value={t.id}>
@@ -570,20 +521,9 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             </div>
           </fieldset>
           {!live && form.data && values && definition.data && usage.data && (
-            // The live region wraps the list: a role on the ul itself would take its list
-            // semantics away (axe: listitem).
-            <div role="status" aria-label="Quota">
-              <ul className="quota-hints">
-                {quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id).map(
-                  (h) => (
-                    <li key={h.dimension} data-dimension={h.dimension} className={h.over ? "problem" : "muted"}>
-                      {h.text}
-                      {h.over ? ": more than the team has left" : ""}
-                    </li>
-                  ),
-                )}
-              </ul>
-            </div>
+            <QuotaHints
+              hints={quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id)}
+            />
           )}
           {form.data && values ? (
             <FormRenderer form={form.data} values={values} onChange={setValues} options={options} errors={errs} />
@@ -593,19 +533,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             <p className="muted">Choose a template to see its form.</p>
           )}
           <ProblemBox error={error} />
-          {changed.length > 0 && (
-            <div className="problem" role="status">
-              {live ? "This stack was changed meanwhile" : "Someone saved this draft meanwhile"}; the form now shows their version. What
-              differed from yours:
-              <ul>
-                {changed.map((f) => (
-                  <li key={f}>
-                    <code>{f}</code>
-                  </li>
-                ))}
-              </ul>
-            </div>
-          )}
+          {changed.length > 0 && <ChangedMeanwhile live={live} fields={changed} />}
           {upgrading && (
             <section className="plan" aria-label="Template changes">
               <h2>

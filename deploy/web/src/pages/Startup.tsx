@@ -2,15 +2,15 @@
 // restarts (startup order ascending; machines without an order last, as the API sorts them),
 // with its stack, environment, job, host (Proxmox node) and the state Proxmox reports now.
 // Stack events refresh it (the shell invalidates ["startup"]).
+import { startupQuery } from "../api/queries/stacks";
 import { useQuery } from "@tanstack/react-query";
-import { api, call } from "../api/client";
 import { href } from "../router";
 import { ProblemBox, StateBadge } from "./common";
 import { nameOf, useEnvironments } from "./lookups";
 import { machineLabel } from "../numbering";
 
 export function Startup() {
-  const machines = useQuery({ queryKey: ["startup"], queryFn: () => call(api.GET("/v1/startup")) });
+  const machines = useQuery(startupQuery());
   const envs = useEnvironments();
   const rows = machines.data?.items ?? [];
   return (

@@ -4,10 +4,11 @@
 import { useQuery } from "@tanstack/react-query";
 import { api, call, type Stack } from "../api/client";
 import type { Options } from "../form/model";
+import { formOptionsKey } from "../api/queries/lookups";
 
 export function useFormOptions(envId: string, stack?: Stack) {
   return useQuery({
-    queryKey: ["form-options", envId, stack?.id, stack?.version],
+    queryKey: [...formOptionsKey, envId, stack?.id, stack?.version],
     enabled: !!envId,
     queryFn: async (): Promise<Options> => {
       const env = await call(api.GET("/v1/environments/{id}", { params: { path: { id: envId } } }));
