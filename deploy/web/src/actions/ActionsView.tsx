@@ -13,7 +13,7 @@ import { FieldErrorList, ParamInput } from "../form/FormRenderer";
 import { errorsFor, fieldErrors, orderedParameters, unplaced } from "../form/model";
 import { RunsTable } from "../pages/RunsTable";
 import { href } from "../router";
-import { ProblemBox, Secret, StateBadge, when } from "../pages/common";
+import { Head, ProblemBox, Secret, StateBadge, when } from "../pages/common";
 import {
   actionRequest,
   actionsBlocked,
@@ -306,16 +306,7 @@ function InstancesView({
         <p className="muted">No instance: a terraform action that runs leaves one here, to be undone on its own.</p>
       ) : (
         <table aria-labelledby="instances-title">
-          <thead>
-            <tr>
-              <th scope="col">Instance</th>
-              <th scope="col">State</th>
-              <th scope="col">Answers</th>
-              <th scope="col">Outputs</th>
-              <th scope="col">Made</th>
-              <th scope="col">Undo</th>
-            </tr>
-          </thead>
+          <Head cols={["Instance", "State", "Answers", "Outputs", "Made", "Undo"]} />
           <tbody>
             {rows.map((r) => {
               const why = r.instance ? undoBlocked(r.instance, blocked) : "";

@@ -8,7 +8,7 @@ import { stackKey, stackQuery, stacksKey } from "../api/queries/stacks";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { api, ApiError, call, type Stack } from "../api/client";
-import { ProblemBox, when } from "../pages/common";
+import { Head, ProblemBox, when } from "../pages/common";
 import {
   checkDone,
   driftButtons,
@@ -123,17 +123,7 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
       <ProblemBox error={err} />
       {findings.length > 0 && (
         <table className="drift-findings">
-          <thead>
-            <tr>
-              <th scope="col">Machine</th>
-              <th scope="col">Property</th>
-              <th scope="col">Expected → actual</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Since</th>
-              <th scope="col">Changed by</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
+          <Head cols={["Machine", "Property", "Expected → actual", "Kind", "Since", "Changed by", "Actions"]} />
           <tbody>
             {findings.map((f) => (
               <tr key={f.id} data-finding={`${findingMachine(f)}.${f.path}`} className={f.accepted ? "muted" : undefined}>

@@ -16,7 +16,7 @@ import { isoLog, LogView } from "../log/LogView";
 import { PipelineView } from "../pipeline/PipelineView";
 import { RunsTable } from "./RunsTable";
 import { href, navigate, useRoute } from "../router";
-import { ProblemBox, StateBadge, StateChanges, when } from "./common";
+import { Head, ProblemBox, StateBadge, StateChanges, when } from "./common";
 import { nameOf } from "./lookups";
 import { Delete, list, opt, ResourceForm, str, type FieldSpec } from "./ResourceForm";
 
@@ -92,17 +92,7 @@ export function IsosList() {
         <EmptyIsos filtered={!!(f.state || f.server)} templates={templates.data?.items.length} />
       ) : (
         <table className="isos">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">ISO template</th>
-              <th scope="col">Server</th>
-              <th scope="col">Node</th>
-              <th scope="col">Available on</th>
-              <th scope="col">Last change</th>
-            </tr>
-          </thead>
+          <Head cols={["Name", "State", "ISO template", "Server", "Node", "Available on", "Last change"]} />
           <tbody>
             {rows.map((i) => (
               <tr key={i.id} data-iso={i.name}>

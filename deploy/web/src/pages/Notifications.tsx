@@ -23,7 +23,7 @@ import {
   updateBody,
   type Webhook,
 } from "../notify/notify";
-import { ConfirmDialog, ProblemBox, ShownOnce, StateBadge, when } from "./common";
+import { ConfirmDialog, Head, ProblemBox, ShownOnce, StateBadge, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { Adder, ResourceForm, type FieldSpec } from "./ResourceForm";
 
@@ -355,22 +355,7 @@ function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
       {items.length > 0 && (
         <table>
           <caption>Deliveries of {w.name}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Status</th>
-              <th scope="col">Latency</th>
-              <th scope="col">When</th>
-              <th scope="col">Answer (first bytes)</th>
-              <th scope="col">Error</th>
-              {manage && (
-                <th scope="col">
-                  <span className="muted">Actions</span>
-                </th>
-              )}
-            </tr>
-          </thead>
+          <Head cols={["Event", "Attempts", "Status", "Latency", "When", "Answer (first bytes)", "Error"]} actions={manage} />
           <tbody>
             {items.map((d) => (
               <tr key={d.id} data-delivery={d.event_type} data-state={d.state}>

@@ -10,7 +10,7 @@ import { useState } from "react";
 import { api, call } from "../api/client";
 import { useMe } from "../api/queries/me";
 import { href } from "../router";
-import { ProblemBox, ShownOnce, when } from "./common";
+import { Head, ProblemBox, ShownOnce, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { usageLines } from "../quota/usage";
 import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
@@ -93,19 +93,7 @@ function Users({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={users.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">E-mail</th>
-            <th scope="col">Role</th>
-            <th scope="col">Teams</th>
-            {admin && (
-              <th scope="col">
-                <span className="muted">Actions</span>
-              </th>
-            )}
-          </tr>
-        </thead>
+        <Head cols={["Name", "E-mail", "Role", "Teams"]} actions={admin} />
         <tbody>
           {users.data?.items.map((u) => (
             <tr key={u.id} data-user={u.email}>
@@ -172,14 +160,7 @@ function Teams({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={teams.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Team</th>
-            <th scope="col">Members</th>
-            <th scope="col">Quota usage</th>
-            <th scope="col">Since</th>
-          </tr>
-        </thead>
+        <Head cols={["Team", "Members", "Quota usage", "Since"]} />
         <tbody>
           {teams.data?.items.map((t) => (
             <tr key={t.id} data-team={t.name}>

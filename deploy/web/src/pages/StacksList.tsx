@@ -7,7 +7,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { StackSummary } from "../api/client";
 import { href, navigate, useRoute } from "../router";
 import { nameOf, useEnvironments, useTeams, useTemplates } from "./lookups";
-import { ProblemBox, StateBadge, when } from "./common";
+import { Head, ProblemBox, StateBadge, when } from "./common";
 import { DriftBadge } from "../drift/DriftView";
 
 const STATES = ["draft", "deploying", "deployed", "updating", "failed", "removing", "removed"];
@@ -99,17 +99,7 @@ export function StacksList() {
         </p>
       ) : (
         <table className="stacks">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">Template</th>
-              <th scope="col">Environment</th>
-              <th scope="col">Team</th>
-              <th scope="col">Labels</th>
-              <th scope="col">Last change</th>
-            </tr>
-          </thead>
+          <Head cols={["Name", "State", "Template", "Environment", "Team", "Labels", "Last change"]} />
           <tbody>
             {rows.map((s) => (
               <tr key={s.id} data-stack={s.name}>

@@ -5,7 +5,7 @@
 import { startupQuery } from "../api/queries/stacks";
 import { useQuery } from "@tanstack/react-query";
 import { href } from "../router";
-import { ProblemBox, StateBadge } from "./common";
+import { Head, ProblemBox, StateBadge } from "./common";
 import { nameOf, useEnvironments } from "./lookups";
 import { machineLabel } from "../numbering";
 
@@ -26,17 +26,7 @@ export function Startup() {
         <p className="empty">No machine is deployed.</p>
       ) : (
         <table className="startup">
-          <thead>
-            <tr>
-              <th scope="col">Order</th>
-              <th scope="col">Stack</th>
-              <th scope="col">Environment</th>
-              <th scope="col">Job</th>
-              <th scope="col">Host</th>
-              <th scope="col">VM</th>
-              <th scope="col">State</th>
-            </tr>
-          </thead>
+          <Head cols={["Order", "Stack", "Environment", "Job", "Host", "VM", "State"]} />
           <tbody>
             {rows.map((m) => (
               <tr key={`${m.stack_id}/${m.job}/${m.execution}`} data-machine={`${m.stack} ${machineLabel(m.job, m.execution)}`}>

@@ -14,7 +14,7 @@ import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import { emptyOptions, fieldErrors, initialValues, type FormValues } from "../form/model";
 import { href, navigate, useRoute } from "../router";
 import { compareWith, definitionChanges } from "../templates/diff";
-import { plural, ProblemBox, when } from "./common";
+import { Head, plural, ProblemBox, when } from "./common";
 import { useTemplates } from "./lookups";
 
 export function TemplatesList() {
@@ -48,15 +48,7 @@ export function TemplatesList() {
         <p>Loading…</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Description</th>
-              <th scope="col">Latest version</th>
-              <th scope="col">New stacks</th>
-              <th scope="col">Changed</th>
-            </tr>
-          </thead>
+          <Head cols={["Name", "Description", "Latest version", "New stacks", "Changed"]} />
           <tbody>
             {templates.data?.items.map((t) => (
               <tr key={t.id} data-template={t.name}>
@@ -158,12 +150,7 @@ export function TemplateDetail({ id }: { id: string }) {
       <div className="split">
         <table className="versions">
           <caption>Versions</caption>
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">Made</th>
-            </tr>
-          </thead>
+          <Head cols={["Version", "Made"]} />
           <tbody>
             {[...t.versions]
               .sort((a, b) => b.number - a.number)
@@ -213,14 +200,7 @@ export function TemplateDetail({ id }: { id: string }) {
                   : "Nothing changed: the branches still point to the commits it pinned."}
               </p>
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Job or action</th>
-                    <th scope="col">Source</th>
-                    <th scope="col">Pinned</th>
-                    <th scope="col">Branch now</th>
-                  </tr>
-                </thead>
+                <Head cols={["Job or action", "Source", "Pinned", "Branch now"]} />
                 <tbody>
                   {changes.data.sources.map((s, i) => (
                     <tr key={i}>

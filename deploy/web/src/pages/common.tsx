@@ -3,6 +3,27 @@ import { ApiError } from "../api/client";
 import { href } from "../router";
 import { typedNameMatches } from "../plan/plan";
 
+/** Head is a table's header row: the columns' names and, when the user may act on the rows, an
+ * Actions column. */
+export function Head({ cols, actions = false }: { cols: string[]; actions?: boolean }) {
+  return (
+    <thead>
+      <tr>
+        {cols.map((c) => (
+          <th scope="col" key={c}>
+            {c}
+          </th>
+        ))}
+        {actions && (
+          <th scope="col">
+            <span className="muted">Actions</span>
+          </th>
+        )}
+      </tr>
+    </thead>
+  );
+}
+
 /** ProblemBox shows an API problem in plain words: its title and detail, and links to the
  * stacks it is about (its stacks member, e.g. those using an ISO that cannot be deleted). */
 export function ProblemBox({ error }: { error: unknown }) {

@@ -2,7 +2,7 @@
 import { gitCredentialsKey, gitCredentialsQuery } from "../../api/queries/lookups";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
-import { ProblemBox, when } from "../common";
+import { Head, ProblemBox, when } from "../common";
 import { Adder, Delete, given, ResourceForm, str } from "../ResourceForm";
 
 export function GitCredentials({ admin }: { admin: boolean }) {
@@ -52,20 +52,7 @@ export function GitCredentials({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={creds.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">URL prefix</th>
-            <th scope="col">Kind</th>
-            <th scope="col">Host keys</th>
-            <th scope="col">Added</th>
-            {admin && (
-              <th scope="col">
-                <span className="muted">Actions</span>
-              </th>
-            )}
-          </tr>
-        </thead>
+        <Head cols={["Name", "URL prefix", "Kind", "Host keys", "Added"]} actions={admin} />
         <tbody>
           {creds.data?.items.map((c) => (
             <tr key={c.id} data-credential={c.name}>

@@ -3,7 +3,7 @@ import { nagiosServersKey, nagiosServersQuery } from "../../api/queries/lookups"
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, call } from "../../api/client";
-import { ProblemBox, when } from "../common";
+import { Head, ProblemBox, when } from "../common";
 import { Adder, changed, Delete, given, ResourceForm, str, type FieldSpec, type Values } from "../ResourceForm";
 
 const nagiosFields = (editing: boolean): FieldSpec[] => [
@@ -105,20 +105,7 @@ export function Nagios({ admin }: { admin: boolean }) {
         <p className="empty">No Nagios server is registered.</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">URL</th>
-              <th scope="col">User</th>
-              <th scope="col">SSH</th>
-              <th scope="col">Changed</th>
-              {admin && (
-                <th scope="col">
-                  <span className="muted">Actions</span>
-                </th>
-              )}
-            </tr>
-          </thead>
+          <Head cols={["Name", "URL", "User", "SSH", "Changed"]} actions={admin} />
           <tbody>
             {nagios.data?.items.map((n) => {
               const initial: Values = {

@@ -3,7 +3,7 @@ import { networkKey, networkQuery, networksKey, networksQuery } from "../../api/
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
 import { href } from "../../router";
-import { ProblemBox, when } from "../common";
+import { Head, ProblemBox, when } from "../common";
 import { Adder, Delete, list, ResourceForm, str } from "../ResourceForm";
 
 export function Networks({ admin }: { admin: boolean }) {
@@ -49,16 +49,7 @@ export function Networks({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={networks.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">CIDR</th>
-            <th scope="col">Gateway</th>
-            <th scope="col">DNS</th>
-            <th scope="col">Bridge</th>
-            <th scope="col">VLAN</th>
-          </tr>
-        </thead>
+        <Head cols={["Name", "CIDR", "Gateway", "DNS", "Bridge", "VLAN"]} />
         <tbody>
           {networks.data?.items.map((n) => (
             <tr key={n.id} data-network={n.name}>
@@ -173,20 +164,7 @@ export function NetworkDetail({ id, admin }: { id: string; admin: boolean }) {
         {items.filter((a) => a.state === "free").length} free of {items.length}.
       </p>
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">IP</th>
-            <th scope="col">State</th>
-            <th scope="col">Stack</th>
-            <th scope="col">Since</th>
-            {admin && (
-              <th scope="col">
-                <span className="muted">Actions</span>
-              </th>
-            )}
-          </tr>
-        </thead>
+        <Head cols={["Name", "IP", "State", "Stack", "Since"]} actions={admin} />
         <tbody>
           {items.map((a) => (
             <tr key={a.id} data-address={a.name}>

@@ -4,7 +4,7 @@ import { proxmoxServerQuery, proxmoxServersKey, proxmoxServersQuery, refreshServ
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
 import { href } from "../../router";
-import { ProblemBox, when } from "../common";
+import { Head, ProblemBox, when } from "../common";
 import { Adder, given, ResourceForm, str, type FieldSpec } from "../ResourceForm";
 
 const serverFields: FieldSpec[] = [
@@ -81,15 +81,7 @@ export function Servers({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={servers.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Cluster</th>
-            <th scope="col">API</th>
-            <th scope="col">Nodes online</th>
-            <th scope="col">Inventory of</th>
-          </tr>
-        </thead>
+        <Head cols={["Name", "Cluster", "API", "Nodes online", "Inventory of"]} />
         <tbody>
           {servers.data?.items.map((s) => (
             <tr key={s.id} data-server={s.name}>
@@ -155,16 +147,7 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
       <ProblemBox error={refresh.error} />
       <table>
         <caption>Nodes</caption>
-        <thead>
-          <tr>
-            <th scope="col">Node</th>
-            <th scope="col">State</th>
-            <th scope="col">CPUs</th>
-            <th scope="col">Memory</th>
-            <th scope="col">SSH</th>
-            <th scope="col">Host key</th>
-          </tr>
-        </thead>
+        <Head cols={["Node", "State", "CPUs", "Memory", "SSH", "Host key"]} />
         <tbody>
           {s.nodes.map((n) => (
             <tr key={n.name} data-node={n.name}>
@@ -190,14 +173,7 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
       </table>
       <table>
         <caption>Storages</caption>
-        <thead>
-          <tr>
-            <th scope="col">Storage</th>
-            <th scope="col">Type</th>
-            <th scope="col">Content</th>
-            <th scope="col">Nodes</th>
-          </tr>
-        </thead>
+        <Head cols={["Storage", "Type", "Content", "Nodes"]} />
         <tbody>
           {s.storages.map((x) => (
             <tr key={x.name}>
@@ -216,12 +192,7 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
       </table>
       <table>
         <caption>Resource pools</caption>
-        <thead>
-          <tr>
-            <th scope="col">Pool</th>
-            <th scope="col">Comment</th>
-          </tr>
-        </thead>
+        <Head cols={["Pool", "Comment"]} />
         <tbody>
           {s.pools.map((p) => (
             <tr key={p.pool}>

@@ -4,6 +4,7 @@ import { abandonManifestQuery } from "../../api/queries/stacks";
 import { useQuery } from "@tanstack/react-query";
 import { manifestSummary, type Manifest } from "../../plan/plan";
 import { machineLabel } from "../../numbering";
+import { Head } from "../common";
 
 /** ManifestView lists what a force-remove leaves behind. */
 export function ManifestView({ m }: { m: Manifest }) {
@@ -11,15 +12,7 @@ export function ManifestView({ m }: { m: Manifest }) {
     <div className="manifest">
       <table>
         <caption>VMs left running</caption>
-        <thead>
-          <tr>
-            <th scope="col">VM</th>
-            <th scope="col">Name</th>
-            <th scope="col">Node</th>
-            <th scope="col">Pool</th>
-            <th scope="col">Execution</th>
-          </tr>
-        </thead>
+        <Head cols={["VM", "Name", "Node", "Pool", "Execution"]} />
         <tbody>
           {m.vms.length === 0 && (
             <tr>
