@@ -21,9 +21,9 @@ import {
   errorsFor,
   fieldErrors,
   fieldLabel,
+  formStart,
   fromStack,
   problemsAtPositions,
-  initialValues,
   knownFields,
   labelsOf,
   toJobs,
@@ -53,17 +53,20 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const stack = existing.data?.stack;
   // Set by the stack page's Duplicate: what the copy left out.
   const duplicated = stackId ? qc.getQueryData<{ from: string; items: NotCopied[] }>(notCopiedKey(stackId)) : undefined;
-  // What was chosen here; the template, version, team and environment default to the stack's
-  // own, else to the only one there is (a new stack's version: its template's latest).
+  // What was changed here. Until then the form shows the stack as last read (or a new stack's
+  // defaults): the template, version, team and environment are the stack's own, else the only
+  // one there is (a new stack's version: its template's latest). Reading the stack again (a
+  // save, a stale save's reload, the end of a run) starts from it again: see took.
   const [templatePicked, setTemplateId] = useState("");
   const [versionPicked, setVersion] = useState(0);
-  const [values, setValues] = useState<FormValues | null>(null);
-  const [edited, setHeader] = useState({ name: "", description: "", labels: "", team_id: "", environment_id: "" });
-  const [problems, setProblemsAs] = useState<{ field: string; message: string; byIndex?: boolean }[]>([]);
+  const [edits, setValues] = useState<FormValues | null>(null);
+  const [edited, setHeader] = useState<Partial<Header>>({});
+  const [problemsSet, setProblemsAs] = useState<Problems | null>(null);
   // A request's 422 errors name executions by their place in the request, the stack's own
   // problems by their index: the latter are moved to the form's places when shown.
   const setProblems = (p: { field: string; message: string }[]) => setProblemsAs(p);
-  const setStackProblems = (p: { field: string; message: string }[]) => setProblemsAs(p.map((x) => ({ ...x, byIndex: true })));
+  const setStackProblems = (p: { field: string; message: string }[]) => setProblemsAs(byIndex(p));
+  const problems = useMemo(() => problemsSet ?? byIndex(stack?.problems ?? []), [problemsSet, stack]);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState<string>("");
   const [saved, setSaved] = useState("");
@@ -84,26 +87,13 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const templateId = templatePicked || stack?.template_id || only(active)?.id || "";
   const template = templates.data?.items.find((t) => t.id === templateId);
   const version = versionPicked || stack?.template_version || template?.latest_version || 0;
-  const header = {
-    ...edited,
-    team_id: edited.team_id || only(myTeams)?.id || "",
-    environment_id: edited.environment_id || only(envs.data?.items)?.id || "",
+  const header: Header = {
+    name: edited.name ?? stack?.name ?? "",
+    description: edited.description ?? stack?.description ?? "",
+    labels: edited.labels ?? stack?.labels.join(", ") ?? "",
+    team_id: edited.team_id || stack?.team_id || only(myTeams)?.id || "",
+    environment_id: edited.environment_id || stack?.environment_id || only(envs.data?.items)?.id || "",
   };
-  // An existing stack seeds the form's own fields, again when it is read again (after a run,
-  // or a save refused because it changed meanwhile); the form is the user's after that.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: server data seeds the form once per stack read; the form is the user's after that
-  useEffect(() => {
-    if (!stack) return;
-    setVersion(0);
-    setHeader({
-      name: stack.name,
-      description: stack.description,
-      labels: stack.labels.join(", "),
-      team_id: stack.team_id,
-      environment_id: stack.environment_id,
-    });
-    setStackProblems(stack.problems);
-  }, [stack]);
 
   const form = useQuery(formQuery(templateId, version));
   // What a stack that is not deployed yet would take of its team's quotas, as the user types
@@ -112,6 +102,12 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const usage = useQuery(usageQuery(header.team_id));
   const opts = useFormOptions(header.environment_id, stack);
   const options = opts.data ?? emptyOptions;
+  // The form's values: as changed here, else as the stack (or a new stack's defaults) has them.
+  const start = useMemo(
+    () => formStart(form.data, header.environment_id ? opts.data : emptyOptions, !!stackId, stack),
+    [form.data, opts.data, header.environment_id, stackId, stack],
+  );
+  const values = edits ?? start;
 
   // A deployed (or failed) stack: its live state (the events stream refreshes ["stack", id])
   // says whether a run is in progress; edits are planned as they are made.
@@ -126,6 +122,9 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   useEffect(() => {
     // The run ended: the form starts again from the stack as it is now.
     if (wasBusy.current && !busy_) {
+      setVersion(0);
+      setHeader({});
+      setProblemsAs(null);
       setValues(null);
       void existing.refetch();
     }
@@ -185,22 +184,6 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     return list.find((o) => o.value === id)?.label;
   };
 
-  // (Re)build the values when the form or the options arrive.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: values are built once when the form or its options arrive, then belong to the user
-  useEffect(() => {
-    if (!form.data || (header.environment_id && !opts.data)) return;
-    setValues((v) => {
-      if (stack && (!v || v === null)) return fromStack(stack, form.data as TemplateForm, options);
-      if (!v) return initialValues(form.data as TemplateForm, options);
-      return v;
-    });
-  }, [form.data, opts.data, stack]);
-  // A new template or version starts a new form.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: a new template or version starts a new form
-  useEffect(() => {
-    if (!stack) setValues(null);
-  }, [templateId, version, stack]);
-
   const shownProblems = useMemo(
     () => problems.map((p) => (p.byIndex && values ? problemsAtPositions([p], values)[0] : p)),
     [problems, values],
@@ -214,6 +197,17 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const labelErrs = errorsFor(errs, "labels").concat(
     others.filter((o) => /^labels\[\d+\]$/.test(o.field)).map((o) => `${labelOf(o.field)} ${o.message}`),
   );
+
+  // A save's answer (or a stale save's reload) is the stack as it is now: the form starts again
+  // from it, and the executions new in the save have their ids (the next save must name them,
+  // or it would add more).
+  const took = (s: Stack, f: TemplateForm) => {
+    setVersion(0);
+    setHeader({});
+    setStackProblems(s.problems);
+    setValues(fromStack(s, f, options));
+  };
+  const keep = (s: Stack, etag: string | null) => qc.setQueryData(stackEditQuery(s.id).queryKey, { stack: s, etag: etag ?? "" });
 
   const save = async (): Promise<Stack | null> => {
     if (!form.data || !values) return null;
@@ -238,9 +232,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             },
           }),
         );
-        setStackProblems(s.problems);
-        // The executions now have ids: the next save must name them, or it would add more.
-        setValues(fromStack(s, form.data, options));
+        took(s, form.data);
         navigate(`/stacks/${s.id}/edit`, undefined, true);
       } else if (upgrading) {
         // Jobs the version drops are destroyed first; new jobs go with their answers.
@@ -256,7 +248,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           return null;
         }
         s = out as Stack;
-        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
+        keep(s, r.response.headers.get("ETag"));
+        took(s, form.data);
         setSaved(`Moved to v${version}; nothing had to run.`);
         return s;
       } else if (live) {
@@ -278,7 +271,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           return null;
         }
         s = out as Stack;
-        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
+        keep(s, r.response.headers.get("ETag"));
+        took(s, form.data);
         setSaved("Saved; nothing had to run.");
         return s;
       } else {
@@ -294,10 +288,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           },
         });
         s = (await call(Promise.resolve(r))) as Stack;
-        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
-        setStackProblems(s.problems);
-        // Executions new in this save now have ids: take them back.
-        setValues(fromStack(s, form.data, options));
+        keep(s, r.response.headers.get("ETag"));
+        took(s, form.data);
       }
       setSaved(
         s.problems.length
@@ -316,18 +308,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         const fresh = await existing.refetch();
         if (fresh.data && form.data) {
           setTyped("");
-          const theirs = fromStack(fresh.data.stack, form.data, options);
-          const mine = { ...values, ...header };
-          setChanged(changedFields(mine, theirs));
-          setHeader({
-            name: theirs.name,
-            description: theirs.description,
-            labels: theirs.labels,
-            team_id: theirs.team_id,
-            environment_id: theirs.environment_id,
-          });
-          setValues(theirs);
-          setStackProblems(fresh.data.stack.problems);
+          setChanged(changedFields({ ...values, ...header }, fromStack(fresh.data.stack, form.data, options)));
+          took(fresh.data.stack, form.data);
         }
       }
       setError(e);
@@ -415,6 +397,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   onChange={(e) => {
                     setTemplateId(e.target.value);
                     setVersion(0);
+                    setValues(null);
                   }}
                 >
                   {active.length !== 1 && <option value="">Choose…</option>}
@@ -435,10 +418,9 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   aria-describedby={live && admin ? "f-version-hint" : undefined}
                   onChange={(e) => {
                     setVersion(Number(e.target.value));
-                    if (live) {
-                      setValues(null);
-                      setTyped("");
-                    }
+                    // A new stack's form, or a deployed stack's upgrade, starts again.
+                    if (!stack || live) setValues(null);
+                    if (live) setTyped("");
                   }}
                 >
                   {versions.map((v) => (
@@ -457,7 +439,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
               </div>
               <div className="field">
                 <label htmlFor="f-name">Name *</label>
-                <input id="f-name" value={header.name} maxLength={100} onChange={(e) => setHeader({ ...header, name: e.target.value })} />
+                <input id="f-name" value={header.name} maxLength={100} onChange={(e) => setHeader({ ...edited, name: e.target.value })} />
                 <FieldErrorList msgs={errorsFor(errs, "name")} />
               </div>
               <div className="field">
@@ -466,7 +448,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   id="f-team"
                   value={header.team_id}
                   disabled={!!stackId}
-                  onChange={(e) => setHeader({ ...header, team_id: e.target.value })}
+                  onChange={(e) => setHeader({ ...edited, team_id: e.target.value })}
                 >
                   {myTeams.length !== 1 && <option value="">Choose…</option>}
                   {myTeams.map((t) => (
@@ -483,7 +465,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   id="f-env"
                   value={header.environment_id}
                   disabled={!!stack?.deployed_at}
-                  onChange={(e) => setHeader({ ...header, environment_id: e.target.value })}
+                  onChange={(e) => setHeader({ ...edited, environment_id: e.target.value })}
                 >
                   {envs.data?.items.length !== 1 && <option value="">Choose…</option>}
                   {envs.data?.items.map((t) => (
@@ -501,7 +483,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   value={header.labels}
                   aria-describedby="f-labels-hint"
                   aria-invalid={labelErrs.length > 0}
-                  onChange={(e) => setHeader({ ...header, labels: e.target.value })}
+                  onChange={(e) => setHeader({ ...edited, labels: e.target.value })}
                 />
                 <span className="hint" id="f-labels-hint">
                   {LABELS_HINT}
@@ -514,7 +496,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   id="f-desc"
                   rows={2}
                   value={header.description}
-                  onChange={(e) => setHeader({ ...header, description: e.target.value })}
+                  onChange={(e) => setHeader({ ...edited, description: e.target.value })}
                 />
                 <FieldErrorList msgs={errorsFor(errs, "description")} />
               </div>
@@ -595,6 +577,11 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     </>
   );
 }
+
+/** Header is the stack's own fields of the form. */
+type Header = Pick<FormValues, "name" | "description" | "labels" | "team_id" | "environment_id">;
+type Problems = { field: string; message: string; byIndex?: boolean }[];
+const byIndex = (p: { field: string; message: string }[]): Problems => p.map((x) => ({ ...x, byIndex: true }));
 
 /** LABELS_HINT is the labels' format: they become Proxmox tags on the VMs. */
 export const LABELS_HINT =
