@@ -32,8 +32,10 @@ export const nagiosServersQuery = () =>
 export const sshKeysQuery = () => queryOptions({ queryKey: sshKeysKey, queryFn: () => call(api.GET("/v1/ssh-keys", { params: limit })) });
 export const gitCredentialsQuery = () =>
   queryOptions({ queryKey: gitCredentialsKey, queryFn: () => call(api.GET("/v1/git-credentials", { params: limit })) });
+// Only the API registers an ISO template and no event says so: the list is read again whenever
+// a page that shows it opens (the build form's choices would miss one registered meanwhile).
 export const isoTemplatesQuery = () =>
-  queryOptions({ queryKey: isoTemplatesKey, queryFn: () => call(api.GET("/v1/iso-templates", { params: limit })), staleTime: MINUTE });
+  queryOptions({ queryKey: isoTemplatesKey, queryFn: () => call(api.GET("/v1/iso-templates", { params: limit })) });
 
 export const proxmoxServerKey = (id: string) => ["proxmox-server", id] as const;
 export const proxmoxServerQuery = (id: string) =>
