@@ -94,16 +94,20 @@ function Shell() {
         <a className="brand" href={href("/stacks")}>
           Horizon
         </a>
-        <nav aria-label="Main">
-          <a href={href("/stacks")}>Stacks</a>
-          {me.data?.role !== "viewer" && me.data && <a href={href("/stacks/new")}>New stack</a>}
-          <a href={href("/startup")}>Startup</a>
-          <a href={href("/templates")}>Templates</a>
-          <a href={href("/isos")}>ISOs</a>
-          <a href={href("/catalogue/servers")}>Catalogue</a>
-          <a href={href("/people/users")}>People</a>
-          <a href={href("/notifications")}>Notifications</a>
-        </nav>
+        {/* Drawn once who is signed in is known: a link that appeared then (New stack) would move
+            the others under the pointer between aiming and clicking. */}
+        {me.data && (
+          <nav aria-label="Main">
+            <a href={href("/stacks")}>Stacks</a>
+            {me.data.role !== "viewer" && <a href={href("/stacks/new")}>New stack</a>}
+            <a href={href("/startup")}>Startup</a>
+            <a href={href("/templates")}>Templates</a>
+            <a href={href("/isos")}>ISOs</a>
+            <a href={href("/catalogue/servers")}>Catalogue</a>
+            <a href={href("/people/users")}>People</a>
+            <a href={href("/notifications")}>Notifications</a>
+          </nav>
+        )}
         <span className="spacer" />
         {me.data && (
           <span className="who">
