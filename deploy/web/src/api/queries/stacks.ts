@@ -41,21 +41,17 @@ export const stacksQuery = (f: StackFilter) =>
 
 export const startupQuery = () => queryOptions({ queryKey: startupKey, queryFn: () => call(api.GET("/v1/startup")) });
 
-export const stackQuery = (id: string) =>
-  queryOptions({ queryKey: stackKey(id), queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id } } })) });
+/** readStack is GET /v1/stacks/{id}: the stack and its ETag (the If-Match of a change). */
+async function readStack(id: string) {
+  const r = await api.GET("/v1/stacks/{id}", { params: { path: { id } } });
+  return { stack: await call(Promise.resolve(r)), etag: r.response.headers.get("ETag") ?? "" };
+}
+
+export const stackQuery = (id: string) => queryOptions({ queryKey: stackKey(id), queryFn: async () => (await readStack(id)).stack });
 
 /** stackEditQuery is the stack a form edits, with its ETag (the If-Match of the save); never cached. */
 export const stackEditQuery = (id: string | undefined) =>
-  queryOptions({
-    queryKey: ["stack-edit", id],
-    enabled: !!id,
-    gcTime: 0,
-    queryFn: async () => {
-      const r = await api.GET("/v1/stacks/{id}", { params: { path: { id: id! } } });
-      const data = await call(Promise.resolve(r));
-      return { stack: data, etag: r.response.headers.get("ETag") ?? "" };
-    },
-  });
+  queryOptions({ queryKey: ["stack-edit", id], enabled: !!id, gcTime: 0, queryFn: () => readStack(id!) });
 
 export const pipelineQuery = (id: string, run: string) =>
   queryOptions({
