@@ -6,7 +6,28 @@ import { expect, signInLink, stackNamed, test } from "./fixtures";
 
 test("deploy and watch the log", async ({ page, lab, api, axe }) => {
   const stackId = await stackNamed(api, lab.member, "web-e2e");
+  // The draft is read last (#35): its form and the form's options have arrived first, and the
+  // form still shows the draft's two apps, not a new stack's one (which Deploy would save).
+  let release = () => {};
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  await page.route(
+    (u) => u.pathname === `/v1/stacks/${stackId}`,
+    async (route) => {
+      if (route.request().method() === "GET") await held;
+      await route.continue();
+    },
+  );
+  const arrived = (path: RegExp) => page.waitForResponse((r) => path.test(new URL(r.url()).pathname));
+  const before = Promise.all(
+    [/\/form$/, /\/addresses$/, /^\/v1\/ssh-keys$/, /^\/v1\/proxmox-servers\/[^/]+$/, /^\/v1\/isos$/].map(arrived),
+  );
   await page.goto(await signInLink(lab, lab.member, `#/stacks/${stackId}/edit`));
+  await before;
+  // What the form does with them is done before the next frame.
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r))));
+  release();
   await expect(page.locator('fieldset[data-job="app"] .exec')).toHaveCount(2);
   let navigations = 0;
   page.on("framenavigated", (f) => {

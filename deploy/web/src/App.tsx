@@ -1,6 +1,8 @@
-import { QueryCache, QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState, useSyncExternalStore } from "react";
-import { api, ApiError, call, getToken, setToken, type HorizonEvent } from "./api/client";
+import { QueryCache, QueryClient, QueryClientProvider, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useSyncExternalStore } from "react";
+import { ApiError, getToken, setToken } from "./api/client";
+import { streamKeys } from "./api/queries/events";
+import { useMe } from "./api/queries/me";
 import { href, useRoute } from "./router";
 import { SignIn } from "./pages/SignIn";
 import { StacksList } from "./pages/StacksList";
@@ -32,10 +34,6 @@ export function App() {
   return <QueryClientProvider client={client}>{token ? <Shell /> : <SignIn />}</QueryClientProvider>;
 }
 
-export function useMe() {
-  return useQuery({ queryKey: ["me"], queryFn: () => call(api.GET("/v1/me")) });
-}
-
 /** useEvents follows GET /v1/events and invalidates what an event changes: no polling. */
 function useEvents() {
   const qc = useQueryClient();
@@ -47,22 +45,9 @@ function useEvents() {
         events: ["event", "reset", "lagging"],
         onOnline: (on) => Online.set(on),
         onEvent: (type, data) => {
-          if (type === "reset") {
-            void qc.invalidateQueries();
-            return;
-          }
-          if (type !== "event") return;
-          const e = data as HorizonEvent;
-          // An ISO's events, and those of its runs and stages, carry its id (iso_id) instead of a stack's.
-          const iso = e.type === "iso" ? e.id : e.iso_id;
-          if (iso) {
-            void qc.invalidateQueries({ queryKey: ["isos"] });
-            void qc.invalidateQueries({ queryKey: ["iso", iso] });
-          }
-          const stack = e.stack_id ?? (e.type === "stack" ? e.id : undefined);
-          void qc.invalidateQueries({ queryKey: ["stacks"] });
-          void qc.invalidateQueries({ queryKey: ["startup"] });
-          if (stack) void qc.invalidateQueries({ queryKey: ["stack", stack] });
+          const keys = streamKeys(type, data);
+          if (keys === "all") void qc.invalidateQueries();
+          else for (const queryKey of keys) void qc.invalidateQueries({ queryKey });
         },
       }),
     [qc],
@@ -109,16 +94,20 @@ function Shell() {
         <a className="brand" href={href("/stacks")}>
           Horizon
         </a>
-        <nav aria-label="Main">
-          <a href={href("/stacks")}>Stacks</a>
-          {me.data?.role !== "viewer" && me.data && <a href={href("/stacks/new")}>New stack</a>}
-          <a href={href("/startup")}>Startup</a>
-          <a href={href("/templates")}>Templates</a>
-          <a href={href("/isos")}>ISOs</a>
-          <a href={href("/catalogue/servers")}>Catalogue</a>
-          <a href={href("/people/users")}>People</a>
-          <a href={href("/notifications")}>Notifications</a>
-        </nav>
+        {/* Drawn once who is signed in is known: a link that appeared then (New stack) would move
+            the others under the pointer between aiming and clicking. */}
+        {me.data && (
+          <nav aria-label="Main">
+            <a href={href("/stacks")}>Stacks</a>
+            {me.data.role !== "viewer" && <a href={href("/stacks/new")}>New stack</a>}
+            <a href={href("/startup")}>Startup</a>
+            <a href={href("/templates")}>Templates</a>
+            <a href={href("/isos")}>ISOs</a>
+            <a href={href("/catalogue/servers")}>Catalogue</a>
+            <a href={href("/people/users")}>People</a>
+            <a href={href("/notifications")}>Notifications</a>
+          </nav>
+        )}
         <span className="spacer" />
         {me.data && (
           <span className="who">
@@ -145,13 +134,4 @@ function Shell() {
       </main>
     </>
   );
-}
-
-export function useNow(everyMs = 1000) {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), everyMs);
-    return () => clearInterval(t);
-  }, [everyMs]);
-  return now;
 }

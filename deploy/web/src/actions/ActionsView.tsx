@@ -4,13 +4,16 @@
 // the history of the action runs. A started run shows here, in a notice until it ends and in the
 // history; the stack's pipeline stays its jobs' (an action's run opens by its link in the
 // history). Everything refreshes from the events that invalidate ["stack", id].
+import { usersQuery } from "../api/queries/lookups";
+import { actionInstancesQuery, actionsQuery, runsQuery, stackKey, stacksKey } from "../api/queries/stacks";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useId, useMemo, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Stack } from "../api/client";
+import { api, ApiError, call, type Stack } from "../api/client";
 import { FieldErrorList, ParamInput } from "../form/FormRenderer";
 import { errorsFor, fieldErrors, orderedParameters, unplaced } from "../form/model";
+import { RunsTable } from "../pages/RunsTable";
 import { href } from "../router";
-import { ProblemBox, Secret, StateBadge, when } from "../pages/common";
+import { Head, ProblemBox, Secret, StateBadge, when } from "../pages/common";
 import {
   actionRequest,
   actionsBlocked,
@@ -33,28 +36,14 @@ import {
 const RUNS = 100;
 
 function useUsers() {
-  return useQuery({
-    queryKey: ["users"],
-    retry: false,
-    staleTime: 60_000,
-    queryFn: () => call(api.GET("/v1/users", { params: { query: { limit: "200" } } })),
-  });
+  return useQuery(usersQuery());
 }
 
 export function ActionsSection({ stack, role }: { stack: Stack; role: string | undefined }) {
   const id = stack.id;
-  const actions = useQuery({
-    queryKey: ["stack", id, "actions"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/actions", { params: { path: { id } } })),
-  });
-  const instances = useQuery({
-    queryKey: ["stack", id, "action-instances"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/action-instances", { params: { path: { id } } })),
-  });
-  const runs = useQuery({
-    queryKey: ["stack", id, "runs", "action"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { kind: "action", limit: String(RUNS) } } })),
-  });
+  const actions = useQuery(actionsQuery(id));
+  const instances = useQuery(actionInstancesQuery(id));
+  const runs = useQuery(runsQuery(id, "action", RUNS));
   const users = useUsers();
   const who = (uid: string | null | undefined) =>
     uid ? (users.data?.items.find((u) => u.id === uid)?.name ?? uid.slice(0, 8)) : "Horizon";
@@ -161,15 +150,15 @@ function ActionForm({
     try {
       const run = await call(
         api.POST("/v1/stacks/{id}/actions/{name}", {
-          params: { path: { id: stack.id, name: a.name }, header: { "Idempotency-Key": idempotencyKey() } },
+          params: { path: { id: stack.id, name: a.name } },
           body: actionRequest(a, v),
         }),
       );
-      void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      void qc.invalidateQueries({ queryKey: stackKey(stack.id) });
+      void qc.invalidateQueries({ queryKey: stacksKey });
       onStarted(run.id);
     } catch (e) {
-      if (e instanceof ApiError && e.status === 409) void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
+      if (e instanceof ApiError && e.status === 409) void qc.invalidateQueries({ queryKey: stackKey(stack.id) });
       setErr(e);
     } finally {
       setSending(false);
@@ -283,14 +272,14 @@ function InstancesView({
     try {
       await call(
         api.DELETE("/v1/stacks/{id}/action-instances/{iid}", {
-          params: { path: { id: stack.id, iid }, header: { "Idempotency-Key": idempotencyKey() } },
+          params: { path: { id: stack.id, iid } },
         }),
       );
       setConfirm("");
-      void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
+      void qc.invalidateQueries({ queryKey: stackKey(stack.id) });
     } catch (e) {
       setErr(e);
-      void qc.invalidateQueries({ queryKey: ["stack", stack.id] });
+      void qc.invalidateQueries({ queryKey: stackKey(stack.id) });
     }
   };
   const label = (r: InstanceRow) => `${r.action}${r.number !== null ? ` #${r.number}` : ""}`;
@@ -301,8 +290,8 @@ function InstancesView({
       {target && (
         <div className="confirm" role="alertdialog" aria-labelledby="undo-text">
           <p id="undo-text">
-            Undo {label(target)}? Terraform destroys what it made, with the code of template version {target.instance?.template_version};
-            the other instances stay.
+            Undo {label(target)}? Terraform destroys what it made, with the code of template version {target.instance?.template_version}.
+            The other instances stay.
           </p>
           {/* The safe answer has the focus: Enter on a confirmation destroys nothing. */}
           <button type="button" className="danger" onClick={() => void undo(target.id)}>
@@ -317,16 +306,7 @@ function InstancesView({
         <p className="muted">No instance: a terraform action that runs leaves one here, to be undone on its own.</p>
       ) : (
         <table aria-labelledby="instances-title">
-          <thead>
-            <tr>
-              <th scope="col">Instance</th>
-              <th scope="col">State</th>
-              <th scope="col">Answers</th>
-              <th scope="col">Outputs</th>
-              <th scope="col">Made</th>
-              <th scope="col">Undo</th>
-            </tr>
-          </thead>
+          <Head cols={["Instance", "State", "Answers", "Outputs", "Made", "Undo"]} />
           <tbody>
             {rows.map((r) => {
               const why = r.instance ? undoBlocked(r.instance, blocked) : "";
@@ -393,7 +373,7 @@ function Outputs({ id, run, outputs }: { id: string; run: string; outputs: unkno
               reveal={() =>
                 call(
                   api.POST("/v1/stacks/{id}/runs/{run}/outputs/{name}/reveal", {
-                    params: { path: { id, run, name }, header: { "Idempotency-Key": idempotencyKey() } },
+                    params: { path: { id, run, name } },
                   }),
                 )
               }
@@ -410,38 +390,33 @@ function Outputs({ id, run, outputs }: { id: string; run: string; outputs: unkno
 function ActionHistory({ id, runs, who }: { id: string; runs: Run[]; who: (id: string | null | undefined) => string }) {
   if (!runs.length) return <p className="muted">No action has run yet.</p>;
   return (
-    <table className="action-history" aria-labelledby="action-history-title">
-      <thead>
-        <tr>
-          <th scope="col">Action</th>
-          <th scope="col">By</th>
-          <th scope="col">When</th>
-          <th scope="col">Machine</th>
-          <th scope="col">Parameters</th>
-          <th scope="col">Result</th>
-          <th scope="col">Outputs</th>
-        </tr>
-      </thead>
-      <tbody>
-        {runs.map((r) => (
-          <tr key={r.id} data-run={r.id} data-action-run={r.action?.name}>
-            <td>
-              <a href={href(`/stacks/${id}`, { run: r.id })}>{r.action ? `${r.action.undo ? "undo " : ""}${r.action.name}` : r.kind}</a>
-            </td>
-            <td>{who(r.actor_id)}</td>
-            <td>{when(r.started_at ?? r.created_at)}</td>
-            <td>{machineOf(r)}</td>
-            <td>
-              <code>{r.action ? answers(r.action.parameters, r.action.inputs) : ""}</code>
-            </td>
-            <td>
+    <RunsTable
+      className="action-history"
+      aria-labelledby="action-history-title"
+      runs={runs}
+      row={(r) => ({ "data-action-run": r.action?.name })}
+      columns={[
+        {
+          header: "Action",
+          cell: (r) => (
+            <a href={href(`/stacks/${id}`, { run: r.id })}>{r.action ? `${r.action.undo ? "undo " : ""}${r.action.name}` : r.kind}</a>
+          ),
+        },
+        { header: "By", cell: (r) => who(r.actor_id) },
+        { header: "When", cell: (r) => when(r.started_at ?? r.created_at) },
+        { header: "Machine", cell: (r) => machineOf(r) },
+        { header: "Parameters", cell: (r) => <code>{r.action ? answers(r.action.parameters, r.action.inputs) : ""}</code> },
+        {
+          header: "Result",
+          cell: (r) => (
+            <>
               <StateBadge state={r.state} />
               {r.error && <div className="small">{r.error}</div>}
-            </td>
-            <td>{r.action && !r.action.undo ? <Outputs id={id} run={r.id} outputs={r.action.outputs} /> : null}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+            </>
+          ),
+        },
+        { header: "Outputs", cell: (r) => (r.action && !r.action.undo ? <Outputs id={id} run={r.id} outputs={r.action.outputs} /> : null) },
+      ]}
+    />
   );
 }

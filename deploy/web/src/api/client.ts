@@ -62,10 +62,30 @@ const auth: Middleware = {
   },
 };
 
+// POSTs that change nothing worth replaying: a stream token (a secret, minted anew each time),
+// a plan (a read), the first admin's setup (no token yet to keep a key under).
+const notReplayed = /\/v1\/(stream-tokens|setup)$|\/plan$/;
+
+/**
+ * idempotent gives every other POST and DELETE its own Idempotency-Key (unless the call set
+ * one): a request the network retried is then done once. A new call is a new key.
+ */
+export const idempotent: Middleware = {
+  onRequest({ request, schemaPath }) {
+    if (
+      (request.method === "POST" || request.method === "DELETE") &&
+      !notReplayed.test(schemaPath) &&
+      !request.headers.has("Idempotency-Key")
+    )
+      request.headers.set("Idempotency-Key", idempotencyKey());
+    return request;
+  },
+};
+
 export function configure(url: string) {
   baseUrl = url.replace(/\/$/, "");
   api = createClient<paths>({ baseUrl });
-  api.use(auth);
+  api.use(auth, idempotent);
 }
 
 /** call unwraps an openapi-fetch result: the data, or an ApiError with the problem. */

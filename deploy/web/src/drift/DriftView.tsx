@@ -4,10 +4,11 @@
 // finding's version). A check runs in the workers: after "Check now" the stack is re-read every
 // 2 s until its check time moves, for at most a minute (a check that finds nothing new sends no
 // event); everything else refreshes from GET /v1/events like the rest of the page.
+import { stackKey, stackQuery, stacksKey } from "../api/queries/stacks";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Stack } from "../api/client";
-import { ProblemBox, when } from "../pages/common";
+import { api, ApiError, call, type Stack } from "../api/client";
+import { Head, ProblemBox, when } from "../pages/common";
 import {
   checkDone,
   driftButtons,
@@ -44,15 +45,14 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
   }, [sent]);
   // A second observer of the stack's query: it only adds the bounded re-read while a check is pending.
   useQuery({
-    queryKey: ["stack", id],
-    queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id } } })),
+    ...stackQuery(id),
     refetchInterval: (q) =>
       sent && q.state.data && !checkDone(sent, q.state.data.drift) && Date.now() - sent.at < POLL_FOR_MS ? POLL_MS : false,
   });
   const buttons = driftButtons(stack, role);
   const refresh = () => {
-    void qc.invalidateQueries({ queryKey: ["stack", id] });
-    void qc.invalidateQueries({ queryKey: ["stacks"] });
+    void qc.invalidateQueries({ queryKey: stackKey(id) });
+    void qc.invalidateQueries({ queryKey: stacksKey });
   };
   const run = async (fn: () => Promise<unknown>) => {
     setErr(null);
@@ -77,7 +77,7 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
     void run(async () => {
       await call(
         api.POST("/v1/stacks/{id}/jobs/{job}/executions/{n}/run-again", {
-          params: { path: { id, job: f.job, n: String(f.execution) }, header: { "Idempotency-Key": idempotencyKey() } },
+          params: { path: { id, job: f.job, n: String(f.execution) } },
         }),
       );
       setNotice(`Re-applying ${findingMachine(f)}: see the pipeline.`);
@@ -123,17 +123,7 @@ export function DriftSection({ stack, role }: { stack: Stack; role: string | und
       <ProblemBox error={err} />
       {findings.length > 0 && (
         <table className="drift-findings">
-          <thead>
-            <tr>
-              <th scope="col">Machine</th>
-              <th scope="col">Property</th>
-              <th scope="col">Expected → actual</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Since</th>
-              <th scope="col">Changed by</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
+          <Head cols={["Machine", "Property", "Expected → actual", "Kind", "Since", "Changed by", "Actions"]} />
           <tbody>
             {findings.map((f) => (
               <tr key={f.id} data-finding={`${findingMachine(f)}.${f.path}`} className={f.accepted ? "muted" : undefined}>

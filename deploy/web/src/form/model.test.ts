@@ -12,6 +12,7 @@ import {
   problemsAtPositions,
   executionBounds,
   fieldErrors,
+  formStart,
   fromStack,
   initialValues,
   knownFields,
@@ -418,5 +419,49 @@ describe("a machine keeps its number (#29 item 8)", () => {
         v,
       ).map((p) => p.field),
     ).toEqual(["jobs.app.executions[1].address_id", "jobs.app.executions[0]", "jobs.app.executions[7].node", "name"]);
+  });
+});
+
+describe("what the form starts with", () => {
+  // A draft saved with three apps (the form's app takes two to three).
+  const exec = (id: string, index: number) => ({
+    id,
+    index,
+    parameters: {},
+    address_id: null,
+    ssh_key_id: null,
+    proxmox_server_id: null,
+    node: "",
+    pool: "",
+    iso_id: null,
+    nagios: null,
+    node_exporter: false,
+    startup_order: null,
+    state: "active",
+  });
+  const draft = {
+    id: "s1",
+    name: "web",
+    description: "",
+    labels: [],
+    team_id: "t1",
+    environment_id: "e1",
+    state: "draft",
+    jobs: { db: { executions: [exec("x1", 0)] }, app: { executions: [exec("y1", 0), exec("y2", 1), exec("y3", 2)] } },
+  } as unknown as Stack;
+
+  it("is a new stack's defaults once the form and its options are there", () => {
+    expect(formStart(undefined, opts, false, undefined)).toBeNull();
+    expect(formStart(form, undefined, false, undefined)).toBeNull();
+    expect(formStart(form, opts, false, undefined)?.jobs.app).toHaveLength(2);
+  });
+
+  it("waits for the stack it edits, whatever else has arrived first", () => {
+    // The form and its options come before the stack: no defaults meanwhile, which a save
+    // would write over the stack's executions.
+    expect(formStart(form, opts, true, undefined)).toBeNull();
+    const v = formStart(form, opts, true, draft);
+    expect(v?.jobs.app.map((e) => e.id)).toEqual(["y1", "y2", "y3"]);
+    expect(toJobs(v!, form).app.executions).toHaveLength(3);
   });
 });

@@ -222,6 +222,24 @@ export function fromStack(stack: Stack, form: TemplateForm, opts: Options): Form
 }
 
 /**
+ * formStart is what the form shows until it is changed here: the stack's own answers when it
+ * edits one (`editing`), a new stack's defaults otherwise; null while the form, its options
+ * (undefined while they load) or the stack being edited are not there yet. An edited stack's
+ * form waits for the stack: a new stack's defaults in its place (one execution a job, no ids)
+ * would be saved over its executions.
+ */
+export function formStart(
+  form: TemplateForm | undefined,
+  opts: Options | undefined,
+  editing: boolean,
+  stack: Stack | undefined,
+): FormValues | null {
+  if (!form || !opts) return null;
+  if (stack) return fromStack(stack, form, opts);
+  return editing ? null : initialValues(form, opts);
+}
+
+/**
  * execNumber is the number the i-th execution of a job in the form is called by (../numbering):
  * a saved execution keeps its index whatever is removed before it (a duplicate's draft keeps
  * its original's), and a new one gets the index the API will give it (on a new stack, whose

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { catalogueTab, nodeLines } from "./Catalogue";
+import { catalogueTab } from "./Catalogue";
+import { nodeLines } from "./catalogue/Servers";
 import { given, list } from "./ResourceForm";
 
 describe("catalogue forms", () => {

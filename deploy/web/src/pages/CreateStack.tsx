@@ -8,9 +8,11 @@
 // "Save" when only name, description or labels changed (no run). The template version, team
 // and environment are read-only there; while a run is in progress the form is disabled with
 // the reason. A stale save (412) reloads the stack and names what changed.
+import { stackEditQuery, stackKey, stackQuery, stacksKey, usageQuery } from "../api/queries/stacks";
+import { formQuery, versionQuery } from "../api/queries/templates";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Stack, type TemplateForm } from "../api/client";
+import { api, ApiError, call, type Stack, type TemplateForm } from "../api/client";
 import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import {
   changedFields,
@@ -19,17 +21,17 @@ import {
   errorsFor,
   fieldErrors,
   fieldLabel,
+  formStart,
   fromStack,
   problemsAtPositions,
-  initialValues,
   knownFields,
   labelsOf,
   toJobs,
   unplaced,
   type FormValues,
 } from "../form/model";
-import { useMe } from "../App";
-import { notCopiedKey, notCopiedLines, type NotCopied } from "../stacks/duplicate";
+import { useMe } from "../api/queries/me";
+import { notCopiedKey, type NotCopied } from "../stacks/duplicate";
 import { navigate } from "../router";
 import { PlanView } from "../plan/PlanView";
 import { busyReason, needsTypedName, saveKind, saveLabel, typedNameMatches, type Names, type Plan } from "../plan/plan";
@@ -38,6 +40,7 @@ import { VersionChanges } from "./Templates";
 import { useEnvironments, useTeams, useTemplates } from "./lookups";
 import { useFormOptions } from "./options";
 import { quotaHints, stackCost } from "../quota/usage";
+import { ChangedMeanwhile, DuplicateNotice, ErrorSummary, QuotaHints } from "./create/Notices";
 
 export function CreateStack({ stackId }: { stackId?: string }) {
   const qc = useQueryClient();
@@ -46,28 +49,24 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const envs = useEnvironments();
   const teams = useTeams();
   // An existing draft, with its ETag for If-Match.
-  const existing = useQuery({
-    queryKey: ["stack-edit", stackId],
-    enabled: !!stackId,
-    gcTime: 0,
-    queryFn: async () => {
-      const r = await api.GET("/v1/stacks/{id}", { params: { path: { id: stackId! } } });
-      const data = await call(Promise.resolve(r));
-      return { stack: data, etag: r.response.headers.get("ETag") ?? "" };
-    },
-  });
+  const existing = useQuery(stackEditQuery(stackId));
   const stack = existing.data?.stack;
   // Set by the stack page's Duplicate: what the copy left out.
   const duplicated = stackId ? qc.getQueryData<{ from: string; items: NotCopied[] }>(notCopiedKey(stackId)) : undefined;
-  const [templateId, setTemplateId] = useState("");
-  const [version, setVersion] = useState(0);
-  const [values, setValues] = useState<FormValues | null>(null);
-  const [header, setHeader] = useState({ name: "", description: "", labels: "", team_id: "", environment_id: "" });
-  const [problems, setProblemsAs] = useState<{ field: string; message: string; byIndex?: boolean }[]>([]);
+  // What was changed here. Until then the form shows the stack as last read (or a new stack's
+  // defaults): the template, version, team and environment are the stack's own, else the only
+  // one there is (a new stack's version: its template's latest). Reading the stack again (a
+  // save, a stale save's reload, the end of a run) starts from it again: see took.
+  const [templatePicked, setTemplateId] = useState("");
+  const [versionPicked, setVersion] = useState(0);
+  const [edits, setValues] = useState<FormValues | null>(null);
+  const [edited, setHeader] = useState<Partial<Header>>({});
+  const [problemsSet, setProblemsAs] = useState<Problems | null>(null);
   // A request's 422 errors name executions by their place in the request, the stack's own
   // problems by their index: the latter are moved to the form's places when shown.
   const setProblems = (p: { field: string; message: string }[]) => setProblemsAs(p);
-  const setStackProblems = (p: { field: string; message: string }[]) => setProblemsAs(p.map((x) => ({ ...x, byIndex: true })));
+  const setStackProblems = (p: { field: string; message: string }[]) => setProblemsAs(byIndex(p));
+  const problems = useMemo(() => problemsSet ?? byIndex(stack?.problems ?? []), [problemsSet, stack]);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState<string>("");
   const [saved, setSaved] = useState("");
@@ -84,58 +83,31 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   const active = templates.data?.items.filter((t) => t.active) ?? [];
   const myTeams = teams.data?.items.filter((t) => me.data?.role === "admin" || me.data?.teams.includes(t.id)) ?? [];
 
-  // Preselect what has a single option; an existing draft sets everything.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: server data seeds the form once per stack; the form is the user's after that
-  useEffect(() => {
-    if (stack) {
-      setTemplateId(stack.template_id);
-      setVersion(stack.template_version);
-      setHeader({
-        name: stack.name,
-        description: stack.description,
-        labels: stack.labels.join(", "),
-        team_id: stack.team_id,
-        environment_id: stack.environment_id,
-      });
-      setStackProblems(stack.problems);
-      return;
-    }
-    if (!templateId && active.length === 1) setTemplateId(active[0].id);
-  }, [stack, active.length]);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: a single team or environment is preselected when the lists arrive, not on every render
-  useEffect(() => {
-    if (stack) return;
-    setHeader((h) => ({
-      ...h,
-      team_id: h.team_id || (myTeams.length === 1 ? myTeams[0].id : ""),
-      environment_id: h.environment_id || (envs.data?.items.length === 1 ? envs.data.items[0].id : ""),
-    }));
-  }, [myTeams.length, envs.data, stack]);
+  const only = <T,>(xs: T[] | undefined) => (xs?.length === 1 ? xs[0] : undefined);
+  const templateId = templatePicked || stack?.template_id || only(active)?.id || "";
   const template = templates.data?.items.find((t) => t.id === templateId);
-  useEffect(() => {
-    if (template && !stack) setVersion(template.latest_version);
-  }, [template, stack]);
+  const version = versionPicked || stack?.template_version || template?.latest_version || 0;
+  const header: Header = {
+    name: edited.name ?? stack?.name ?? "",
+    description: edited.description ?? stack?.description ?? "",
+    labels: edited.labels ?? stack?.labels.join(", ") ?? "",
+    team_id: edited.team_id || stack?.team_id || only(myTeams)?.id || "",
+    environment_id: edited.environment_id || stack?.environment_id || only(envs.data?.items)?.id || "",
+  };
 
-  const form = useQuery({
-    queryKey: ["form", templateId, version],
-    enabled: !!templateId && version > 0,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}/form", { params: { path: { id: templateId, v: String(version) } } })),
-  });
+  const form = useQuery(formQuery(templateId, version));
   // What a stack that is not deployed yet would take of its team's quotas, as the user types
   // (a deployed stack's edit shows its delta in the plan instead).
-  const definition = useQuery({
-    queryKey: ["version", templateId, version],
-    enabled: !!templateId && version > 0,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: templateId, v: String(version) } } })),
-    staleTime: 60_000,
-  });
-  const usage = useQuery({
-    queryKey: ["usage", header.team_id],
-    enabled: !!header.team_id,
-    queryFn: () => call(api.GET("/v1/teams/{id}/usage", { params: { path: { id: header.team_id } } })),
-  });
+  const definition = useQuery(versionQuery(templateId, version));
+  const usage = useQuery(usageQuery(header.team_id));
   const opts = useFormOptions(header.environment_id, stack);
   const options = opts.data ?? emptyOptions;
+  // The form's values: as changed here, else as the stack (or a new stack's defaults) has them.
+  const start = useMemo(
+    () => formStart(form.data, header.environment_id ? opts.data : emptyOptions, !!stackId, stack),
+    [form.data, opts.data, header.environment_id, stackId, stack],
+  );
+  const values = edits ?? start;
 
   // A deployed (or failed) stack: its live state (the events stream refreshes ["stack", id])
   // says whether a run is in progress; edits are planned as they are made.
@@ -143,17 +115,16 @@ export function CreateStack({ stackId }: { stackId?: string }) {
   // An admin choosing another version of a deployed stack's template plans its upgrade.
   const admin = me.data?.role === "admin";
   const upgrading = live && version > 0 && version !== stack!.template_version;
-  const liveStack = useQuery({
-    queryKey: ["stack", stackId],
-    enabled: live,
-    queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id: stackId! } } })),
-  });
+  const liveStack = useQuery({ ...stackQuery(stackId ?? ""), enabled: live });
   const busy_ = live ? busyReason(liveStack.data ?? stack) : "";
   const wasBusy = useRef(busy_);
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs only when the stack stops being busy
   useEffect(() => {
     // The run ended: the form starts again from the stack as it is now.
     if (wasBusy.current && !busy_) {
+      setVersion(0);
+      setHeader({});
+      setProblemsAs(null);
       setValues(null);
       void existing.refetch();
     }
@@ -213,22 +184,6 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     return list.find((o) => o.value === id)?.label;
   };
 
-  // (Re)build the values when the form or the options arrive.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: values are built once when the form or its options arrive, then belong to the user
-  useEffect(() => {
-    if (!form.data || (header.environment_id && !opts.data)) return;
-    setValues((v) => {
-      if (stack && (!v || v === null)) return fromStack(stack, form.data as TemplateForm, options);
-      if (!v) return initialValues(form.data as TemplateForm, options);
-      return v;
-    });
-  }, [form.data, opts.data, stack]);
-  // A new template or version starts a new form.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: a new template or version starts a new form
-  useEffect(() => {
-    if (!stack) setValues(null);
-  }, [templateId, version, stack]);
-
   const shownProblems = useMemo(
     () => problems.map((p) => (p.byIndex && values ? problemsAtPositions([p], values)[0] : p)),
     [problems, values],
@@ -243,6 +198,17 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     others.filter((o) => /^labels\[\d+\]$/.test(o.field)).map((o) => `${labelOf(o.field)} ${o.message}`),
   );
 
+  // A save's answer (or a stale save's reload) is the stack as it is now: the form starts again
+  // from it, and the executions new in the save have their ids (the next save must name them,
+  // or it would add more).
+  const took = (s: Stack, f: TemplateForm) => {
+    setVersion(0);
+    setHeader({});
+    setStackProblems(s.problems);
+    setValues(fromStack(s, f, options));
+  };
+  const keep = (s: Stack, etag: string | null) => qc.setQueryData(stackEditQuery(s.id).queryKey, { stack: s, etag: etag ?? "" });
+
   const save = async (): Promise<Stack | null> => {
     if (!form.data || !values) return null;
     setError(null);
@@ -254,7 +220,6 @@ export function CreateStack({ stackId }: { stackId?: string }) {
       if (!stackId) {
         s = await call(
           api.POST("/v1/stacks", {
-            params: { header: { "Idempotency-Key": idempotencyKey() } },
             body: {
               team_id: header.team_id,
               name: header.name,
@@ -267,25 +232,24 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             },
           }),
         );
-        setStackProblems(s.problems);
-        // The executions now have ids: the next save must name them, or it would add more.
-        setValues(fromStack(s, form.data, options));
+        took(s, form.data);
         navigate(`/stacks/${s.id}/edit`, undefined, true);
       } else if (upgrading) {
         // Jobs the version drops are destroyed first; new jobs go with their answers.
         const r = await api.POST("/v1/stacks/{id}/upgrade-template", {
-          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag, "Idempotency-Key": idempotencyKey() } },
+          params: { path: { id: stackId }, header: { "If-Match": existing.data!.etag } },
           body: { version, jobs: toJobs(values, form.data) },
         });
         const out = await call(Promise.resolve(r));
-        void qc.invalidateQueries({ queryKey: ["stacks"] });
-        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        void qc.invalidateQueries({ queryKey: stacksKey });
+        void qc.invalidateQueries({ queryKey: stackKey(stackId) });
         if (r.response.status === 202) {
           navigate(`/stacks/${stackId}`);
           return null;
         }
         s = out as Stack;
-        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
+        keep(s, r.response.headers.get("ETag"));
+        took(s, form.data);
         setSaved(`Moved to v${version}; nothing had to run.`);
         return s;
       } else if (live) {
@@ -300,14 +264,15 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           body,
         });
         const out = await call(Promise.resolve(r));
-        void qc.invalidateQueries({ queryKey: ["stacks"] });
-        void qc.invalidateQueries({ queryKey: ["stack", stackId] });
+        void qc.invalidateQueries({ queryKey: stacksKey });
+        void qc.invalidateQueries({ queryKey: stackKey(stackId) });
         if (r.response.status === 202) {
           navigate(`/stacks/${stackId}`);
           return null;
         }
         s = out as Stack;
-        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
+        keep(s, r.response.headers.get("ETag"));
+        took(s, form.data);
         setSaved("Saved; nothing had to run.");
         return s;
       } else {
@@ -323,17 +288,15 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           },
         });
         s = (await call(Promise.resolve(r))) as Stack;
-        qc.setQueryData(["stack-edit", stackId], { stack: s, etag: r.response.headers.get("ETag") ?? "" });
-        setStackProblems(s.problems);
-        // Executions new in this save now have ids: take them back.
-        setValues(fromStack(s, form.data, options));
+        keep(s, r.response.headers.get("ETag"));
+        took(s, form.data);
       }
       setSaved(
         s.problems.length
           ? `Draft saved; ${plural(s.problems.length, "thing")} to fix before it can deploy.`
           : "Draft saved; it is ready to deploy.",
       );
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      void qc.invalidateQueries({ queryKey: stacksKey });
       return s;
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) {
@@ -345,18 +308,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
         const fresh = await existing.refetch();
         if (fresh.data && form.data) {
           setTyped("");
-          const theirs = fromStack(fresh.data.stack, form.data, options);
-          const mine = { ...values, ...header };
-          setChanged(changedFields(mine, theirs));
-          setHeader({
-            name: theirs.name,
-            description: theirs.description,
-            labels: theirs.labels,
-            team_id: theirs.team_id,
-            environment_id: theirs.environment_id,
-          });
-          setValues(theirs);
-          setStackProblems(fresh.data.stack.problems);
+          setChanged(changedFields({ ...values, ...header }, fromStack(fresh.data.stack, form.data, options)));
+          took(fresh.data.stack, form.data);
         }
       }
       setError(e);
@@ -379,8 +332,8 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     try {
       const s = await save();
       if (!s) return;
-      await call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id: s.id }, header: { "Idempotency-Key": idempotencyKey() } } }));
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
+      await call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id: s.id } } }));
+      void qc.invalidateQueries({ queryKey: stacksKey });
       navigate(`/stacks/${s.id}`);
     } catch (e) {
       if (e instanceof ApiError && e.status === 422) {
@@ -412,43 +365,15 @@ export function CreateStack({ stackId }: { stackId?: string }) {
           {busy_}
         </p>
       )}
-      {duplicated && (
-        <div className="notice" role="status" data-testid="duplicate-notice">
-          <p>
-            A copy of {duplicated.from}: its answers were copied{duplicated.items.length ? "; not these:" : ", all of them."}
-          </p>
-          {duplicated.items.length > 0 && (
-            <ul>
-              {notCopiedLines(duplicated.items).map((l) => (
-                <li key={l}>{l}</li>
-              ))}
-            </ul>
-          )}
-        </div>
-      )}
+      {duplicated && <DuplicateNotice from={duplicated.from} items={duplicated.items} />}
       <ProblemBox error={existing.error ?? templates.error ?? form.error ?? opts.error} />
       {problems.length > 0 && (
-        <div
-          className="problem error-summary"
-          role="alert"
-          tabIndex={-1}
+        <ErrorSummary
           ref={summary}
-          aria-labelledby="error-summary-title"
-          data-testid="error-summary"
-        >
-          <strong id="error-summary-title">
-            {live
-              ? `${plural(problems.length, "problem")} to fix before saving:`
-              : `${plural(problems.length, "thing")} to fix before it can deploy:`}
-          </strong>
-          <ul>
-            {shownProblems.map((o, i) => (
-              <li key={i}>
-                <strong>{labelOf(o.field)}</strong> {o.message}
-              </li>
-            ))}
-          </ul>
-        </div>
+          live={live}
+          count={problems.length}
+          items={shownProblems.map((o) => ({ label: labelOf(o.field), message: o.message }))}
+        />
       )}
       <form
         className="stack-form"
@@ -465,7 +390,16 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             <div className="grid">
               <div className="field">
                 <label htmlFor="f-template">Template *</label>
-                <select id="f-template" value={templateId} disabled={!!stackId} onChange={(e) => setTemplateId(e.target.value)}>
+                <select
+                  id="f-template"
+                  value={templateId}
+                  disabled={!!stackId}
+                  onChange={(e) => {
+                    setTemplateId(e.target.value);
+                    setVersion(0);
+                    setValues(null);
+                  }}
+                >
                   {active.length !== 1 && <option value="">Choose…</option>}
                   {active.map((t) => (
                     <option key={t.id} value={t.id}>
@@ -484,10 +418,9 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   aria-describedby={live && admin ? "f-version-hint" : undefined}
                   onChange={(e) => {
                     setVersion(Number(e.target.value));
-                    if (live) {
-                      setValues(null);
-                      setTyped("");
-                    }
+                    // A new stack's form, or a deployed stack's upgrade, starts again.
+                    if (!stack || live) setValues(null);
+                    if (live) setTyped("");
                   }}
                 >
                   {versions.map((v) => (
@@ -506,7 +439,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
               </div>
               <div className="field">
                 <label htmlFor="f-name">Name *</label>
-                <input id="f-name" value={header.name} maxLength={100} onChange={(e) => setHeader({ ...header, name: e.target.value })} />
+                <input id="f-name" value={header.name} maxLength={100} onChange={(e) => setHeader({ ...edited, name: e.target.value })} />
                 <FieldErrorList msgs={errorsFor(errs, "name")} />
               </div>
               <div className="field">
@@ -515,7 +448,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   id="f-team"
                   value={header.team_id}
                   disabled={!!stackId}
-                  onChange={(e) => setHeader({ ...header, team_id: e.target.value })}
+                  onChange={(e) => setHeader({ ...edited, team_id: e.target.value })}
                 >
                   {myTeams.length !== 1 && <option value="">Choose…</option>}
                   {myTeams.map((t) => (
@@ -532,7 +465,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   id="f-env"
                   value={header.environment_id}
                   disabled={!!stack?.deployed_at}
-                  onChange={(e) => setHeader({ ...header, environment_id: e.target.value })}
+                  onChange={(e) => setHeader({ ...edited, environment_id: e.target.value })}
                 >
                   {envs.data?.items.length !== 1 && <option value="">Choose…</option>}
                   {envs.data?.items.map((t) => (
@@ -550,7 +483,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   value={header.labels}
                   aria-describedby="f-labels-hint"
                   aria-invalid={labelErrs.length > 0}
-                  onChange={(e) => setHeader({ ...header, labels: e.target.value })}
+                  onChange={(e) => setHeader({ ...edited, labels: e.target.value })}
                 />
                 <span className="hint" id="f-labels-hint">
                   {LABELS_HINT}
@@ -563,27 +496,16 @@ export function CreateStack({ stackId }: { stackId?: string }) {
                   id="f-desc"
                   rows={2}
                   value={header.description}
-                  onChange={(e) => setHeader({ ...header, description: e.target.value })}
+                  onChange={(e) => setHeader({ ...edited, description: e.target.value })}
                 />
                 <FieldErrorList msgs={errorsFor(errs, "description")} />
               </div>
             </div>
           </fieldset>
           {!live && form.data && values && definition.data && usage.data && (
-            // The live region wraps the list: a role on the ul itself would take its list
-            // semantics away (axe: listitem).
-            <div role="status" aria-label="Quota">
-              <ul className="quota-hints">
-                {quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id).map(
-                  (h) => (
-                    <li key={h.dimension} data-dimension={h.dimension} className={h.over ? "problem" : "muted"}>
-                      {h.text}
-                      {h.over ? ": more than the team has left" : ""}
-                    </li>
-                  ),
-                )}
-              </ul>
-            </div>
+            <QuotaHints
+              hints={quotaHints(stackCost(definition.data.definition, toJobs(values, form.data)), usage.data, header.environment_id)}
+            />
           )}
           {form.data && values ? (
             <FormRenderer form={form.data} values={values} onChange={setValues} options={options} errors={errs} />
@@ -593,19 +515,7 @@ export function CreateStack({ stackId }: { stackId?: string }) {
             <p className="muted">Choose a template to see its form.</p>
           )}
           <ProblemBox error={error} />
-          {changed.length > 0 && (
-            <div className="problem" role="status">
-              {live ? "This stack was changed meanwhile" : "Someone saved this draft meanwhile"}; the form now shows their version. What
-              differed from yours:
-              <ul>
-                {changed.map((f) => (
-                  <li key={f}>
-                    <code>{f}</code>
-                  </li>
-                ))}
-              </ul>
-            </div>
-          )}
+          {changed.length > 0 && <ChangedMeanwhile live={live} fields={changed} />}
           {upgrading && (
             <section className="plan" aria-label="Template changes">
               <h2>
@@ -667,6 +577,11 @@ export function CreateStack({ stackId }: { stackId?: string }) {
     </>
   );
 }
+
+/** Header is the stack's own fields of the form. */
+type Header = Pick<FormValues, "name" | "description" | "labels" | "team_id" | "environment_id">;
+type Problems = { field: string; message: string; byIndex?: boolean }[];
+const byIndex = (p: { field: string; message: string }[]): Problems => p.map((x) => ({ ...x, byIndex: true }));
 
 /** LABELS_HINT is the labels' format: they become Proxmox tags on the VMs. */
 export const LABELS_HINT =

@@ -4,35 +4,28 @@
 // state history, and what admins may do: edit (the next run rebuilds), retry, cancel, delete
 // (refused with the API's message naming the stacks while one uses it).
 // Everything refreshes from GET /v1/events (the shell invalidates ["isos"] and ["iso", id]).
+import { isoKey, isoQuery, isoRunsQuery, isosKey, isosQuery } from "../api/queries/isos";
+import { isoTemplatesQuery, proxmoxServersQuery } from "../api/queries/lookups";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, call, idempotencyKey } from "../api/client";
-import { useMe, useNow } from "../App";
+import { api, call } from "../api/client";
+import { useMe } from "../api/queries/me";
+import { useNow } from "../now";
 import { availability, isoPipeline, summaryText } from "../isos/isos";
 import { isoLog, LogView } from "../log/LogView";
 import { PipelineView } from "../pipeline/PipelineView";
+import { RunsTable } from "./RunsTable";
 import { href, navigate, useRoute } from "../router";
-import { ProblemBox, StateBadge, StateChanges, when } from "./common";
+import { Head, ProblemBox, StateBadge, StateChanges, when } from "./common";
 import { nameOf } from "./lookups";
 import { Delete, list, opt, ResourceForm, str, type FieldSpec } from "./ResourceForm";
 
 const STATES = ["building", "built", "failed", "removing", "removed"];
 const STAGES = ["preflight", "image", "vm-create", "vm-configure", "template", "clones"] as const;
 type Stage = (typeof STAGES)[number];
-const limit = { query: { limit: "200" } };
-const key = () => ({ "Idempotency-Key": idempotencyKey() });
 
-function useServers() {
-  return useQuery({
-    queryKey: ["proxmox-servers"],
-    queryFn: () => call(api.GET("/v1/proxmox-servers", { params: limit })),
-    staleTime: 60_000,
-  });
-}
-
-function useISOTemplates() {
-  return useQuery({ queryKey: ["iso-templates"], queryFn: () => call(api.GET("/v1/iso-templates", { params: limit })), staleTime: 60_000 });
-}
+const useServers = () => useQuery(proxmoxServersQuery());
+const useISOTemplates = () => useQuery(isoTemplatesQuery());
 
 /**
  * EmptyIsos says why the list is empty and what to do: a new installation has no ISO template,
@@ -54,15 +47,7 @@ export function EmptyIsos({ filtered, templates }: { filtered: boolean; template
 export function IsosList() {
   const { query } = useRoute();
   const f = { state: query.get("state") ?? "", server: query.get("server") ?? "" };
-  const isos = useQuery({
-    queryKey: ["isos", f.state, f.server],
-    queryFn: () =>
-      call(
-        api.GET("/v1/isos", {
-          params: { query: { limit: "200", state: (f.state || undefined) as never, proxmox_server_id: f.server || undefined } },
-        }),
-      ),
-  });
+  const isos = useQuery(isosQuery(f));
   const servers = useServers();
   const templates = useISOTemplates();
   const me = useMe();
@@ -107,17 +92,7 @@ export function IsosList() {
         <EmptyIsos filtered={!!(f.state || f.server)} templates={templates.data?.items.length} />
       ) : (
         <table className="isos">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">ISO template</th>
-              <th scope="col">Server</th>
-              <th scope="col">Node</th>
-              <th scope="col">Available on</th>
-              <th scope="col">Last change</th>
-            </tr>
-          </thead>
+          <Head cols={["Name", "State", "ISO template", "Server", "Node", "Available on", "Last change"]} />
           <tbody>
             {rows.map((i) => (
               <tr key={i.id} data-iso={i.name}>
@@ -196,7 +171,6 @@ export function BuildIso() {
           const version = str(v, "version");
           return call(
             api.POST("/v1/isos", {
-              params: { header: key() },
               body: {
                 iso_template_id: str(v, "iso_template_id"),
                 proxmox_server_id: str(v, "proxmox_server_id"),
@@ -220,19 +194,16 @@ export function IsoDetail({ id }: { id: string }) {
   const { query } = useRoute();
   // ?run= shows an older run's log (from the build history); the pipeline is the latest run's.
   const runParam = query.get("run") ?? "";
-  const iso = useQuery({ queryKey: ["iso", id], queryFn: () => call(api.GET("/v1/isos/{id}", { params: { path: { id } } })) });
-  const runs = useQuery({
-    queryKey: ["iso", id, "runs"],
-    queryFn: () => call(api.GET("/v1/isos/{id}/runs", { params: { path: { id }, query: { limit: "50" } } })),
-  });
+  const iso = useQuery(isoQuery(id));
+  const runs = useQuery(isoRunsQuery(id));
   const servers = useServers();
   const templates = useISOTemplates();
   const [err, setErr] = useState<unknown>(null);
   const [confirm, setConfirm] = useState<"" | "cancel" | "edit">("");
   const i = iso.data;
   const refresh = () => {
-    void qc.invalidateQueries({ queryKey: ["iso", id] });
-    void qc.invalidateQueries({ queryKey: ["isos"] });
+    void qc.invalidateQueries({ queryKey: isoKey(id) });
+    void qc.invalidateQueries({ queryKey: isosKey });
   };
   const act = async (fn: () => Promise<unknown>) => {
     setErr(null);
@@ -268,7 +239,7 @@ export function IsoDetail({ id }: { id: string }) {
             <button
               type="button"
               className="primary"
-              onClick={() => void act(() => call(api.POST("/v1/isos/{id}/retry", { params: { path: { id }, header: key() }, body: {} })))}
+              onClick={() => void act(() => call(api.POST("/v1/isos/{id}/retry", { params: { path: { id } }, body: {} })))}
             >
               Retry
             </button>
@@ -290,7 +261,7 @@ export function IsoDetail({ id }: { id: string }) {
             type="button"
             className="danger"
             autoFocus
-            onClick={() => void act(() => call(api.POST("/v1/isos/{id}/cancel", { params: { path: { id }, header: key() } })))}
+            onClick={() => void act(() => call(api.POST("/v1/isos/{id}/cancel", { params: { path: { id } } })))}
           >
             Yes, cancel the run
           </button>
@@ -385,41 +356,29 @@ export function IsoDetail({ id }: { id: string }) {
       )}
       <h2>Builds</h2>
       <ProblemBox error={runs.error} />
-      <table data-testid="iso-runs">
-        <caption>Runs of this ISO, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Started</th>
-            <th scope="col">Kind</th>
-            <th scope="col">State</th>
-            <th scope="col">Finished</th>
-            <th scope="col">Error</th>
-            <th scope="col">Log</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(runs.data?.items ?? []).map((r) => (
-            <tr key={r.id} data-run={r.id}>
-              <td>{when(r.started_at ?? r.created_at)}</td>
-              <td>{r.kind.replace("iso_", "")}</td>
-              <td>
-                <StateBadge state={r.state} />
-              </td>
-              <td>{when(r.finished_at)}</td>
-              <td>{r.error ?? ""}</td>
-              <td>
-                {(runParam || run?.id) === r.id ? (
-                  <span className="muted">shown</span>
-                ) : (
-                  <a href={href(`/isos/${id}`, { run: r.id })} aria-label={`Log of the run of ${when(r.created_at)}`}>
-                    View log
-                  </a>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RunsTable
+        data-testid="iso-runs"
+        caption="Runs of this ISO, newest first"
+        runs={runs.data?.items ?? []}
+        columns={[
+          { header: "Started", cell: (r) => when(r.started_at ?? r.created_at) },
+          { header: "Kind", cell: (r) => r.kind.replace("iso_", "") },
+          { header: "State", cell: (r) => <StateBadge state={r.state} /> },
+          { header: "Finished", cell: (r) => when(r.finished_at) },
+          { header: "Error", cell: (r) => r.error ?? "" },
+          {
+            header: "Log",
+            cell: (r) =>
+              (runParam || run?.id) === r.id ? (
+                <span className="muted">shown</span>
+              ) : (
+                <a href={href(`/isos/${id}`, { run: r.id })} aria-label={`Log of the run of ${when(r.created_at)}`}>
+                  View log
+                </a>
+              ),
+          },
+        ]}
+      />
       <h2>History</h2>
       <StateChanges items={i.history} />
     </>

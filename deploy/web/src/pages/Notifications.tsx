@@ -3,10 +3,11 @@
 // change, enable, test, rotate and delete them; viewers (and tokens narrower than full) read
 // only, as the API decides. A signing secret is shown once, in the dialog that follows a create
 // or a rotation, and is dropped with it: it is never put in the query cache.
+import { deliveriesQuery, webhookKey, webhooksKey, webhooksQuery } from "../api/queries/people";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Fragment, useEffect, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Schemas } from "../api/client";
-import { useMe } from "../App";
+import { api, ApiError, call, type Schemas } from "../api/client";
+import { useMe } from "../api/queries/me";
 import { FieldErrorList } from "../form/FormRenderer";
 import { errorsFor, fieldErrors } from "../form/model";
 import {
@@ -21,13 +22,11 @@ import {
   mayManage,
   updateBody,
   type Webhook,
-  type WebhookDelivery,
 } from "../notify/notify";
-import { ConfirmByName, ProblemBox, StateBadge, when } from "./common";
+import { ConfirmDialog, Head, ProblemBox, ShownOnce, StateBadge, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { Adder, ResourceForm, type FieldSpec } from "./ResourceForm";
 
-const key = () => ({ "Idempotency-Key": idempotencyKey() });
 const ifMatch = (w: Webhook) => ({ "If-Match": `"${w.version}"` });
 
 type Shown = { name: string; secret: string; why: "created" | "rotated" };
@@ -39,15 +38,11 @@ export function Notifications() {
   const scope = me.data?.token_scope;
   const manage = mayManage(me.data?.role, scope);
   const admin = me.data?.role === "admin";
-  // Each subscription carries its last delivery; while one is pending the list is read again
-  // every two seconds (deliveries have no live event).
-  const hooks = useQuery({
-    queryKey: ["webhooks"],
-    queryFn: () => call(api.GET("/v1/webhooks", { params: { query: { limit: "200" } } })),
-    refetchInterval: (q) => (q.state.data?.items.some((w: Webhook) => w.last_delivery?.state === "pending") ? 2000 : false),
-  });
+  // Each subscription carries its last delivery (webhooksQuery reads the list again while one
+  // is pending).
+  const hooks = useQuery(webhooksQuery());
   const [secret, setSecret] = useState<Shown | null>(null);
-  const refresh = () => void qc.invalidateQueries({ queryKey: ["webhooks"] });
+  const refresh = () => void qc.invalidateQueries({ queryKey: webhooksKey });
   const myTeams = (teams.data?.items ?? []).filter((t) => admin || me.data?.teams.includes(t.id));
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, hint: "What it is for, e.g. chat-ops bot" },
@@ -90,7 +85,7 @@ export function Notifications() {
                 setSecret({ name: w.name, secret: w.secret, why: "created" });
                 refresh();
               }}
-              submit={(v) => call(api.POST("/v1/webhooks", { params: { header: key() }, body: createBody(v) }))}
+              submit={(v) => call(api.POST("/v1/webhooks", { body: createBody(v) }))}
             />
           )}
         </Adder>
@@ -133,31 +128,18 @@ export function Notifications() {
 
 /** SecretOnce shows a signing secret the one time the API gives it, with a copy button. */
 function SecretOnce({ shown, onDone }: { shown: Shown; onDone: () => void }) {
-  const [note, setNote] = useState("");
   return (
-    <div className="minted" role="status" data-testid="webhook-secret">
-      <p>
-        <strong>Signing secret of {shown.name}</strong> ({shown.why}) — copy it into the receiver now: you will not see it again.
-      </p>
-      <p>
-        <code className="wrap" data-secret="webhook">
-          {shown.secret}
-        </code>{" "}
-        <button
-          type="button"
-          onClick={async () => {
-            await navigator.clipboard.writeText(shown.secret);
-            setNote("Copied");
-          }}
-        >
-          Copy
-        </button>{" "}
-        <span className="small">{note}</span>
-      </p>
-      <button type="button" onClick={onDone}>
-        Done, hide it
-      </button>
-    </div>
+    <ShownOnce
+      data-testid="webhook-secret"
+      title={
+        <>
+          <strong>Signing secret of {shown.name}</strong> ({shown.why}) — copy it into the receiver now: you will not see it again.
+        </>
+      }
+      value={shown.secret}
+      valueProps={{ "data-secret": "webhook" }}
+      onDone={onDone}
+    />
   );
 }
 
@@ -184,7 +166,7 @@ function Row({
     try {
       await fn();
       refresh();
-      void qc.invalidateQueries({ queryKey: ["webhook", w.id] });
+      void qc.invalidateQueries({ queryKey: webhookKey(w.id) });
     } catch (e) {
       // A stale version re-reads the subscription; ProblemBox says it was reloaded.
       if (e instanceof ApiError && e.status === 412) refresh();
@@ -258,7 +240,7 @@ function Row({
                   className="link"
                   onClick={() =>
                     void act(async () => {
-                      await call(api.POST("/v1/webhooks/{id}/test", { params: { path: { id: w.id }, header: key() } }));
+                      await call(api.POST("/v1/webhooks/{id}/test", { params: { path: { id: w.id } } }));
                       setOpen("log");
                     })
                   }
@@ -282,9 +264,7 @@ function Row({
                     className="link"
                     onClick={() =>
                       void act(async () => {
-                        const r = await call(
-                          api.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id: w.id }, header: key() } }),
-                        );
+                        const r = await call(api.POST("/v1/webhooks/{id}/rotate-secret", { params: { path: { id: w.id } } }));
                         onSecret({ name: r.name, secret: r.secret, why: "rotated" });
                       })
                     }
@@ -332,18 +312,21 @@ function Row({
               />
             )}
             {open === "delete" && (
-              <ConfirmByName
+              <ConfirmDialog
+                title={`Delete ${w.name}?`}
                 what="subscription"
                 name={w.name}
-                verb="Delete"
-                consequence="Its delivery log goes with it; nothing more is sent."
-                run={() => call(api.DELETE("/v1/webhooks/{id}", { params: { path: { id: w.id }, header: key() } }))}
+                confirm="Yes, delete"
+                run={() => call(api.DELETE("/v1/webhooks/{id}", { params: { path: { id: w.id } } }))}
                 onDone={() => {
                   setOpen("");
                   refresh();
                 }}
                 onCancel={() => setOpen("")}
-              />
+              >
+                {" "}
+                <span>Its delivery log goes with it; nothing more is sent.</span>
+              </ConfirmDialog>
             )}
             {open === "log" && <Deliveries w={w} manage={manage} />}
           </td>
@@ -358,16 +341,12 @@ function Row({
 function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
   const qc = useQueryClient();
   const [err, setErr] = useState<unknown>(null);
-  const log = useQuery({
-    queryKey: ["webhook", w.id, "deliveries"],
-    queryFn: () => call(api.GET("/v1/webhooks/{id}/deliveries", { params: { path: { id: w.id }, query: { limit: "50" } } })),
-    refetchInterval: (q) => (q.state.data?.items.some((d: WebhookDelivery) => d.state === "pending") ? 2000 : false),
-  });
+  const log = useQuery(deliveriesQuery(w.id));
   const items = log.data?.items ?? [];
   // The row's last delivery follows the log when the newest delivery changes.
   const newest = items[0] ? `${items[0].id}/${items[0].state}` : "";
   useEffect(() => {
-    if (newest) void qc.invalidateQueries({ queryKey: ["webhooks"], exact: true });
+    if (newest) void qc.invalidateQueries({ queryKey: webhooksKey, exact: true });
   }, [newest, qc]);
   return (
     <section aria-label={`Deliveries of ${w.name}`}>
@@ -376,22 +355,7 @@ function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
       {items.length > 0 && (
         <table>
           <caption>Deliveries of {w.name}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Status</th>
-              <th scope="col">Latency</th>
-              <th scope="col">When</th>
-              <th scope="col">Answer (first bytes)</th>
-              <th scope="col">Error</th>
-              {manage && (
-                <th scope="col">
-                  <span className="muted">Actions</span>
-                </th>
-              )}
-            </tr>
-          </thead>
+          <Head cols={["Event", "Attempts", "Status", "Latency", "When", "Answer (first bytes)", "Error"]} actions={manage} />
           <tbody>
             {items.map((d) => (
               <tr key={d.id} data-delivery={d.event_type} data-state={d.state}>
@@ -422,10 +386,10 @@ function Deliveries({ w, manage }: { w: Webhook; manage: boolean }) {
                         try {
                           await call(
                             api.POST("/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", {
-                              params: { path: { id: w.id, delivery_id: d.id }, header: key() },
+                              params: { path: { id: w.id, delivery_id: d.id } },
                             }),
                           );
-                          void qc.invalidateQueries({ queryKey: ["webhook", w.id] });
+                          void qc.invalidateQueries({ queryKey: webhookKey(w.id) });
                         } catch (e) {
                           setErr(e);
                         }

@@ -2,12 +2,15 @@
 // create and change users and teams and see everyone's tokens; everyone mints and revokes
 // their own, with a scope that narrows what it may do (full, deploy, read, prometheus). A minted
 // token is shown once, with a copy button, and never again.
+import { teamsKey, usersKey, usersQuery } from "../api/queries/lookups";
+import { tokensKey, tokensQuery } from "../api/queries/people";
+import { quotaQuery, usageQuery } from "../api/queries/stacks";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, call, idempotencyKey } from "../api/client";
-import { useMe } from "../App";
+import { api, call } from "../api/client";
+import { useMe } from "../api/queries/me";
 import { href } from "../router";
-import { ProblemBox, useFlash, when } from "./common";
+import { Head, ProblemBox, ShownOnce, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { usageLines } from "../quota/usage";
 import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
@@ -22,7 +25,7 @@ const ROLES = ["admin", "member", "viewer"] as const;
 type Role = (typeof ROLES)[number];
 
 function useUsers() {
-  return useQuery({ queryKey: ["users"], queryFn: () => call(api.GET("/v1/users", { params: { query: { limit: "200" } } })) });
+  return useQuery(usersQuery());
 }
 
 export function People({ tab }: { tab: string }) {
@@ -61,7 +64,7 @@ function Users({ admin }: { admin: boolean }) {
   ];
   const done = () => {
     setEditing("");
-    void qc.invalidateQueries({ queryKey: ["users"] });
+    void qc.invalidateQueries({ queryKey: usersKey });
   };
   return (
     <section aria-label="Users">
@@ -80,7 +83,6 @@ function Users({ admin }: { admin: boolean }) {
               submit={(v) =>
                 call(
                   api.POST("/v1/users", {
-                    params: { header: { "Idempotency-Key": idempotencyKey() } },
                     body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") },
                   }),
                 )
@@ -91,19 +93,7 @@ function Users({ admin }: { admin: boolean }) {
       )}
       <ProblemBox error={users.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">E-mail</th>
-            <th scope="col">Role</th>
-            <th scope="col">Teams</th>
-            {admin && (
-              <th scope="col">
-                <span className="muted">Actions</span>
-              </th>
-            )}
-          </tr>
-        </thead>
+        <Head cols={["Name", "E-mail", "Role", "Teams"]} actions={admin} />
         <tbody>
           {users.data?.items.map((u) => (
             <tr key={u.id} data-user={u.email}>
@@ -161,25 +151,16 @@ function Teams({ admin }: { admin: boolean }) {
               onCancel={close}
               onDone={() => {
                 close();
-                void qc.invalidateQueries({ queryKey: ["teams"] });
+                void qc.invalidateQueries({ queryKey: teamsKey });
               }}
-              submit={(v) =>
-                call(api.POST("/v1/teams", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { name: str(v, "name") } }))
-              }
+              submit={(v) => call(api.POST("/v1/teams", { body: { name: str(v, "name") } }))}
             />
           )}
         </Adder>
       )}
       <ProblemBox error={teams.error} />
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Team</th>
-            <th scope="col">Members</th>
-            <th scope="col">Quota usage</th>
-            <th scope="col">Since</th>
-          </tr>
-        </thead>
+        <Head cols={["Team", "Members", "Quota usage", "Since"]} />
         <tbody>
           {teams.data?.items.map((t) => (
             <tr key={t.id} data-team={t.name}>
@@ -206,10 +187,7 @@ function Teams({ admin }: { admin: boolean }) {
 
 // TeamUsage draws a bar per dimension the team has a quota in (GET /v1/teams/{id}/usage).
 function TeamUsage({ team, name }: { team: string; name: string }) {
-  const usage = useQuery({
-    queryKey: ["usage", team],
-    queryFn: () => call(api.GET("/v1/teams/{id}/usage", { params: { path: { id: team } } })),
-  });
+  const usage = useQuery(usageQuery(team));
   if (usage.error) return <span className="muted">unavailable</span>;
   if (!usage.data) return null;
   return (
@@ -240,11 +218,7 @@ const QUOTA_FIELDS: FieldSpec[] = [
 function QuotaEditor({ team, name }: { team: string; name: string }) {
   const qc = useQueryClient();
   const [open, setOpen] = useState(false);
-  const quota = useQuery({
-    queryKey: ["quota", team],
-    enabled: open,
-    queryFn: () => call(api.GET("/v1/teams/{id}/quotas", { params: { path: { id: team } } })),
-  });
+  const quota = useQuery({ ...quotaQuery(team), enabled: open });
   if (!open)
     return (
       <button type="button" className="link" onClick={() => setOpen(true)} aria-label={`Set quota of ${name}`}>
@@ -268,8 +242,8 @@ function QuotaEditor({ team, name }: { team: string; name: string }) {
       onCancel={() => setOpen(false)}
       onDone={() => {
         setOpen(false);
-        void qc.invalidateQueries({ queryKey: ["quota", team] });
-        void qc.invalidateQueries({ queryKey: ["usage", team] });
+        void qc.invalidateQueries({ queryKey: quotaQuery(team).queryKey });
+        void qc.invalidateQueries({ queryKey: usageQuery(team).queryKey });
       }}
       submit={(v) =>
         call(
@@ -294,10 +268,9 @@ function Tokens({ admin }: { admin: boolean }) {
   const qc = useQueryClient();
   const me = useMe();
   const users = useUsers();
-  const tokens = useQuery({ queryKey: ["tokens"], queryFn: () => call(api.GET("/v1/tokens", { params: { query: { limit: "200" } } })) });
+  const tokens = useQuery(tokensQuery());
   const [minted, setMinted] = useState<{ name: string; token: string; scope: string } | null>(null);
-  const [note, flash] = useFlash();
-  const refresh = () => void qc.invalidateQueries({ queryKey: ["tokens"] });
+  const refresh = () => void qc.invalidateQueries({ queryKey: tokensKey });
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true, hint: "What it is for, e.g. ci-pipeline" },
     {
@@ -319,35 +292,16 @@ function Tokens({ admin }: { admin: boolean }) {
   return (
     <section aria-label="API tokens">
       {minted ? (
-        <div className="minted" role="status">
-          <p>
-            <strong>Token {minted.name}</strong> (scope {minted.scope}) — copy it now: it is shown only this once.
-          </p>
-          <p>
-            <code className="wrap" data-token="minted">
-              {minted.token}
-            </code>{" "}
-            <button
-              type="button"
-              onClick={async () => {
-                await navigator.clipboard.writeText(minted.token);
-                flash("Copied");
-              }}
-            >
-              Copy
-            </button>{" "}
-            <span className="small">{note}</span>
-          </p>
-          <button
-            type="button"
-            onClick={() => {
-              setMinted(null);
-              flash("");
-            }}
-          >
-            Done, hide it
-          </button>
-        </div>
+        <ShownOnce
+          title={
+            <>
+              <strong>Token {minted.name}</strong> (scope {minted.scope}) — copy it now: it is shown only this once.
+            </>
+          }
+          value={minted.token}
+          valueProps={{ "data-token": "minted" }}
+          onDone={() => setMinted(null)}
+        />
       ) : (
         <Adder label="Mint a token">
           {(close) => (
@@ -366,7 +320,6 @@ function Tokens({ admin }: { admin: boolean }) {
               submit={(v) =>
                 call(
                   api.POST("/v1/tokens", {
-                    params: { header: { "Idempotency-Key": idempotencyKey() } },
                     body: {
                       name: str(v, "name"),
                       scope: (str(v, "scope") || "full") as TokenScope,

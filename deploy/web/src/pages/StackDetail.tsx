@@ -5,54 +5,41 @@
 // (admins, failed stacks) lists every VM, address and workspace left behind, offers the abandon
 // manifest for download, and wants the name typed too.
 // Everything refreshes from GET /v1/events (the shell invalidates ["stack", id]); no polling.
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { actionInstancesQuery, pipelineQuery, stackKey, stackQuery, stacksKey } from "../api/queries/stacks";
+import { versionQuery } from "../api/queries/templates";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type Card, type Pipeline } from "../api/client";
-import { useMe, useNow } from "../App";
+import { api, ApiError, call, type Card, type Pipeline } from "../api/client";
+import { useMe } from "../api/queries/me";
+import { useNow } from "../now";
 import { LogView, stackLog } from "../log/LogView";
 import { notCopiedKey } from "../stacks/duplicate";
 import { PipelineView } from "../pipeline/PipelineView";
 import { href, navigate, useRoute } from "../router";
-import { Menu, ProblemBox, runKindLabel, Secret, StateBadge, StateChanges, when } from "./common";
-import { duration } from "../pipeline/layout";
-import { busyReason, manifestSummary, removeSteps, typedNameMatches, type Manifest } from "../plan/plan";
+import { ConfirmDialog, Menu, ProblemBox, runKindLabel, StateBadge, when } from "./common";
+import { busyReason, manifestSummary, removeSteps, type Manifest } from "../plan/plan";
 import { nameOf, useEnvironments, useTemplates } from "./lookups";
 import { ActionsSection } from "../actions/ActionsView";
 import { DriftSection } from "../drift/DriftView";
-import { machineLabel } from "../numbering";
+import { OutputsView } from "./stack/Outputs";
+import { HistoryView, forceRemoved, useHistory } from "./stack/History";
+import { AbandonManifestLink, ManifestView, downloadManifest } from "./stack/Removal";
 
 export function StackDetail({ id }: { id: string }) {
   const qc = useQueryClient();
   const { query } = useRoute();
   const runParam = query.get("run") ?? "";
   const now = useNow();
-  const stack = useQuery({ queryKey: ["stack", id], queryFn: () => call(api.GET("/v1/stacks/{id}", { params: { path: { id } } })) });
+  const stack = useQuery(stackQuery(id));
   const s = stack.data;
-  const pipeline = useQuery({
-    queryKey: ["stack", id, "pipeline", runParam],
-    enabled: !!s && s.state !== "draft",
-    retry: false,
-    queryFn: () => call(api.GET("/v1/stacks/{id}/pipeline", { params: { path: { id }, query: runParam ? { run: runParam } : {} } })),
-  });
-  const version = useQuery({
-    queryKey: ["version", s?.template_id, s?.template_version],
-    enabled: !!s,
-    staleTime: Infinity,
-    queryFn: () =>
-      call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id: s!.template_id, v: String(s!.template_version) } } })),
-  });
-  const instances = useQuery({
-    queryKey: ["stack", id, "action-instances"],
-    enabled: !!s && s.state !== "draft",
-    queryFn: () => call(api.GET("/v1/stacks/{id}/action-instances", { params: { path: { id } } })),
-  });
+  const pipeline = useQuery({ ...pipelineQuery(id, runParam), enabled: !!s && s.state !== "draft" });
+  const version = useQuery(versionQuery(s?.template_id, s?.template_version));
+  const instances = useQuery({ ...actionInstancesQuery(id), enabled: !!s && s.state !== "draft" });
   const templates = useTemplates();
   const envs = useEnvironments();
   const history = useHistory(id);
   const me = useMe();
-  const [actionErr, setActionErr] = useState<unknown>(null);
   const [confirm, setConfirm] = useState<"" | "cancel" | "remove" | "force">("");
-  const [typed, setTyped] = useState("");
   const [manifest, setManifest] = useState<Manifest | null>(null);
 
   // A run chosen in the history is shown where its pipeline starts, once it is loaded.
@@ -63,32 +50,40 @@ export function StackDetail({ id }: { id: string }) {
     if (runParam && shownRun === runParam && !lineParam) pipelineHead.current?.scrollIntoView?.({ block: "start" });
   }, [runParam, shownRun, lineParam]);
 
-  /** act does what was asked; an action that starts a run then shows the stack's latest run. */
-  const act = async (what: string, fn: () => Promise<unknown>, startsRun = false) => {
-    setActionErr(null);
-    try {
-      await fn();
+  /** action does what a button asks; one that starts a run then shows the stack's latest run. */
+  const action = useMutation({
+    mutationFn: ({ fn }: { fn: () => Promise<unknown>; startsRun?: boolean }) => fn(),
+    onMutate: (): void => preview.reset(),
+    onSuccess: (_, { startsRun }) => {
       setConfirm("");
-      setTyped("");
       if (startsRun && runParam) navigate(`/stacks/${id}`);
-      void qc.invalidateQueries({ queryKey: ["stack", id] });
-      void qc.invalidateQueries({ queryKey: ["stacks"] });
-    } catch (e) {
-      if (e instanceof ApiError && e.status === 412) void qc.invalidateQueries({ queryKey: ["stack", id] });
-      setActionErr(e);
-    }
-    return what;
-  };
-  const key = () => ({ "Idempotency-Key": idempotencyKey() });
+      void qc.invalidateQueries({ queryKey: stackKey(id) });
+      void qc.invalidateQueries({ queryKey: stacksKey });
+    },
+    onError: (e) => {
+      if (e instanceof ApiError && e.status === 412) void qc.invalidateQueries({ queryKey: stackKey(id) });
+    },
+  });
+  const act = (fn: () => Promise<unknown>, startsRun = false) => action.mutate({ fn, startsRun });
+  /** confirmed is act for a confirmation dialog: it stays open on a refusal, shown below it. */
+  const confirmed = (fn: () => Promise<unknown>) => () => action.mutateAsync({ fn }).catch(() => undefined);
+  // The preview changes nothing: what would be left behind, before anything is confirmed.
+  const preview = useMutation({
+    mutationFn: () => call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id } }, body: {} })),
+    onMutate: (): void => action.reset(),
+    onSuccess: (r) => {
+      setManifest(r.manifest);
+      setConfirm("force");
+    },
+  });
   const retry = (mode: "failed" | "force" | "all") =>
-    act("retry", () => call(api.POST("/v1/stacks/{id}/retry", { params: { path: { id }, header: key() }, body: { mode } })), true);
+    act(() => call(api.POST("/v1/stacks/{id}/retry", { params: { path: { id } }, body: { mode } })), true);
   const runAgain = (c: Card) =>
     act(
-      "run-again",
       () =>
         call(
           api.POST("/v1/stacks/{id}/jobs/{job}/executions/{n}/run-again", {
-            params: { path: { id, job: c.job, n: String(c.execution ?? 0) }, header: key() },
+            params: { path: { id, job: c.job, n: String(c.execution ?? 0) } },
           }),
         ),
       true,
@@ -109,28 +104,14 @@ export function StackDetail({ id }: { id: string }) {
     phases.map((p) => p.name),
     instances.data?.items.length ?? 0,
   );
-  // The preview changes nothing: what would be left behind, before anything is confirmed.
-  const openForce = async () => {
-    setActionErr(null);
-    try {
-      const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: {} }));
-      setManifest(r.manifest);
-      setTyped("");
-      setConfirm("force");
-    } catch (e) {
-      setActionErr(e);
-    }
-  };
-  const doRemove = () =>
-    void act("remove", async () => {
-      await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id }, header: key() } }));
-      if (!built) navigate("/stacks");
-    });
-  const doForce = () =>
-    void act("force", async () => {
-      const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id }, header: key() }, body: { confirm: true } }));
-      downloadManifest(r.manifest);
-    });
+  const doRemove = confirmed(async () => {
+    await call(api.DELETE("/v1/stacks/{id}", { params: { path: { id } } }));
+    if (!built) navigate("/stacks");
+  });
+  const doForce = confirmed(async () => {
+    const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id } }, body: { confirm: true } }));
+    downloadManifest(r.manifest);
+  });
   // The log's filter offers every machine a job has had (an older run's lines may be of one
   // removed since), by its index.
   const jobs = Object.entries(s.jobs).map(([job, j]) => ({
@@ -158,9 +139,7 @@ export function StackDetail({ id }: { id: string }) {
             <button
               type="button"
               className="primary"
-              onClick={() =>
-                void act("deploy", () => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id }, header: key() } })), true)
-              }
+              onClick={() => void act(() => call(api.POST("/v1/stacks/{id}/deploy", { params: { path: { id } } })), true)}
             >
               Deploy
             </button>
@@ -218,8 +197,8 @@ export function StackDetail({ id }: { id: string }) {
             <button
               type="button"
               onClick={() =>
-                void act("duplicate", async () => {
-                  const d = await call(api.POST("/v1/stacks/{id}/duplicate", { params: { path: { id }, header: key() }, body: {} }));
+                void act(async () => {
+                  const d = await call(api.POST("/v1/stacks/{id}/duplicate", { params: { path: { id } }, body: {} }));
                   // The draft's form opens with a notice of what the copy left out.
                   qc.setQueryData(notCopiedKey(d.id), { from: s.name, items: d.not_copied ?? [] });
                   navigate(`/stacks/${d.id}/edit`);
@@ -230,19 +209,12 @@ export function StackDetail({ id }: { id: string }) {
             </button>
           )}
           {allowed.has("remove") && (
-            <button
-              type="button"
-              className="danger"
-              onClick={() => {
-                setTyped("");
-                setConfirm("remove");
-              }}
-            >
+            <button type="button" className="danger" onClick={() => setConfirm("remove")}>
               Remove
             </button>
           )}
           {allowed.has("force_remove") && (
-            <button type="button" className="danger" onClick={() => void openForce()}>
+            <button type="button" className="danger" onClick={() => preview.mutate()}>
               Force-remove
             </button>
           )}
@@ -260,7 +232,7 @@ export function StackDetail({ id }: { id: string }) {
             type="button"
             className="danger"
             autoFocus
-            onClick={() => void act("cancel", () => call(api.POST("/v1/stacks/{id}/cancel", { params: { path: { id }, header: key() } })))}
+            onClick={() => void act(() => call(api.POST("/v1/stacks/{id}/cancel", { params: { path: { id } } })))}
           >
             Yes, cancel the run
           </button>
@@ -270,41 +242,30 @@ export function StackDetail({ id }: { id: string }) {
         </div>
       )}
       {confirm === "remove" && (
-        <div className="confirm block" role="alertdialog" aria-labelledby="remove-title">
-          <strong id="remove-title">{built ? `Remove ${s.name}? In order:` : `Remove the draft ${s.name}?`}</strong>
+        <ConfirmDialog
+          title={built ? `Remove ${s.name}? In order:` : `Remove the draft ${s.name}?`}
+          what="stack"
+          name={built ? s.name : undefined}
+          confirm="Yes, remove"
+          run={doRemove}
+          onCancel={() => setConfirm("")}
+        >
           <ol>
             {steps.map((t, i) => (
               <li key={i}>{t}</li>
             ))}
           </ol>
-          {built && (
-            <p>
-              <label htmlFor="remove-typed">
-                Type the stack's name, <strong>{s.name}</strong>, to confirm:
-              </label>{" "}
-              <input
-                id="remove-typed"
-                value={typed}
-                autoComplete="off"
-                autoFocus
-                onChange={(e) => setTyped(e.target.value)}
-                onKeyDown={onEnter(typedNameMatches(typed, s.name), doRemove)}
-              />
-            </p>
-          )}
-          <div className="actions">
-            <button type="button" className="danger" disabled={built && !typedNameMatches(typed, s.name)} onClick={doRemove}>
-              Yes, remove
-            </button>
-            <button type="button" onClick={() => setConfirm("")}>
-              No
-            </button>
-          </div>
-        </div>
+        </ConfirmDialog>
       )}
       {confirm === "force" && manifest && (
-        <div className="confirm block" role="alertdialog" aria-labelledby="force-title">
-          <strong id="force-title">Force-remove {s.name}? Horizon forgets it and destroys nothing.</strong>
+        <ConfirmDialog
+          title={`Force-remove ${s.name}? Horizon forgets it and destroys nothing.`}
+          what="stack"
+          name={s.name}
+          confirm="Yes, force-remove"
+          run={doForce}
+          onCancel={() => setConfirm("")}
+        >
           <p>Left behind for you to clean up by hand: {manifestSummary(manifest)}.</p>
           <ManifestView m={manifest} />
           <p>
@@ -312,30 +273,9 @@ export function StackDetail({ id }: { id: string }) {
               Download the abandon manifest
             </button>
           </p>
-          <p>
-            <label htmlFor="force-typed">
-              Type the stack's name, <strong>{s.name}</strong>, to confirm:
-            </label>{" "}
-            <input
-              id="force-typed"
-              value={typed}
-              autoComplete="off"
-              autoFocus
-              onChange={(e) => setTyped(e.target.value)}
-              onKeyDown={onEnter(typedNameMatches(typed, s.name), doForce)}
-            />
-          </p>
-          <div className="actions">
-            <button type="button" className="danger" disabled={!typedNameMatches(typed, s.name)} onClick={doForce}>
-              Yes, force-remove
-            </button>
-            <button type="button" onClick={() => setConfirm("")}>
-              No
-            </button>
-          </div>
-        </div>
+        </ConfirmDialog>
       )}
-      <ProblemBox error={actionErr} />
+      <ProblemBox error={action.error ?? preview.error} />
       <dl className="facts">
         <dt>Template</dt>
         <dd>
@@ -445,252 +385,4 @@ function stepNames(p: Pipeline | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const col of p?.columns ?? []) for (const c of col.cards) out[c.step_id] = c.kind.replace("_", " ");
   return out;
-}
-
-function OutputsView({ id }: { id: string }) {
-  const outputs = useQuery({
-    queryKey: ["stack", id, "outputs"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/outputs", { params: { path: { id } } })),
-  });
-  if (outputs.error) return <ProblemBox error={outputs.error} />;
-  const jobs = Object.entries(outputs.data?.jobs ?? {});
-  if (!jobs.length) return <p className="muted">No outputs yet.</p>;
-  return <OutputsTable id={id} jobs={jobs} />;
-}
-
-type JobOutputs = [job: string, executions: { execution: number; outputs: unknown }[]];
-
-/**
- * OutputsTable is every job's outputs in one table, a row group per job: the values are one
- * column however long a job's or an output's name is (#29 item 12; a table per job aligned
- * each job's values on its own names only).
- */
-export function OutputsTable({ id, jobs }: { id: string; jobs: JobOutputs[] }) {
-  return (
-    <table className="outputs">
-      {jobs.map(([job, execs]) => (
-        <tbody key={job} aria-label={`Outputs of ${job}`}>
-          <tr>
-            <th scope="rowgroup" colSpan={2}>
-              <h3>{job}</h3>
-            </th>
-          </tr>
-          {execs.flatMap((e) =>
-            Object.entries(e.outputs as Record<string, unknown>).map(([name, val]) => (
-              <tr key={`${e.execution}/${name}`} data-output={`${job}#${e.execution}.${name}`}>
-                <th scope="row">
-                  {machineLabel(job, e.execution)} · {name}
-                </th>
-                <td>
-                  {val && typeof val === "object" && (val as { secret?: boolean }).secret ? (
-                    <Secret
-                      name={name}
-                      reveal={() =>
-                        call(
-                          api.POST("/v1/stacks/{id}/outputs/{job}/{n}/{name}/reveal", {
-                            params: { path: { id, job, n: String(e.execution), name }, header: { "Idempotency-Key": idempotencyKey() } },
-                          }),
-                        )
-                      }
-                    />
-                  ) : (
-                    <code>{typeof val === "string" ? val : JSON.stringify(val)}</code>
-                  )}
-                </td>
-              </tr>
-            )),
-          )}
-        </tbody>
-      ))}
-    </table>
-  );
-}
-
-/** useHistory is the stack's state history (the history section and the force-removal note share it). */
-function useHistory(id: string) {
-  return useQuery({
-    queryKey: ["stack", id, "history"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/history", { params: { path: { id }, query: { limit: "50" } } })),
-  });
-}
-
-/** forceRemoved says whether a history ends in a force-removal, whose manifest is then asked for. */
-export function forceRemoved(items: { to: string; error: string | null }[]): boolean {
-  const last = items.at(-1);
-  return last?.to === "removed" && !!last.error?.startsWith("force-removed");
-}
-
-function HistoryView({ id, now }: { id: string; now: number }) {
-  const history = useHistory(id);
-  const runs = useQuery({
-    queryKey: ["stack", id, "runs"],
-    queryFn: () => call(api.GET("/v1/stacks/{id}/runs", { params: { path: { id }, query: { limit: "20" } } })),
-  });
-  return (
-    <div className="history">
-      <ProblemBox error={history.error ?? runs.error} />
-      <StateChanges items={history.data?.items ?? []} />
-      <table>
-        <caption>Runs</caption>
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">By</th>
-            <th scope="col">State</th>
-            <th scope="col">Started</th>
-            <th scope="col">Ended</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Error</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.data?.items.map((r) => (
-            <tr key={r.id} data-run={r.id}>
-              <td>
-                <a href={href(`/stacks/${id}`, { run: r.id })}>{runKindLabel(r.kind)}</a>
-                {r.action && (
-                  <span className="small muted">
-                    {" "}
-                    {r.action.undo ? "undo " : ""}
-                    {r.action.name}
-                  </span>
-                )}
-              </td>
-              <td>{r.actor_name ?? (r.actor_id ? r.actor_id.slice(0, 8) : "Horizon")}</td>
-              <td>
-                <StateBadge state={r.state} />
-              </td>
-              <td>{when(r.started_at ?? r.created_at)}</td>
-              <td>{r.finished_at ? when(r.finished_at) : ""}</td>
-              <td>{duration(r.started_at, r.finished_at, now)}</td>
-              <td>{r.error ?? ""}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
-
-/** ManifestView lists what a force-remove leaves behind. */
-function ManifestView({ m }: { m: Manifest }) {
-  return (
-    <div className="manifest">
-      <table>
-        <caption>VMs left running</caption>
-        <thead>
-          <tr>
-            <th scope="col">VM</th>
-            <th scope="col">Name</th>
-            <th scope="col">Node</th>
-            <th scope="col">Pool</th>
-            <th scope="col">Execution</th>
-          </tr>
-        </thead>
-        <tbody>
-          {m.vms.length === 0 && (
-            <tr>
-              <td colSpan={5} className="muted">
-                none
-              </td>
-            </tr>
-          )}
-          {m.vms.map((v) => (
-            <tr key={`${v.proxmox_server_id}/${v.vm_id}`} data-vm={v.vm_id}>
-              <td>{v.vm_id}</td>
-              <td>{v.name}</td>
-              <td>{v.node}</td>
-              <td>{v.pool}</td>
-              <td>{machineLabel(v.job, v.execution)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      <h3>Addresses freed although a VM may still use them</h3>
-      {m.addresses.length ? (
-        <ul>
-          {m.addresses.map((a) => (
-            <li key={a.id}>
-              {a.name} ({a.ip})
-            </li>
-          ))}
-        </ul>
-      ) : (
-        <p className="muted">none</p>
-      )}
-      <h3>Terraform workspaces left</h3>
-      {m.workspaces.length ? (
-        <ul>
-          {m.workspaces.map((w) => (
-            <li key={w}>
-              <code>{w}</code>
-            </li>
-          ))}
-        </ul>
-      ) : (
-        <p className="muted">none</p>
-      )}
-      {m.nagios_hosts.length > 0 && (
-        <>
-          <h3>Nagios hosts left</h3>
-          <ul>
-            {m.nagios_hosts.map((h) => (
-              <li key={h}>{h}</li>
-            ))}
-          </ul>
-        </>
-      )}
-      {m.action_instances.length > 0 && (
-        <>
-          <h3>Action instances left (not undone)</h3>
-          <ul>
-            {m.action_instances.map((a) => (
-              <li key={a.id}>
-                {a.action} #{a.number} (v{a.template_version}, workspace <code>{a.workspace}</code>)
-              </li>
-            ))}
-          </ul>
-        </>
-      )}
-    </div>
-  );
-}
-
-/** downloadManifest saves a manifest as JSON through a link: nothing leaves the browser. */
-function downloadManifest(m: Manifest) {
-  const url = URL.createObjectURL(new Blob([JSON.stringify(m, null, 2)], { type: "application/json" }));
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = `abandon-manifest-${m.stack_name}.json`;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
-
-/** AbandonManifestLink downloads what a force-remove recorded (admins; 404 when none was). */
-function AbandonManifestLink({ id }: { id: string }) {
-  const m = useQuery({
-    queryKey: ["stack", id, "abandon-manifest"],
-    retry: false,
-    queryFn: () => call(api.GET("/v1/stacks/{id}/abandon-manifest", { params: { path: { id } } })),
-  });
-  if (!m.data) return null;
-  return (
-    <p>
-      It was force-removed: {manifestSummary(m.data)} were left behind.{" "}
-      <button type="button" className="link" onClick={() => downloadManifest(m.data!)}>
-        Download the abandon manifest
-      </button>
-    </p>
-  );
-}
-
-/** onEnter confirms a typed-name box from the keyboard: Enter does what the button does, once it may. */
-export function onEnter(ok: boolean, confirm: () => void) {
-  return (e: React.KeyboardEvent<HTMLInputElement>) => {
-    if (e.key !== "Enter") return;
-    e.preventDefault();
-    if (ok) confirm();
-  };
 }

@@ -2,11 +2,12 @@
 // filters live in the URL and are applied by the server (state, team, environment, label, text,
 // drift: a drifted stack carries a "drift" badge),
 // so that every page is filtered, not only the one loaded. Failed and running stacks come first.
+import { stacksQuery } from "../api/queries/stacks";
 import { useQuery } from "@tanstack/react-query";
-import { api, call, type StackSummary } from "../api/client";
+import type { StackSummary } from "../api/client";
 import { href, navigate, useRoute } from "../router";
 import { nameOf, useEnvironments, useTeams, useTemplates } from "./lookups";
-import { ProblemBox, StateBadge, when } from "./common";
+import { Head, ProblemBox, StateBadge, when } from "./common";
 import { DriftBadge } from "../drift/DriftView";
 
 const STATES = ["draft", "deploying", "deployed", "updating", "failed", "removing", "removed"];
@@ -28,26 +29,7 @@ export function StacksList() {
     cursor: query.get("cursor") ?? "",
   };
   const set = (k: keyof typeof f, v: string) => navigate("/stacks", { ...f, cursor: undefined, [k]: v }, true);
-  const stacks = useQuery({
-    queryKey: ["stacks", f.state, f.team, f.env, f.label, f.q, f.drift, f.cursor],
-    queryFn: () =>
-      call(
-        api.GET("/v1/stacks", {
-          params: {
-            query: {
-              limit: "50",
-              state: f.state || undefined,
-              team_id: f.team || undefined,
-              environment_id: f.env || undefined,
-              label: f.label || undefined,
-              q: f.q.trim() || undefined,
-              drifted: f.drift === "" ? undefined : f.drift === "drifted",
-              cursor: f.cursor || undefined,
-            },
-          },
-        }),
-      ),
-  });
+  const stacks = useQuery(stacksQuery(f));
   const templates = useTemplates();
   const envs = useEnvironments();
   const teams = useTeams();
@@ -117,17 +99,7 @@ export function StacksList() {
         </p>
       ) : (
         <table className="stacks">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">Template</th>
-              <th scope="col">Environment</th>
-              <th scope="col">Team</th>
-              <th scope="col">Labels</th>
-              <th scope="col">Last change</th>
-            </tr>
-          </thead>
+          <Head cols={["Name", "State", "Template", "Environment", "Team", "Labels", "Last change"]} />
           <tbody>
             {rows.map((s) => (
               <tr key={s.id} data-stack={s.name}>

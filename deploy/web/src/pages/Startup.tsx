@@ -2,15 +2,15 @@
 // restarts (startup order ascending; machines without an order last, as the API sorts them),
 // with its stack, environment, job, host (Proxmox node) and the state Proxmox reports now.
 // Stack events refresh it (the shell invalidates ["startup"]).
+import { startupQuery } from "../api/queries/stacks";
 import { useQuery } from "@tanstack/react-query";
-import { api, call } from "../api/client";
 import { href } from "../router";
-import { ProblemBox, StateBadge } from "./common";
+import { Head, ProblemBox, StateBadge } from "./common";
 import { nameOf, useEnvironments } from "./lookups";
 import { machineLabel } from "../numbering";
 
 export function Startup() {
-  const machines = useQuery({ queryKey: ["startup"], queryFn: () => call(api.GET("/v1/startup")) });
+  const machines = useQuery(startupQuery());
   const envs = useEnvironments();
   const rows = machines.data?.items ?? [];
   return (
@@ -26,17 +26,7 @@ export function Startup() {
         <p className="empty">No machine is deployed.</p>
       ) : (
         <table className="startup">
-          <thead>
-            <tr>
-              <th scope="col">Order</th>
-              <th scope="col">Stack</th>
-              <th scope="col">Environment</th>
-              <th scope="col">Job</th>
-              <th scope="col">Host</th>
-              <th scope="col">VM</th>
-              <th scope="col">State</th>
-            </tr>
-          </thead>
+          <Head cols={["Order", "Stack", "Environment", "Job", "Host", "VM", "State"]} />
           <tbody>
             {rows.map((m) => (
               <tr key={`${m.stack_id}/${m.job}/${m.execution}`} data-machine={`${m.stack} ${machineLabel(m.job, m.execution)}`}>

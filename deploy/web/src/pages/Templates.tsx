@@ -4,15 +4,17 @@
 // since (GET …/changes: a new definition or a branch that moved), and its form as a stack's creator sees it (FormRenderer, not saved).
 // Admins add a template or a version (the definition read from a git branch's file, or pasted
 // as YAML or JSON; the API resolves every branch to a commit) and switch a template on or off.
+import { templatesKey } from "../api/queries/lookups";
+import { formQuery, templateKey, templateQuery, versionChangesQuery, versionQuery } from "../api/queries/templates";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import { api, ApiError, call, idempotencyKey, type TemplateForm } from "../api/client";
-import { useMe } from "../App";
+import { api, ApiError, call, type TemplateForm } from "../api/client";
+import { useMe } from "../api/queries/me";
 import { FieldErrorList, FormRenderer } from "../form/FormRenderer";
 import { emptyOptions, fieldErrors, initialValues, type FormValues } from "../form/model";
 import { href, navigate, useRoute } from "../router";
 import { compareWith, definitionChanges } from "../templates/diff";
-import { plural, ProblemBox, when } from "./common";
+import { Head, plural, ProblemBox, when } from "./common";
 import { useTemplates } from "./lookups";
 
 export function TemplatesList() {
@@ -36,9 +38,7 @@ export function TemplatesList() {
           initial=""
           onCancel={() => setAdding(false)}
           onSubmit={async (body) => {
-            const t = await call(
-              api.POST("/v1/templates", { params: { header: { "Idempotency-Key": idempotencyKey() } }, body: { ...body, active: true } }),
-            );
+            const t = await call(api.POST("/v1/templates", { body: { ...body, active: true } }));
             navigate(`/templates/${t.id}`);
           }}
         />
@@ -48,15 +48,7 @@ export function TemplatesList() {
         <p>Loading…</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Description</th>
-              <th scope="col">Latest version</th>
-              <th scope="col">New stacks</th>
-              <th scope="col">Changed</th>
-            </tr>
-          </thead>
+          <Head cols={["Name", "Description", "Latest version", "New stacks", "Changed"]} />
           <tbody>
             {templates.data?.items.map((t) => (
               <tr key={t.id} data-template={t.name}>
@@ -81,13 +73,7 @@ export function TemplateDetail({ id }: { id: string }) {
   const me = useMe();
   const admin = me.data?.role === "admin";
   const { query } = useRoute();
-  const detail = useQuery({
-    queryKey: ["template", id],
-    queryFn: async () => {
-      const r = await api.GET("/v1/templates/{id}", { params: { path: { id } } });
-      return { t: await call(Promise.resolve(r)), etag: r.response.headers.get("ETag") ?? "" };
-    },
-  });
+  const detail = useQuery(templateQuery(id));
   const t = detail.data?.t;
   const v = Number(query.get("v")) || t?.latest_version || 0;
   const from = compareWith(
@@ -96,18 +82,13 @@ export function TemplateDetail({ id }: { id: string }) {
     Number(query.get("from")),
   );
   const cur = useQuery(versionQuery(id, v));
-  const changes = useQuery({
-    queryKey: ["template", id, "changes", v],
-    enabled: v > 0,
-    retry: false,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}/changes", { params: { path: { id, v: String(v) } } })),
-  });
+  const changes = useQuery(versionChangesQuery(id, v));
   const [adding, setAdding] = useState(false);
   const [err, setErr] = useState<unknown>(null);
   if (detail.isLoading) return <p>Loading…</p>;
   if (!t) return <ProblemBox error={detail.error} />;
   const refresh = () =>
-    void qc.invalidateQueries({ queryKey: ["template", id] }).then(() => qc.invalidateQueries({ queryKey: ["templates"] }));
+    void qc.invalidateQueries({ queryKey: templateKey(id) }).then(() => qc.invalidateQueries({ queryKey: templatesKey }));
   return (
     <>
       <div className="page-head">
@@ -156,7 +137,7 @@ export function TemplateDetail({ id }: { id: string }) {
           onSubmit={async (body) => {
             const nv = await call(
               api.POST("/v1/templates/{id}/versions", {
-                params: { path: { id }, header: { "Idempotency-Key": idempotencyKey(), "If-Match": detail.data!.etag } },
+                params: { path: { id }, header: { "If-Match": detail.data!.etag } },
                 body,
               }),
             );
@@ -169,12 +150,7 @@ export function TemplateDetail({ id }: { id: string }) {
       <div className="split">
         <table className="versions">
           <caption>Versions</caption>
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">Made</th>
-            </tr>
-          </thead>
+          <Head cols={["Version", "Made"]} />
           <tbody>
             {[...t.versions]
               .sort((a, b) => b.number - a.number)
@@ -224,14 +200,7 @@ export function TemplateDetail({ id }: { id: string }) {
                   : "Nothing changed: the branches still point to the commits it pinned."}
               </p>
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Job or action</th>
-                    <th scope="col">Source</th>
-                    <th scope="col">Pinned</th>
-                    <th scope="col">Branch now</th>
-                  </tr>
-                </thead>
+                <Head cols={["Job or action", "Source", "Pinned", "Branch now"]} />
                 <tbody>
                   {changes.data.sources.map((s, i) => (
                     <tr key={i}>
@@ -299,16 +268,6 @@ export function TemplateDetail({ id }: { id: string }) {
   );
 }
 
-/** versionQuery is a template version (immutable: fetched once). */
-export function versionQuery(id: string, n: number) {
-  return {
-    queryKey: ["version", id, n],
-    enabled: !!id && n > 0,
-    staleTime: Infinity,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}", { params: { path: { id, v: String(n) } } })),
-  };
-}
-
 /** VersionChanges lists what changes from one version of a template to another. */
 export function VersionChanges({ templateId, from, to }: { templateId: string; from: number; to: number }) {
   const a = useQuery(versionQuery(templateId, from));
@@ -338,11 +297,7 @@ export function VersionChanges({ templateId, from, to }: { templateId: string; f
 
 /** FormPreview draws a version's form as a stack's creator sees it; nothing is saved. */
 function FormPreview({ id, v }: { id: string; v: number }) {
-  const form = useQuery({
-    queryKey: ["form", id, v],
-    enabled: v > 0,
-    queryFn: () => call(api.GET("/v1/templates/{id}/versions/{v}/form", { params: { path: { id, v: String(v) } } })),
-  });
+  const form = useQuery(formQuery(id, v));
   const [values, setValues] = useState<FormValues | null>(null);
   useEffect(() => {
     if (form.data) setValues(initialValues(form.data as TemplateForm, emptyOptions));

@@ -1,8 +1,8 @@
 // The Retry menu's behaviour (#29 item 11) and the counts in words (item 12).
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { Menu, plural, runKindLabel } from "./common";
-import { forceRemoved, onEnter } from "./StackDetail";
+import { forceRemoved } from "./stack/History";
 
 afterEach(cleanup);
 
@@ -56,20 +56,6 @@ describe("Menu", () => {
     open();
     fireEvent.click(screen.getByRole("menuitem"));
     expect(details().open).toBe(false);
-  });
-});
-
-describe("typed-name confirmation", () => {
-  it("confirms on Enter once the name is right, never before", () => {
-    const confirm = vi.fn();
-    render(<input aria-label="typed" onKeyDown={onEnter(false, confirm)} />);
-    fireEvent.keyDown(screen.getByLabelText("typed"), { key: "Enter" });
-    expect(confirm).not.toHaveBeenCalled();
-    cleanup();
-    render(<input aria-label="typed" onKeyDown={onEnter(true, confirm)} />);
-    fireEvent.keyDown(screen.getByLabelText("typed"), { key: "a" });
-    fireEvent.keyDown(screen.getByLabelText("typed"), { key: "Enter" });
-    expect(confirm).toHaveBeenCalledTimes(1);
   });
 });
 

@@ -3,6 +3,27 @@ import { ApiError } from "../api/client";
 import { href } from "../router";
 import { typedNameMatches } from "../plan/plan";
 
+/** Head is a table's header row: the columns' names and, when the user may act on the rows, an
+ * Actions column. */
+export function Head({ cols, actions = false }: { cols: string[]; actions?: boolean }) {
+  return (
+    <thead>
+      <tr>
+        {cols.map((c) => (
+          <th scope="col" key={c}>
+            {c}
+          </th>
+        ))}
+        {actions && (
+          <th scope="col">
+            <span className="muted">Actions</span>
+          </th>
+        )}
+      </tr>
+    </thead>
+  );
+}
+
 /** ProblemBox shows an API problem in plain words: its title and detail, and links to the
  * stacks it is about (its stacks member, e.g. those using an ISO that cannot be deleted). */
 export function ProblemBox({ error }: { error: unknown }) {
@@ -141,6 +162,50 @@ export function useFlash(): [string, (text: string) => void] {
 }
 
 /**
+ * ShownOnce is a secret the API shows only once (a minted token, a webhook's signing secret):
+ * what it is, the value with Copy, and "Done, hide it".
+ */
+export function ShownOnce({
+  title,
+  value,
+  valueProps,
+  onDone,
+  ...box
+}: {
+  title: React.ReactNode;
+  value: string;
+  /** The value's data-* attribute (what tests and scripts read it by). */
+  valueProps: Record<`data-${string}`, string>;
+  onDone: () => void;
+  "data-testid"?: string;
+}) {
+  const [note, flash] = useFlash();
+  return (
+    <div className="minted" role="status" {...box}>
+      <p>{title}</p>
+      <p>
+        <code className="wrap" {...valueProps}>
+          {value}
+        </code>{" "}
+        <button
+          type="button"
+          onClick={async () => {
+            await navigator.clipboard.writeText(value);
+            flash("Copied");
+          }}
+        >
+          Copy
+        </button>{" "}
+        <span className="small">{note}</span>
+      </p>
+      <button type="button" onClick={onDone}>
+        Done, hide it
+      </button>
+    </div>
+  );
+}
+
+/**
  * Secret: Copy reveals into the clipboard without rendering; Reveal shows it for 30 s. reveal is
  * the route that reveals it (a job's output, an action run's), recorded by the API.
  */
@@ -242,67 +307,72 @@ export function Menu({ label, closeOn, children }: { label: string; closeOn?: un
 }
 
 /**
- * ConfirmByName asks for an object's name to be typed before a destructive action (the stack's
- * removal asks the same way): the button waits for the name, Enter confirms once it may, and the
- * safe answer is one click away. The API's refusal is shown in the dialog.
+ * ConfirmDialog is the one confirmation of a destructive action: what it does (title and
+ * children), the object's name typed when name is given (the button waits for it, Enter
+ * confirms once it may: a stack's removal, a subscription's deletion), and the safe answer one
+ * click away. The API's refusal is shown in the dialog.
  */
-export function ConfirmByName({
+export function ConfirmDialog({
+  title,
+  children,
   what,
   name,
-  verb,
-  consequence,
+  confirm,
   run,
   onDone,
   onCancel,
 }: {
-  what: string;
-  name: string;
-  verb: string;
-  consequence: string;
+  title: React.ReactNode;
+  children?: React.ReactNode;
+  /** What is confirmed, named in the label of the typed name ("stack"). */
+  what?: string;
+  /** The name to type; none: the button confirms at once. */
+  name?: string;
+  /** The confirming button's text ("Yes, remove"). */
+  confirm: string;
   run: () => Promise<unknown>;
-  onDone: () => void;
+  onDone?: () => void;
   onCancel: () => void;
 }) {
   const [typed, setTyped] = useState("");
   const [err, setErr] = useState<unknown>(null);
   const id = useId();
-  const ok = typedNameMatches(typed, name);
+  const ok = name === undefined || typedNameMatches(typed, name);
   const go = async () => {
     setErr(null);
     try {
       await run();
-      onDone();
+      onDone?.();
     } catch (e) {
       setErr(e);
     }
   };
   return (
     <div className="confirm block" role="alertdialog" aria-labelledby={`${id}-title`}>
-      <strong id={`${id}-title`}>
-        {verb} {name}?
-      </strong>{" "}
-      <span>{consequence}</span>
-      <p>
-        <label htmlFor={`${id}-typed`}>
-          Type the {what}'s name, <strong>{name}</strong>, to confirm:
-        </label>{" "}
-        <input
-          id={`${id}-typed`}
-          value={typed}
-          autoComplete="off"
-          autoFocus
-          onChange={(e) => setTyped(e.target.value)}
-          onKeyDown={(e) => {
-            if (e.key === "Enter") {
+      <strong id={`${id}-title`}>{title}</strong>
+      {children}
+      {name !== undefined && (
+        <p>
+          <label htmlFor={`${id}-typed`}>
+            Type the {what}'s name, <strong>{name}</strong>, to confirm:
+          </label>{" "}
+          <input
+            id={`${id}-typed`}
+            value={typed}
+            autoComplete="off"
+            autoFocus
+            onChange={(e) => setTyped(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key !== "Enter") return;
               e.preventDefault();
               if (ok) void go();
-            }
-          }}
-        />
-      </p>
+            }}
+          />
+        </p>
+      )}
       <div className="actions">
         <button type="button" className="danger" disabled={!ok} onClick={() => void go()}>
-          Yes, {verb.toLowerCase()}
+          {confirm}
         </button>
         <button type="button" onClick={onCancel}>
           No

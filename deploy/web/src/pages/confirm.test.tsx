@@ -1,27 +1,29 @@
-// ConfirmByName: the typed-name confirmation of a destructive action.
+// ConfirmDialog: the typed-name confirmation of a destructive action.
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ApiError } from "../api/client";
-import { ConfirmByName } from "./common";
+import { ConfirmDialog } from "./common";
 
 afterEach(cleanup);
 
 function confirm(run: () => Promise<unknown>, onDone = vi.fn()) {
   render(
-    <ConfirmByName
+    <ConfirmDialog
+      title="Delete chat-ops?"
       what="subscription"
       name="chat-ops"
-      verb="Delete"
-      consequence="Its log goes with it."
+      confirm="Yes, delete"
       run={run}
       onDone={onDone}
       onCancel={vi.fn()}
-    />,
+    >
+      <span>Its log goes with it.</span>
+    </ConfirmDialog>,
   );
   return { box: screen.getByLabelText(/Type the subscription's name/), yes: screen.getByRole("button", { name: "Yes, delete" }), onDone };
 }
 
-describe("ConfirmByName", () => {
+describe("ConfirmDialog", () => {
   it("waits for the exact name, then runs once and says so", async () => {
     const run = vi.fn().mockResolvedValue(undefined);
     const { box, yes, onDone } = confirm(run);

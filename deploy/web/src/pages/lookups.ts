@@ -1,30 +1,10 @@
 // Names of the things stacks refer to by id (templates, environments, teams), for display.
 import { useQuery } from "@tanstack/react-query";
-import { api, call } from "../api/client";
+import { environmentsQuery, teamsQuery, templatesQuery } from "../api/queries/lookups";
 
-export function useTemplates() {
-  return useQuery({
-    queryKey: ["templates"],
-    queryFn: () => call(api.GET("/v1/templates", { params: { query: { limit: "200" } } })),
-    staleTime: 60_000,
-  });
-}
-
-export function useEnvironments() {
-  return useQuery({
-    queryKey: ["environments"],
-    queryFn: () => call(api.GET("/v1/environments", { params: { query: { limit: "200" } } })),
-    staleTime: 60_000,
-  });
-}
-
-export function useTeams() {
-  return useQuery({
-    queryKey: ["teams"],
-    queryFn: () => call(api.GET("/v1/teams", { params: { query: { limit: "200" } } })),
-    staleTime: 60_000,
-  });
-}
+export const useTemplates = () => useQuery(templatesQuery());
+export const useEnvironments = () => useQuery(environmentsQuery());
+export const useTeams = () => useQuery(teamsQuery());
 
 export function nameOf(list: { items: { id: string; name: string }[] } | undefined, id: string | null | undefined): string {
   if (!id) return "";

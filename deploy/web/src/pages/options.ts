@@ -1,13 +1,15 @@
 // What a form's attachments may be set to in one environment: its networks' free addresses
 // (plus those the stack already holds), the caller's SSH keys, the environment's Proxmox servers
 // with their online nodes and pools, the built ISOs, and whether it has a Nagios server (with the host groups found on it).
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, call, type Stack } from "../api/client";
 import type { Options } from "../form/model";
+import { formOptionsKey, proxmoxServerQuery, sshKeysQuery } from "../api/queries/lookups";
 
 export function useFormOptions(envId: string, stack?: Stack) {
+  const qc = useQueryClient();
   return useQuery({
-    queryKey: ["form-options", envId, stack?.id, stack?.version],
+    queryKey: [...formOptionsKey, envId, stack?.id, stack?.version],
     enabled: !!envId,
     queryFn: async (): Promise<Options> => {
       const env = await call(api.GET("/v1/environments/{id}", { params: { path: { id: envId } } }));
@@ -17,8 +19,8 @@ export function useFormOptions(envId: string, stack?: Stack) {
         Promise.all(
           env.network_ids.map((id) => call(api.GET("/v1/networks/{id}/addresses", { params: { path: { id }, query: { limit: "200" } } }))),
         ),
-        call(api.GET("/v1/ssh-keys", { params: { query: { limit: "200" } } })),
-        Promise.all(env.proxmox_server_ids.map((id) => call(api.GET("/v1/proxmox-servers/{id}", { params: { path: { id } } })))),
+        qc.fetchQuery(sshKeysQuery()),
+        Promise.all(env.proxmox_server_ids.map((id) => qc.fetchQuery(proxmoxServerQuery(id)))),
         call(api.GET("/v1/isos", { params: { query: { limit: "200" } } })).catch(() => ({
           items: [] as { id: string; name: string; state: string }[],
         })),

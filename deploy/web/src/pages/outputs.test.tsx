@@ -3,7 +3,7 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FLASH_MS, Secret } from "./common";
-import { OutputsTable } from "./StackDetail";
+import { OutputsTable } from "./stack/Outputs";
 
 afterEach(() => {
   cleanup();
