@@ -205,24 +205,47 @@ func (s *soak) describe(owner, token, run string) string {
 	return out
 }
 
-// removed reports whether the stack or ISO is removed.
+// removed reports whether the stack or ISO is removed, asking again (for up to a minute) while
+// the API answers 5xx: a store restarting is not an answer.
 func (s *soak) removed(owner, token string) bool {
-	st, m := s.call(http.MethodGet, owner, token, nil, nil)
-	return st == 404 || (st == 200 && m["state"] == "removed")
+	for try := 0; ; try++ {
+		st, m := s.call(http.MethodGet, owner, token, nil, nil)
+		if st < 500 || try == 60 {
+			return st == 404 || (st == 200 && m["state"] == "removed")
+		}
+		time.Sleep(time.Second)
+	}
 }
 
-// download reads the run's stored log as NDJSON; gone when its owner no longer exists.
+// download reads the run's stored log as NDJSON; gone when its owner no longer exists. It asks
+// again (for up to a minute) while the API answers 5xx or not at all: a store restarting is not
+// an answer, and a problem's body is not a line.
 func (s *soak) download(owner, token, run string) ([]logLine, bool) {
-	req, _ := http.NewRequest(http.MethodGet, s.lab.API.URL+owner+"/logs?format=ndjson&run="+run, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "application/x-ndjson")
-	res, err := s.client.Do(req)
-	if err != nil {
-		return nil, false
+	var res *http.Response
+	for try := 0; ; try++ {
+		req, _ := http.NewRequest(http.MethodGet, s.lab.API.URL+owner+"/logs?format=ndjson&run="+run, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Accept", "application/x-ndjson")
+		r, err := s.client.Do(req)
+		if err == nil && r.StatusCode < 500 {
+			res = r
+			break
+		}
+		if err == nil {
+			_ = r.Body.Close()
+		}
+		if try == 60 {
+			return nil, false
+		}
+		time.Sleep(time.Second)
 	}
 	defer res.Body.Close()
 	if res.StatusCode == 404 {
 		return nil, true
+	}
+	if res.StatusCode != 200 {
+		s.logIssue("the download of run %s of %s answered %d", run, owner, res.StatusCode)
+		return nil, false
 	}
 	var out []logLine
 	dec := json.NewDecoder(res.Body)
