@@ -23,12 +23,10 @@ import {
   updateBody,
   type Webhook,
 } from "../notify/notify";
-import { ConfirmDialog, ProblemBox, ShownOnce, StateBadge, when } from "./common";
+import { ConfirmDialog, ifMatch, ProblemBox, ShownOnce, StateBadge, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { Adder, ResourceForm, type FieldSpec } from "./ResourceForm";
 import { type Panel, ResourceTable, RowActions } from "./ResourceTable";
-
-const ifMatch = (w: Webhook) => ({ "If-Match": `"${w.version}"` });
 
 type Shown = { name: string; secret: string; why: "created" | "rotated" };
 

@@ -10,7 +10,7 @@ import { useState } from "react";
 import { api, call } from "../api/client";
 import { useMe } from "../api/queries/me";
 import { href } from "../router";
-import { ProblemBox, ShownOnce, when } from "./common";
+import { ifMatch, ProblemBox, ShownOnce, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { usageLines } from "../quota/usage";
 import { Adder, list, ResourceForm, str, type FieldSpec, type Values } from "./ResourceForm";
@@ -87,21 +87,13 @@ function Users({ admin }: { admin: boolean }) {
           { header: "Teams", cell: (u) => u.teams.map((t) => nameOf(teams.data, t)).join(", ") },
         ]}
         actions={admin && ((u, p) => <RowActions name={u.name} panel={p} edit="Change" />)}
-        panel={(u, _, close) => (
-          <ResourceForm
-            title={`Change ${u.name}`}
-            fields={fields}
-            initial={{ name: u.name, email: u.email, role: u.role, teams: u.teams }}
-            onCancel={close}
-            onDone={() => {
-              close();
-              refresh();
-            }}
-            submit={(v) =>
-              call(api.PATCH("/v1/users/{id}", { params: { path: { id: u.id }, header: { "If-Match": `"${u.version}"` } }, body: body(v) }))
-            }
-          />
-        )}
+        edit={(u) => ({
+          title: `Change ${u.name}`,
+          fields,
+          initial: { name: u.name, email: u.email, role: u.role, teams: u.teams },
+          onDone: refresh,
+          submit: (v) => call(api.PATCH("/v1/users/{id}", { params: { path: { id: u.id }, header: ifMatch(u) }, body: body(v) })),
+        })}
       />
     </section>
   );

@@ -4,7 +4,7 @@
 // panel (an edit form, a confirmation, a log) in a row of its own below it.
 import { Fragment, useState } from "react";
 import { Head } from "./common";
-import { Delete } from "./ResourceForm";
+import { Delete, ResourceForm, type ResourceFormProps } from "./ResourceForm";
 
 /** DataProps are an element's data-* attributes. */
 export type DataProps = Record<`data-${string}`, string>;
@@ -31,7 +31,9 @@ export type Panel = {
  * ResourceTable is items as a table with a header row (Head). rowData names each row
  * (data-environment, data-token-name…). With actions, the table has an Actions column; pass
  * none when the user may not act on any row. panel draws what a row's open panel shows, in a
- * row below it spanning the table. With empty, an empty list shows that instead of a table.
+ * row below it spanning the table; edit is the form of its "edit" panel (RowActions' Edit),
+ * which closes on Cancel and once saved, before its onDone. With empty, an empty list shows
+ * that instead of a table.
  */
 export function ResourceTable<T>({
   items,
@@ -40,6 +42,7 @@ export function ResourceTable<T>({
   rowData,
   actions,
   panel,
+  edit,
   caption,
   empty,
   className,
@@ -50,6 +53,7 @@ export function ResourceTable<T>({
   rowData?: (row: T) => DataProps;
   actions?: ((row: T, p: Panel) => React.ReactNode) | false;
   panel?: (row: T, open: string, close: () => void) => React.ReactNode;
+  edit?: (row: T) => Omit<ResourceFormProps, "onCancel">;
   caption?: React.ReactNode;
   empty?: React.ReactNode;
   className?: string;
@@ -61,11 +65,36 @@ export function ResourceTable<T>({
       <Head cols={columns.map((c) => c.header)} actions={!!actions} />
       <tbody>
         {items?.map((row) => (
-          <Row key={rowKey(row)} row={row} columns={columns} rowData={rowData} actions={actions || undefined} panel={panel} />
+          <Row
+            key={rowKey(row)}
+            row={row}
+            columns={columns}
+            rowData={rowData}
+            actions={actions || undefined}
+            panel={panel ?? (edit && editPanel(edit))}
+          />
         ))}
       </tbody>
     </table>
   );
+}
+
+/** editPanel draws edit's form in a row's "edit" panel, closed on Cancel and once saved. */
+function editPanel<T>(edit: (row: T) => Omit<ResourceFormProps, "onCancel">) {
+  return (row: T, open: string, close: () => void) => {
+    if (open !== "edit") return null;
+    const { onDone, ...form } = edit(row);
+    return (
+      <ResourceForm
+        {...form}
+        onCancel={close}
+        onDone={(r) => {
+          close();
+          onDone?.(r);
+        }}
+      />
+    );
+  };
 }
 
 function Row<T>({

@@ -2,9 +2,9 @@
 import { environmentsKey, nagiosServersQuery, networksQuery, proxmoxServersQuery } from "../../api/queries/lookups";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
-import { ProblemBox } from "../common";
+import { ifMatch, ProblemBox } from "../common";
 import { nameOf, useEnvironments } from "../lookups";
-import { Adder, list, opt, ResourceForm, str, type FieldSpec } from "../ResourceForm";
+import { Adder, list, opt, str, type FieldSpec, type Values } from "../ResourceForm";
 import { ResourceTable, RowActions } from "../ResourceTable";
 
 function useCatalogueLists() {
@@ -26,7 +26,7 @@ export function Environments({ admin }: { admin: boolean }) {
     { name: "proxmox_server_ids", label: "Proxmox servers", kind: "multi", options: opts(servers.data?.items) },
     { name: "nagios_server_id", label: "Nagios server", kind: "select", options: opts(nagios.data?.items) },
   ];
-  const body = (v: Parameters<Parameters<typeof ResourceForm>[0]["submit"]>[0]) => ({
+  const body = (v: Values) => ({
     name: str(v, "name"),
     description: str(v, "description"),
     network_ids: list(v, "network_ids"),
@@ -64,32 +64,19 @@ export function Environments({ admin }: { admin: boolean }) {
           { header: "Nagios", cell: (e) => nameOf(nagios.data, e.nagios_server_id) || "—" },
         ]}
         actions={admin && ((e, p) => <RowActions name={e.name} panel={p} edit="Edit" />)}
-        panel={(e, _, close) => (
-          <ResourceForm
-            title={`Edit ${e.name}`}
-            fields={fields}
-            initial={{
-              name: e.name,
-              description: e.description,
-              network_ids: e.network_ids,
-              proxmox_server_ids: e.proxmox_server_ids,
-              nagios_server_id: e.nagios_server_id ?? "",
-            }}
-            onCancel={close}
-            onDone={() => {
-              close();
-              refresh();
-            }}
-            submit={(v) =>
-              call(
-                api.PATCH("/v1/environments/{id}", {
-                  params: { path: { id: e.id }, header: { "If-Match": `"${e.version}"` } },
-                  body: body(v),
-                }),
-              )
-            }
-          />
-        )}
+        edit={(e) => ({
+          title: `Edit ${e.name}`,
+          fields,
+          initial: {
+            name: e.name,
+            description: e.description,
+            network_ids: e.network_ids,
+            proxmox_server_ids: e.proxmox_server_ids,
+            nagios_server_id: e.nagios_server_id ?? "",
+          },
+          onDone: refresh,
+          submit: (v) => call(api.PATCH("/v1/environments/{id}", { params: { path: { id: e.id }, header: ifMatch(e) }, body: body(v) })),
+        })}
       />
     </section>
   );

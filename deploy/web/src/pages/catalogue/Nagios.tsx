@@ -2,8 +2,8 @@
 import { nagiosServersKey, nagiosServersQuery } from "../../api/queries/lookups";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, call, type Schemas } from "../../api/client";
-import { ProblemBox, when } from "../common";
-import { Adder, changed, given, ResourceForm, str, type FieldSpec, type Values } from "../ResourceForm";
+import { ifMatch, ProblemBox, when } from "../common";
+import { Adder, changed, given, str, type FieldSpec, type Values } from "../ResourceForm";
 import { ResourceTable, RowActions } from "../ResourceTable";
 
 const nagiosFields = (editing: boolean): FieldSpec[] => [
@@ -142,29 +142,22 @@ export function Nagios({ admin }: { admin: boolean }) {
             />
           ))
         }
-        panel={(n, _, close) => {
+        edit={(n) => {
           const initial = nagiosValues(n);
-          return (
-            <ResourceForm
-              title={`Edit ${n.name}`}
-              submitLabel="Check and save"
-              fields={nagiosFields(true)}
-              initial={initial}
-              onCancel={close}
-              onDone={() => {
-                close();
-                refresh();
-              }}
-              submit={(v) =>
-                call(
-                  api.PATCH("/v1/nagios-servers/{id}", {
-                    params: { path: { id: n.id }, header: { "If-Match": `"${n.version}"` } },
-                    body: changed(v, initial, ...nagiosKeys),
-                  }),
-                )
-              }
-            />
-          );
+          return {
+            title: `Edit ${n.name}`,
+            submitLabel: "Check and save",
+            fields: nagiosFields(true),
+            initial,
+            onDone: refresh,
+            submit: (v) =>
+              call(
+                api.PATCH("/v1/nagios-servers/{id}", {
+                  params: { path: { id: n.id }, header: ifMatch(n) },
+                  body: changed(v, initial, ...nagiosKeys),
+                }),
+              ),
+          };
         }}
       />
     </section>

@@ -103,8 +103,12 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
   const s = server.data;
   if (!s) return <ProblemBox error={server.error} />;
   const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-  const lacks = (l: unknown) =>
-    Array.isArray(l) && l.length ? <span className="field-errors">the token lacks {l.join(", ")}</span> : null;
+  // named is an inventory item's name and what the token lacks on it.
+  const named = (name: string, l: unknown) => (
+    <>
+      {name} {Array.isArray(l) && l.length > 0 && <span className="field-errors">the token lacks {l.join(", ")}</span>}
+    </>
+  );
   return (
     <section aria-label={`Proxmox server ${s.name}`}>
       <h2>
@@ -141,14 +145,7 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
         rowKey={(n) => n.name}
         rowData={(n) => ({ "data-node": n.name })}
         columns={[
-          {
-            header: "Node",
-            cell: (n) => (
-              <>
-                {n.name} {lacks(n.token_lacks)}
-              </>
-            ),
-          },
+          { header: "Node", cell: (n) => named(n.name, n.token_lacks) },
           { header: "State", cell: (n) => (n.online ? "online" : <strong>offline</strong>) },
           { header: "CPUs", cell: (n) => n.cpus },
           { header: "Memory", cell: (n) => gib(n.memory_bytes) },
@@ -171,14 +168,7 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
         items={s.storages}
         rowKey={(x) => x.name}
         columns={[
-          {
-            header: "Storage",
-            cell: (x) => (
-              <>
-                {x.name} {lacks(x.token_lacks)}
-              </>
-            ),
-          },
+          { header: "Storage", cell: (x) => named(x.name, x.token_lacks) },
           { header: "Type", cell: (x) => `${x.type}${x.shared ? " (shared)" : ""}` },
           { header: "Content", cell: (x) => x.content.join(", ") },
           { header: "Nodes", cell: (x) => x.nodes.join(", ") },
@@ -189,14 +179,7 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
         items={s.pools}
         rowKey={(p) => p.pool}
         columns={[
-          {
-            header: "Pool",
-            cell: (p) => (
-              <>
-                {p.pool} {lacks(p.token_lacks)}
-              </>
-            ),
-          },
+          { header: "Pool", cell: (p) => named(p.pool, p.token_lacks) },
           { header: "Comment", cell: (p) => p.comment },
         ]}
       />
