@@ -13,7 +13,6 @@ export type DataProps = Record<`data-${string}`, string>;
 export type Column<T> = {
   header: string;
   cell: (row: T) => React.ReactNode;
-  className?: string;
   /** The cell's own data-* attributes (what a test reads in it). */
   data?: (row: T) => DataProps;
 };
@@ -45,7 +44,6 @@ export function ResourceTable<T>({
   edit,
   caption,
   empty,
-  className,
 }: {
   items: readonly T[] | undefined;
   columns: Column<T>[];
@@ -56,11 +54,10 @@ export function ResourceTable<T>({
   edit?: (row: T) => Omit<ResourceFormProps, "onCancel">;
   caption?: React.ReactNode;
   empty?: React.ReactNode;
-  className?: string;
 }) {
   if (empty && items?.length === 0) return <>{empty}</>;
   return (
-    <table className={className}>
+    <table>
       {caption && <caption>{caption}</caption>}
       <Head cols={columns.map((c) => c.header)} actions={!!actions} />
       <tbody>
@@ -121,7 +118,7 @@ function Row<T>({
     <Fragment>
       <tr {...rowData?.(row)}>
         {columns.map((c) => (
-          <td key={c.header} className={c.className} {...c.data?.(row)}>
+          <td key={c.header} {...c.data?.(row)}>
             {c.cell(row)}
           </td>
         ))}
