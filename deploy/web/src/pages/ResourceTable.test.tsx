@@ -12,6 +12,13 @@ const envs: Env[] = [
   { id: "1", name: "lab", version: 3 },
   { id: "2", name: "prod", version: 1 },
 ];
+// A table of envs by name, each row named by data-environment.
+const named = {
+  items: envs,
+  rowKey: (e: Env) => e.id,
+  rowData: (e: Env) => ({ "data-environment": e.name }),
+  columns: [{ header: "Name", cell: (e: Env) => e.name }],
+};
 
 describe("ResourceTable", () => {
   it("draws the header, the rows' data attributes and no Actions column without actions", () => {
@@ -48,10 +55,7 @@ describe("ResourceTable", () => {
     const saved: string[] = [];
     const { container } = render(
       <ResourceTable
-        items={envs}
-        rowKey={(e) => e.id}
-        rowData={(e) => ({ "data-environment": e.name })}
-        columns={[{ header: "Name", cell: (e) => e.name }]}
+        {...named}
         actions={(e, p) => <RowActions name={e.name} panel={p} edit="Edit" />}
         edit={(e) => ({
           title: `Edit ${e.name}`,
@@ -81,10 +85,7 @@ describe("ResourceTable", () => {
     const removed: string[] = [];
     const { container } = render(
       <ResourceTable
-        items={envs}
-        rowKey={(e) => e.id}
-        rowData={(e) => ({ "data-environment": e.name })}
-        columns={[{ header: "Name", cell: (e) => e.name }]}
+        {...named}
         actions={(e, p) =>
           e.name === "lab" ? (
             <RowActions
