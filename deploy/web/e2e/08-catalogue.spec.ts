@@ -1,7 +1,8 @@
 // The catalogue: an admin refreshes the sandbox's inventory, registers a second Proxmox server
 // (a wrong token secret is refused on its field first; 11-isos builds on both), adds addresses
 // to a network (a wrong IP refused, then a range at once) and a user to a team (a wrong e-mail
-// refused); a member reads it all and is offered no write but its own SSH keys.
+// refused), then renames her in the form below her row; a member reads it all and is offered
+// no write but its own SSH keys.
 import { readFileSync } from "node:fs";
 import { env, expect, signInLink, test } from "./fixtures";
 
@@ -84,9 +85,18 @@ test("the catalogue: admins write, members read", async ({ page, lab, api, axe, 
   await axe(a2, "people-user-refused");
   await uf.getByLabel("E-mail *").fill("nora@example.org");
   await uf.getByRole("button", { name: "Save" }).click();
-  await expect(a2.locator('tr[data-user="nora@example.org"]').getByText("ops", { exact: true })).toBeVisible();
+  const nora = a2.locator('tr[data-user="nora@example.org"]');
+  await expect(nora.getByText("ops", { exact: true })).toBeVisible();
+  // Change opens the user's form in a row of its own below hers; saved, it closes.
+  await nora.getByRole("button", { name: "Change Nora Ops" }).click();
+  const cf = a2.locator('tr[data-user="nora@example.org"] + tr.expanded form.resource-form');
+  await cf.getByLabel("Name *").fill("Nora Oates");
+  await axe(a2, "people-user-change");
+  await cf.getByRole("button", { name: "Save" }).click();
+  await expect(nora.getByRole("cell", { name: "Nora Oates", exact: true })).toBeVisible();
+  await expect(cf, "the form closes once saved").toHaveCount(0);
   await a2.getByRole("link", { name: "Teams" }).click();
-  await expect(a2.locator('tr[data-team="ops"]').getByText(/Nora Ops \(member\)/)).toBeVisible();
+  await expect(a2.locator('tr[data-team="ops"]').getByText(/Nora Oates \(member\)/)).toBeVisible();
   await a2.context().close();
 
   // A member reads the catalogue and is offered no write but its own SSH keys.

@@ -10,10 +10,11 @@ import { useState } from "react";
 import { api, call } from "../api/client";
 import { useMe } from "../api/queries/me";
 import { href } from "../router";
-import { Head, ProblemBox, ShownOnce, when } from "./common";
+import { ifMatch, ProblemBox, ShownOnce, when } from "./common";
 import { nameOf, useTeams } from "./lookups";
 import { usageLines } from "../quota/usage";
-import { Adder, Delete, list, ResourceForm, str, type FieldSpec } from "./ResourceForm";
+import { Adder, list, ResourceForm, str, type FieldSpec, type Values } from "./ResourceForm";
+import { ResourceTable, RowActions } from "./ResourceTable";
 import { SCOPES, scopeLabel, type TokenScope } from "../notify/notify";
 
 const TABS = [
@@ -55,83 +56,45 @@ function Users({ admin }: { admin: boolean }) {
   const qc = useQueryClient();
   const users = useUsers();
   const teams = useTeams();
-  const [editing, setEditing] = useState("");
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true },
     { name: "email", label: "E-mail", required: true },
     { name: "role", label: "Role", kind: "select", required: true, options: ROLES.map((r) => ({ value: r, label: r })) },
     { name: "teams", label: "Teams", kind: "multi", options: (teams.data?.items ?? []).map((t) => ({ value: t.id, label: t.name })) },
   ];
-  const done = () => {
-    setEditing("");
-    void qc.invalidateQueries({ queryKey: usersKey });
-  };
+  const refresh = () => void qc.invalidateQueries({ queryKey: usersKey });
+  const body = (v: Values) => ({ name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") });
   return (
     <section aria-label="Users">
       {admin && (
-        <Adder label="Add a user">
-          {(close) => (
-            <ResourceForm
-              title="Add a user"
-              fields={fields}
-              initial={{ role: "member" }}
-              onCancel={close}
-              onDone={() => {
-                close();
-                done();
-              }}
-              submit={(v) =>
-                call(
-                  api.POST("/v1/users", {
-                    body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") },
-                  }),
-                )
-              }
-            />
-          )}
-        </Adder>
+        <Adder
+          label="Add a user"
+          fields={fields}
+          initial={{ role: "member" }}
+          onDone={refresh}
+          submit={(v) => call(api.POST("/v1/users", { body: body(v) }))}
+        />
       )}
       <ProblemBox error={users.error} />
-      <table>
-        <Head cols={["Name", "E-mail", "Role", "Teams"]} actions={admin} />
-        <tbody>
-          {users.data?.items.map((u) => (
-            <tr key={u.id} data-user={u.email}>
-              <td>{u.name}</td>
-              <td>{u.email}</td>
-              <td>
-                <span className="label">{u.role}</span>
-              </td>
-              <td>{u.teams.map((t) => nameOf(teams.data, t)).join(", ")}</td>
-              {admin && (
-                <td>
-                  {editing === u.id ? (
-                    <ResourceForm
-                      title={`Change ${u.name}`}
-                      fields={fields}
-                      initial={{ name: u.name, email: u.email, role: u.role, teams: u.teams }}
-                      onCancel={() => setEditing("")}
-                      onDone={done}
-                      submit={(v) =>
-                        call(
-                          api.PATCH("/v1/users/{id}", {
-                            params: { path: { id: u.id }, header: { "If-Match": `"${u.version}"` } },
-                            body: { name: str(v, "name"), email: str(v, "email"), role: str(v, "role") as Role, teams: list(v, "teams") },
-                          }),
-                        )
-                      }
-                    />
-                  ) : (
-                    <button type="button" className="link" onClick={() => setEditing(u.id)} aria-label={`Change ${u.name}`}>
-                      Change
-                    </button>
-                  )}
-                </td>
-              )}
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ResourceTable
+        items={users.data?.items}
+        rowKey={(u) => u.id}
+        rowData={(u) => ({ "data-user": u.email })}
+        columns={[
+          { header: "Name", cell: (u) => u.name },
+          { header: "E-mail", cell: (u) => u.email },
+          { header: "Role", cell: (u) => <span className="label">{u.role}</span> },
+          { header: "Teams", cell: (u) => u.teams.map((t) => nameOf(teams.data, t)).join(", ") },
+        ]}
+        actions={admin && ((u, p) => <RowActions name={u.name} panel={p} edit="Change" />)}
+        edit={(u) => ({
+          title: `Change ${u.name}`,
+          fields,
+          initial: { name: u.name, email: u.email, role: u.role, teams: u.teams },
+          onDone: refresh,
+          submit: (v) => call(api.PATCH("/v1/users/{id}", { params: { path: { id: u.id }, header: ifMatch(u) }, body: body(v) })),
+        })}
+      />
     </section>
   );
 }
@@ -143,43 +106,40 @@ function Teams({ admin }: { admin: boolean }) {
   return (
     <section aria-label="Teams">
       {admin && (
-        <Adder label="Add a team">
-          {(close) => (
-            <ResourceForm
-              title="Add a team"
-              fields={[{ name: "name", label: "Name", required: true }]}
-              onCancel={close}
-              onDone={() => {
-                close();
-                void qc.invalidateQueries({ queryKey: teamsKey });
-              }}
-              submit={(v) => call(api.POST("/v1/teams", { body: { name: str(v, "name") } }))}
-            />
-          )}
-        </Adder>
+        <Adder
+          label="Add a team"
+          fields={[{ name: "name", label: "Name", required: true }]}
+          onDone={() => void qc.invalidateQueries({ queryKey: teamsKey })}
+          submit={(v) => call(api.POST("/v1/teams", { body: { name: str(v, "name") } }))}
+        />
       )}
       <ProblemBox error={teams.error} />
-      <table>
-        <Head cols={["Team", "Members", "Quota usage", "Since"]} />
-        <tbody>
-          {teams.data?.items.map((t) => (
-            <tr key={t.id} data-team={t.name}>
-              <td>{t.name}</td>
-              <td>
-                {(users.data?.items ?? [])
-                  .filter((u) => u.teams.includes(t.id))
-                  .map((u) => `${u.name} (${u.role})`)
-                  .join(", ") || <span className="muted">none</span>}
-              </td>
-              <td>
+      <ResourceTable
+        items={teams.data?.items}
+        rowKey={(t) => t.id}
+        rowData={(t) => ({ "data-team": t.name })}
+        columns={[
+          { header: "Team", cell: (t) => t.name },
+          {
+            header: "Members",
+            cell: (t) =>
+              (users.data?.items ?? [])
+                .filter((u) => u.teams.includes(t.id))
+                .map((u) => `${u.name} (${u.role})`)
+                .join(", ") || <span className="muted">none</span>,
+          },
+          {
+            header: "Quota usage",
+            cell: (t) => (
+              <>
                 <TeamUsage team={t.id} name={t.name} />
                 {admin && <QuotaEditor team={t.id} name={t.name} />}
-              </td>
-              <td>{when(t.created_at)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: "Since", cell: (t) => when(t.created_at) },
+        ]}
+      />
       {admin && <p className="muted small">Members join a team from their user (People → Users → Change).</p>}
     </section>
   );
@@ -303,80 +263,71 @@ function Tokens({ admin }: { admin: boolean }) {
           onDone={() => setMinted(null)}
         />
       ) : (
-        <Adder label="Mint a token">
-          {(close) => (
-            <ResourceForm
-              title="Mint an API token"
-              submitLabel="Mint"
-              fields={fields}
-              initial={{ scope: "full" }}
-              onCancel={close}
-              onDone={(r) => {
-                const t = r as { name: string; token: string; scope: string };
-                close();
-                setMinted({ name: t.name, token: t.token, scope: t.scope });
-                refresh();
-              }}
-              submit={(v) =>
-                call(
-                  api.POST("/v1/tokens", {
-                    body: {
-                      name: str(v, "name"),
-                      scope: (str(v, "scope") || "full") as TokenScope,
-                      ...(str(v, "user_id") ? { user_id: str(v, "user_id") } : {}),
-                    },
-                  }),
-                )
-              }
-            />
-          )}
-        </Adder>
+        <Adder
+          label="Mint a token"
+          title="Mint an API token"
+          submitLabel="Mint"
+          fields={fields}
+          initial={{ scope: "full" }}
+          onDone={(r) => {
+            const t = r as { name: string; token: string; scope: string };
+            setMinted({ name: t.name, token: t.token, scope: t.scope });
+            refresh();
+          }}
+          submit={(v) =>
+            call(
+              api.POST("/v1/tokens", {
+                body: {
+                  name: str(v, "name"),
+                  scope: (str(v, "scope") || "full") as TokenScope,
+                  ...(str(v, "user_id") ? { user_id: str(v, "user_id") } : {}),
+                },
+              }),
+            )
+          }
+        />
       )}
       <ProblemBox error={tokens.error} />
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">For</th>
-            <th scope="col">Scope</th>
-            <th scope="col">Minted</th>
-            <th scope="col">Last used</th>
-            <th scope="col">State</th>
-            <th scope="col">
-              <span className="muted">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {tokens.data?.items.map((t) => (
-            <tr key={t.id} data-token-name={t.name}>
-              <td>
+      <ResourceTable
+        items={tokens.data?.items}
+        rowKey={(t) => t.id}
+        rowData={(t) => ({ "data-token-name": t.name })}
+        columns={[
+          {
+            header: "Name",
+            cell: (t) => (
+              <>
                 {t.name}
                 {t.id === me.data?.token_id && <span className="muted small"> (signed in with it)</span>}
-              </td>
-              <td>{users.data?.items.find((u) => u.id === t.user_id)?.name ?? t.user_id.slice(0, 8)}</td>
-              <td>
-                <span className="label" title={scopeLabel(t.scope)}>
-                  {t.scope}
-                </span>
-              </td>
-              <td>{when(t.created_at)}</td>
-              <td>{when(t.last_used_at) || "never"}</td>
-              <td>{t.revoked_at ? `revoked ${when(t.revoked_at)}` : "active"}</td>
-              <td>
-                {!t.revoked_at && (
-                  <Delete
-                    what={t.name}
-                    verb="Revoke"
-                    run={() => call(api.DELETE("/v1/tokens/{id}", { params: { path: { id: t.id } } }))}
-                    onDone={refresh}
-                  />
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: "For", cell: (t) => users.data?.items.find((u) => u.id === t.user_id)?.name ?? t.user_id.slice(0, 8) },
+          {
+            header: "Scope",
+            cell: (t) => (
+              <span className="label" title={scopeLabel(t.scope)}>
+                {t.scope}
+              </span>
+            ),
+          },
+          { header: "Minted", cell: (t) => when(t.created_at) },
+          { header: "Last used", cell: (t) => when(t.last_used_at) || "never" },
+          { header: "State", cell: (t) => (t.revoked_at ? `revoked ${when(t.revoked_at)}` : "active") },
+        ]}
+        actions={(t) =>
+          !t.revoked_at && (
+            <RowActions
+              name={t.name}
+              remove={{
+                verb: "Revoke",
+                run: () => call(api.DELETE("/v1/tokens/{id}", { params: { path: { id: t.id } } })),
+                onDone: refresh,
+              }}
+            />
+          )
+        }
+      />
     </section>
   );
 }

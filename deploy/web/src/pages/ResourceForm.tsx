@@ -40,15 +40,8 @@ export function withValue(fields: FieldSpec[], v: Values, name: string, x: strin
   return next;
 }
 
-export function ResourceForm({
-  title,
-  fields,
-  submit,
-  initial,
-  onDone,
-  onCancel,
-  submitLabel = "Save",
-}: {
+/** ResourceFormProps are a ResourceForm's: its fields, what Save sends, and what follows. */
+export type ResourceFormProps = {
   title: string;
   fields: FieldSpec[];
   submit: (v: Values) => Promise<unknown>;
@@ -56,7 +49,9 @@ export function ResourceForm({
   onDone?: (result: unknown) => void;
   onCancel?: () => void;
   submitLabel?: string;
-}) {
+};
+
+export function ResourceForm({ title, fields, submit, initial, onDone, onCancel, submitLabel = "Save" }: ResourceFormProps) {
   const base = useId();
   const empty = (f: FieldSpec) => (f.kind === "multi" ? [] : f.kind === "checkbox" ? false : "");
   const [v, setV] = useState<Values>(() => Object.fromEntries(fields.map((f) => [f.name, initial?.[f.name] ?? empty(f)])));
@@ -224,11 +219,28 @@ export function changed(v: Values, initial: Values, ...keys: string[]): Record<s
   );
 }
 
-/** Adder is the "Add …" button that opens a ResourceForm in place. */
-export function Adder({ label, children }: { label: string; children: (close: () => void) => React.ReactNode }) {
+/**
+ * Adder is the "Add …" button that opens a ResourceForm in place, titled label unless title
+ * says otherwise. The form closes when cancelled or once its submit succeeded, before onDone
+ * is called with the API's answer.
+ */
+export function Adder({
+  label,
+  title = label,
+  onDone,
+  ...form
+}: { label: string; title?: string } & Omit<ResourceFormProps, "title" | "onCancel">) {
   const [open, setOpen] = useState(false);
   return open ? (
-    children(() => setOpen(false))
+    <ResourceForm
+      title={title}
+      {...form}
+      onCancel={() => setOpen(false)}
+      onDone={(r) => {
+        setOpen(false);
+        onDone?.(r);
+      }}
+    />
   ) : (
     <p>
       <button type="button" className="primary" onClick={() => setOpen(true)}>

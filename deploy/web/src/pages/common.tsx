@@ -24,6 +24,10 @@ export function Head({ cols, actions = false }: { cols: string[]; actions?: bool
   );
 }
 
+/** ifMatch is the If-Match header of a change to an object read at its version: a change of
+ * one that changed meanwhile is refused (412). */
+export const ifMatch = (o: { version: number }) => ({ "If-Match": `"${o.version}"` });
+
 /** ProblemBox shows an API problem in plain words: its title and detail, and links to the
  * stacks it is about (its stacks member, e.g. those using an ISO that cannot be deleted). */
 export function ProblemBox({ error }: { error: unknown }) {

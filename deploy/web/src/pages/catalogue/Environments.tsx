@@ -1,11 +1,11 @@
 // Environments: a name and the networks, Proxmox servers and Nagios server stacks of it use.
 import { environmentsKey, nagiosServersQuery, networksQuery, proxmoxServersQuery } from "../../api/queries/lookups";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
 import { api, call } from "../../api/client";
-import { ProblemBox } from "../common";
+import { ifMatch, ProblemBox } from "../common";
 import { nameOf, useEnvironments } from "../lookups";
-import { Adder, list, opt, ResourceForm, str, type FieldSpec } from "../ResourceForm";
+import { Adder, list, opt, str, type FieldSpec, type Values } from "../ResourceForm";
+import { ResourceTable, RowActions } from "../ResourceTable";
 
 function useCatalogueLists() {
   const networks = useQuery(networksQuery());
@@ -18,7 +18,6 @@ export function Environments({ admin }: { admin: boolean }) {
   const qc = useQueryClient();
   const envs = useEnvironments();
   const { networks, servers, nagios } = useCatalogueLists();
-  const [editing, setEditing] = useState("");
   const opts = (xs: { id: string; name: string }[] | undefined) => (xs ?? []).map((x) => ({ value: x.id, label: x.name }));
   const fields: FieldSpec[] = [
     { name: "name", label: "Name", required: true },
@@ -27,92 +26,58 @@ export function Environments({ admin }: { admin: boolean }) {
     { name: "proxmox_server_ids", label: "Proxmox servers", kind: "multi", options: opts(servers.data?.items) },
     { name: "nagios_server_id", label: "Nagios server", kind: "select", options: opts(nagios.data?.items) },
   ];
-  const body = (v: Parameters<Parameters<typeof ResourceForm>[0]["submit"]>[0]) => ({
+  const body = (v: Values) => ({
     name: str(v, "name"),
     description: str(v, "description"),
     network_ids: list(v, "network_ids"),
     proxmox_server_ids: list(v, "proxmox_server_ids"),
     nagios_server_id: opt(v, "nagios_server_id") ?? null,
   });
-  const done = () => {
-    setEditing("");
-    void qc.invalidateQueries({ queryKey: environmentsKey });
-  };
+  const refresh = () => void qc.invalidateQueries({ queryKey: environmentsKey });
   return (
     <section aria-label="Environments">
       {admin && (
-        <Adder label="Add an environment">
-          {(close) => (
-            <ResourceForm
-              title="Add an environment"
-              fields={fields}
-              onCancel={close}
-              onDone={() => {
-                close();
-                done();
-              }}
-              submit={(v) => call(api.POST("/v1/environments", { body: body(v) }))}
-            />
-          )}
-        </Adder>
+        <Adder
+          label="Add an environment"
+          fields={fields}
+          onDone={refresh}
+          submit={(v) => call(api.POST("/v1/environments", { body: body(v) }))}
+        />
       )}
       <ProblemBox error={envs.error} />
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Networks</th>
-            <th scope="col">Proxmox servers</th>
-            <th scope="col">Nagios</th>
-            <th scope="col">
-              <span className="muted">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {envs.data?.items.map((e) => (
-            <tr key={e.id} data-environment={e.name}>
-              <td>
+      <ResourceTable
+        items={envs.data?.items}
+        rowKey={(e) => e.id}
+        rowData={(e) => ({ "data-environment": e.name })}
+        columns={[
+          {
+            header: "Name",
+            cell: (e) => (
+              <>
                 {e.name}
                 <div className="small muted">{e.description}</div>
-              </td>
-              <td>{e.network_ids.map((n) => nameOf(networks.data, n)).join(", ")}</td>
-              <td>{e.proxmox_server_ids.map((n) => nameOf(servers.data, n)).join(", ")}</td>
-              <td>{nameOf(nagios.data, e.nagios_server_id) || "—"}</td>
-              <td>
-                {admin && editing !== e.id && (
-                  <button type="button" className="link" onClick={() => setEditing(e.id)} aria-label={`Edit ${e.name}`}>
-                    Edit
-                  </button>
-                )}
-                {editing === e.id && (
-                  <ResourceForm
-                    title={`Edit ${e.name}`}
-                    fields={fields}
-                    initial={{
-                      name: e.name,
-                      description: e.description,
-                      network_ids: e.network_ids,
-                      proxmox_server_ids: e.proxmox_server_ids,
-                      nagios_server_id: e.nagios_server_id ?? "",
-                    }}
-                    onCancel={() => setEditing("")}
-                    onDone={done}
-                    submit={(v) =>
-                      call(
-                        api.PATCH("/v1/environments/{id}", {
-                          params: { path: { id: e.id }, header: { "If-Match": `"${e.version}"` } },
-                          body: body(v),
-                        }),
-                      )
-                    }
-                  />
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: "Networks", cell: (e) => e.network_ids.map((n) => nameOf(networks.data, n)).join(", ") },
+          { header: "Proxmox servers", cell: (e) => e.proxmox_server_ids.map((n) => nameOf(servers.data, n)).join(", ") },
+          { header: "Nagios", cell: (e) => nameOf(nagios.data, e.nagios_server_id) || "—" },
+        ]}
+        actions={admin && ((e, p) => <RowActions name={e.name} panel={p} edit="Edit" />)}
+        edit={(e) => ({
+          title: `Edit ${e.name}`,
+          fields,
+          initial: {
+            name: e.name,
+            description: e.description,
+            network_ids: e.network_ids,
+            proxmox_server_ids: e.proxmox_server_ids,
+            nagios_server_id: e.nagios_server_id ?? "",
+          },
+          onDone: refresh,
+          submit: (v) => call(api.PATCH("/v1/environments/{id}", { params: { path: { id: e.id }, header: ifMatch(e) }, body: body(v) })),
+        })}
+      />
     </section>
   );
 }

@@ -1,10 +1,10 @@
 // Nagios servers: registered and changed after the API's checks of both their CGIs and SSH side.
 import { nagiosServersKey, nagiosServersQuery } from "../../api/queries/lookups";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
-import { api, call } from "../../api/client";
-import { Head, ProblemBox, when } from "../common";
-import { Adder, changed, Delete, given, ResourceForm, str, type FieldSpec, type Values } from "../ResourceForm";
+import { api, call, type Schemas } from "../../api/client";
+import { ifMatch, ProblemBox, when } from "../common";
+import { Adder, changed, given, str, type FieldSpec, type Values } from "../ResourceForm";
+import { ResourceTable, RowActions } from "../ResourceTable";
 
 const nagiosFields = (editing: boolean): FieldSpec[] => [
   { name: "name", label: "Name", required: true },
@@ -60,127 +60,106 @@ const nagiosKeys = [
   "reload_command",
 ];
 
+/** nagiosValues is a server's form values: its settings, its secrets blank (kept unless typed). */
+function nagiosValues(n: Schemas["NagiosServer"]): Values {
+  return {
+    name: n.name,
+    url: n.url,
+    username: n.username,
+    password: "",
+    ssh_address: n.ssh_address,
+    ssh_user: n.ssh_user,
+    ssh_private_key: "",
+    ssh_host_key_fingerprint: n.ssh_host_key_fingerprint,
+    config_dir: n.config_dir,
+    verify_command: n.verify_command,
+    reload_command: n.reload_command,
+  };
+}
+
 export function Nagios({ admin }: { admin: boolean }) {
   const qc = useQueryClient();
   const nagios = useQuery(nagiosServersQuery());
-  const [editing, setEditing] = useState("");
   const refresh = () => void qc.invalidateQueries({ queryKey: nagiosServersKey });
   return (
     <section aria-label="Nagios servers">
       {admin && (
-        <Adder label="Register a Nagios server">
-          {(close) => (
-            <ResourceForm
-              title="Register a Nagios server"
-              submitLabel="Check and register"
-              fields={nagiosFields(false)}
-              initial={nagiosDefaults}
-              onCancel={close}
-              onDone={() => {
-                close();
-                refresh();
-              }}
-              submit={(v) =>
-                call(
-                  api.POST("/v1/nagios-servers", {
-                    body: {
-                      name: str(v, "name"),
-                      url: str(v, "url"),
-                      username: str(v, "username"),
-                      password: str(v, "password"),
-                      ssh_address: str(v, "ssh_address"),
-                      ssh_private_key: str(v, "ssh_private_key"),
-                      ssh_host_key_fingerprint: str(v, "ssh_host_key_fingerprint"),
-                      ...given(v, "ssh_user", "config_dir", "verify_command", "reload_command"),
-                    },
-                  }),
-                )
-              }
-            />
-          )}
-        </Adder>
+        <Adder
+          label="Register a Nagios server"
+          submitLabel="Check and register"
+          fields={nagiosFields(false)}
+          initial={nagiosDefaults}
+          onDone={refresh}
+          submit={(v) =>
+            call(
+              api.POST("/v1/nagios-servers", {
+                body: {
+                  name: str(v, "name"),
+                  url: str(v, "url"),
+                  username: str(v, "username"),
+                  password: str(v, "password"),
+                  ssh_address: str(v, "ssh_address"),
+                  ssh_private_key: str(v, "ssh_private_key"),
+                  ssh_host_key_fingerprint: str(v, "ssh_host_key_fingerprint"),
+                  ...given(v, "ssh_user", "config_dir", "verify_command", "reload_command"),
+                },
+              }),
+            )
+          }
+        />
       )}
       <ProblemBox error={nagios.error} />
-      {nagios.data && nagios.data.items.length === 0 ? (
-        <p className="empty">No Nagios server is registered.</p>
-      ) : (
-        <table>
-          <Head cols={["Name", "URL", "User", "SSH", "Changed"]} actions={admin} />
-          <tbody>
-            {nagios.data?.items.map((n) => {
-              const initial: Values = {
-                name: n.name,
-                url: n.url,
-                username: n.username,
-                password: "",
-                ssh_address: n.ssh_address,
-                ssh_user: n.ssh_user,
-                ssh_private_key: "",
-                ssh_host_key_fingerprint: n.ssh_host_key_fingerprint,
-                config_dir: n.config_dir,
-                verify_command: n.verify_command,
-                reload_command: n.reload_command,
-              };
-              return (
-                <tr key={n.id} data-nagios={n.name}>
-                  <td>{n.name}</td>
-                  <td>
-                    <code>{n.url}</code>
-                  </td>
-                  <td>{n.username}</td>
-                  <td>
-                    {n.ssh_address ? (
-                      <>
-                        {n.ssh_user}@{n.ssh_address}
-                      </>
-                    ) : (
-                      <span className="field-errors">no SSH access: nothing can be published</span>
-                    )}
-                  </td>
-                  <td>{when(n.updated_at)}</td>
-                  {admin && (
-                    <td>
-                      {editing !== n.id && (
-                        <button type="button" className="link" onClick={() => setEditing(n.id)} aria-label={`Edit ${n.name}`}>
-                          Edit
-                        </button>
-                      )}
-                      {editing !== n.id && (
-                        <Delete
-                          what={n.name}
-                          run={() => call(api.DELETE("/v1/nagios-servers/{id}", { params: { path: { id: n.id } } }))}
-                          onDone={refresh}
-                        />
-                      )}
-                      {editing === n.id && (
-                        <ResourceForm
-                          title={`Edit ${n.name}`}
-                          submitLabel="Check and save"
-                          fields={nagiosFields(true)}
-                          initial={initial}
-                          onCancel={() => setEditing("")}
-                          onDone={() => {
-                            setEditing("");
-                            refresh();
-                          }}
-                          submit={(v) =>
-                            call(
-                              api.PATCH("/v1/nagios-servers/{id}", {
-                                params: { path: { id: n.id }, header: { "If-Match": `"${n.version}"` } },
-                                body: changed(v, initial, ...nagiosKeys),
-                              }),
-                            )
-                          }
-                        />
-                      )}
-                    </td>
-                  )}
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        items={nagios.data?.items}
+        empty={<p className="empty">No Nagios server is registered.</p>}
+        rowKey={(n) => n.id}
+        rowData={(n) => ({ "data-nagios": n.name })}
+        columns={[
+          { header: "Name", cell: (n) => n.name },
+          { header: "URL", cell: (n) => <code>{n.url}</code> },
+          { header: "User", cell: (n) => n.username },
+          {
+            header: "SSH",
+            cell: (n) =>
+              n.ssh_address ? (
+                <>
+                  {n.ssh_user}@{n.ssh_address}
+                </>
+              ) : (
+                <span className="field-errors">no SSH access: nothing can be published</span>
+              ),
+          },
+          { header: "Changed", cell: (n) => when(n.updated_at) },
+        ]}
+        actions={
+          admin &&
+          ((n, p) => (
+            <RowActions
+              name={n.name}
+              panel={p}
+              edit="Edit"
+              remove={{ run: () => call(api.DELETE("/v1/nagios-servers/{id}", { params: { path: { id: n.id } } })), onDone: refresh }}
+            />
+          ))
+        }
+        edit={(n) => {
+          const initial = nagiosValues(n);
+          return {
+            title: `Edit ${n.name}`,
+            submitLabel: "Check and save",
+            fields: nagiosFields(true),
+            initial,
+            onDone: refresh,
+            submit: (v) =>
+              call(
+                api.PATCH("/v1/nagios-servers/{id}", {
+                  params: { path: { id: n.id }, header: ifMatch(n) },
+                  body: changed(v, initial, ...nagiosKeys),
+                }),
+              ),
+          };
+        }}
+      />
     </section>
   );
 }

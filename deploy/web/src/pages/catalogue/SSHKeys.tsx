@@ -3,7 +3,8 @@ import { formOptionsKey, sshKeysKey, sshKeysQuery } from "../../api/queries/look
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
 import { ProblemBox, when } from "../common";
-import { Adder, Delete, ResourceForm, str } from "../ResourceForm";
+import { Adder, str } from "../ResourceForm";
+import { ResourceTable, RowActions } from "../ResourceTable";
 
 export function SSHKeys() {
   const qc = useQueryClient();
@@ -16,64 +17,40 @@ export function SSHKeys() {
   };
   return (
     <section aria-label="SSH keys">
-      <Adder label="Add an SSH key">
-        {(close) => (
-          <ResourceForm
-            title="Add your SSH key"
-            fields={[
-              { name: "name", label: "Name", required: true },
-              {
-                name: "public_key",
-                label: "Public key",
-                kind: "textarea",
-                required: true,
-                hint: "One authorized_keys line, e.g. ssh-ed25519 AAAA… you@laptop",
-              },
-            ]}
-            onCancel={close}
-            onDone={() => {
-              close();
-              refresh();
-            }}
-            submit={(v) => call(api.POST("/v1/ssh-keys", { body: { name: str(v, "name"), public_key: str(v, "public_key") } }))}
+      <Adder
+        label="Add an SSH key"
+        title="Add your SSH key"
+        fields={[
+          { name: "name", label: "Name", required: true },
+          {
+            name: "public_key",
+            label: "Public key",
+            kind: "textarea",
+            required: true,
+            hint: "One authorized_keys line, e.g. ssh-ed25519 AAAA… you@laptop",
+          },
+        ]}
+        onDone={refresh}
+        submit={(v) => call(api.POST("/v1/ssh-keys", { body: { name: str(v, "name"), public_key: str(v, "public_key") } }))}
+      />
+      <ProblemBox error={keys.error} />
+      <ResourceTable
+        items={keys.data?.items}
+        rowKey={(k) => k.id}
+        rowData={(k) => ({ "data-key": k.name })}
+        columns={[
+          { header: "Name", cell: (k) => k.name },
+          { header: "Type", cell: (k) => `${k.type} ${k.bits}` },
+          { header: "Fingerprint", cell: (k) => <code>{k.fingerprint}</code> },
+          { header: "Added", cell: (k) => when(k.created_at) },
+        ]}
+        actions={(k) => (
+          <RowActions
+            name={k.name}
+            remove={{ run: () => call(api.DELETE("/v1/ssh-keys/{id}", { params: { path: { id: k.id } } })), onDone: refresh }}
           />
         )}
-      </Adder>
-      <ProblemBox error={keys.error} />
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Type</th>
-            <th scope="col">Fingerprint</th>
-            <th scope="col">Added</th>
-            <th scope="col">
-              <span className="muted">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {keys.data?.items.map((k) => (
-            <tr key={k.id} data-key={k.name}>
-              <td>{k.name}</td>
-              <td>
-                {k.type} {k.bits}
-              </td>
-              <td>
-                <code>{k.fingerprint}</code>
-              </td>
-              <td>{when(k.created_at)}</td>
-              <td>
-                <Delete
-                  what={k.name}
-                  run={() => call(api.DELETE("/v1/ssh-keys/{id}", { params: { path: { id: k.id } } }))}
-                  onDone={refresh}
-                />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      />
     </section>
   );
 }

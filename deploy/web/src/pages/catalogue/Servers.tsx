@@ -4,8 +4,9 @@ import { proxmoxServerQuery, proxmoxServersKey, proxmoxServersQuery, refreshServ
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, call } from "../../api/client";
 import { href } from "../../router";
-import { Head, ProblemBox, when } from "../common";
-import { Adder, given, ResourceForm, str, type FieldSpec } from "../ResourceForm";
+import { ProblemBox, when } from "../common";
+import { Adder, given, str, type FieldSpec } from "../ResourceForm";
+import { ResourceTable } from "../ResourceTable";
 
 const serverFields: FieldSpec[] = [
   { name: "name", label: "Name", required: true },
@@ -47,61 +48,50 @@ export function Servers({ admin }: { admin: boolean }) {
   return (
     <section aria-label="Proxmox servers">
       {admin && (
-        <Adder label="Register a Proxmox server">
-          {(close) => (
-            <ResourceForm
-              title="Register a Proxmox server"
-              submitLabel="Check and register"
-              fields={serverFields}
-              initial={{ ssh_user: "root" }}
-              onCancel={close}
-              onDone={() => {
-                close();
-                void qc.invalidateQueries({ queryKey: proxmoxServersKey });
-              }}
-              submit={(v) =>
-                call(
-                  api.POST("/v1/proxmox-servers", {
-                    body: {
-                      name: str(v, "name"),
-                      api_url: str(v, "api_url"),
-                      token_id: str(v, "token_id"),
-                      token_secret: str(v, "token_secret"),
-                      ssh_private_key: str(v, "ssh_private_key"),
-                      ssh_user: str(v, "ssh_user") || "root",
-                      ...given(v, "tls_fingerprint", "ca_cert"),
-                      nodes: nodeLines(str(v, "nodes")),
-                    },
-                  }),
-                )
-              }
-            />
-          )}
-        </Adder>
+        <Adder
+          label="Register a Proxmox server"
+          submitLabel="Check and register"
+          fields={serverFields}
+          initial={{ ssh_user: "root" }}
+          onDone={() => void qc.invalidateQueries({ queryKey: proxmoxServersKey })}
+          submit={(v) =>
+            call(
+              api.POST("/v1/proxmox-servers", {
+                body: {
+                  name: str(v, "name"),
+                  api_url: str(v, "api_url"),
+                  token_id: str(v, "token_id"),
+                  token_secret: str(v, "token_secret"),
+                  ssh_private_key: str(v, "ssh_private_key"),
+                  ssh_user: str(v, "ssh_user") || "root",
+                  ...given(v, "tls_fingerprint", "ca_cert"),
+                  nodes: nodeLines(str(v, "nodes")),
+                },
+              }),
+            )
+          }
+        />
       )}
       <ProblemBox error={servers.error} />
-      <table>
-        <Head cols={["Name", "Cluster", "API", "Nodes online", "Inventory of"]} />
-        <tbody>
-          {servers.data?.items.map((s) => (
-            <tr key={s.id} data-server={s.name}>
-              <td>
-                <a href={href(`/catalogue/servers/${s.id}`)}>{s.name}</a>
-              </td>
-              <td>
+      <ResourceTable
+        items={servers.data?.items}
+        rowKey={(s) => s.id}
+        rowData={(s) => ({ "data-server": s.name })}
+        columns={[
+          { header: "Name", cell: (s) => <a href={href(`/catalogue/servers/${s.id}`)}>{s.name}</a> },
+          {
+            header: "Cluster",
+            cell: (s) => (
+              <>
                 {s.cluster_name} <span className="muted small">PVE {s.pve_version}</span>
-              </td>
-              <td>
-                <code>{s.api_url}</code>
-              </td>
-              <td>
-                {s.nodes.filter((n) => n.online).length} of {s.nodes.length}
-              </td>
-              <td>{when(s.refreshed_at)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: "API", cell: (s) => <code>{s.api_url}</code> },
+          { header: "Nodes online", cell: (s) => `${s.nodes.filter((n) => n.online).length} of ${s.nodes.length}` },
+          { header: "Inventory of", cell: (s) => when(s.refreshed_at) },
+        ]}
+      />
     </section>
   );
 }
@@ -113,8 +103,12 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
   const s = server.data;
   if (!s) return <ProblemBox error={server.error} />;
   const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-  const lacks = (l: unknown) =>
-    Array.isArray(l) && l.length ? <span className="field-errors">the token lacks {l.join(", ")}</span> : null;
+  // named is an inventory item's name and what the token lacks on it.
+  const named = (name: string, l: unknown) => (
+    <>
+      {name} {Array.isArray(l) && l.length > 0 && <span className="field-errors">the token lacks {l.join(", ")}</span>}
+    </>
+  );
   return (
     <section aria-label={`Proxmox server ${s.name}`}>
       <h2>
@@ -145,65 +139,50 @@ export function ServerDetail({ id, admin }: { id: string; admin: boolean }) {
         </p>
       )}
       <ProblemBox error={refresh.error} />
-      <table>
-        <caption>Nodes</caption>
-        <Head cols={["Node", "State", "CPUs", "Memory", "SSH", "Host key"]} />
-        <tbody>
-          {s.nodes.map((n) => (
-            <tr key={n.name} data-node={n.name}>
-              <td>
-                {n.name} {lacks(n.token_lacks)}
-              </td>
-              <td>{n.online ? "online" : <strong>offline</strong>}</td>
-              <td>{n.cpus}</td>
-              <td>{gib(n.memory_bytes)}</td>
-              <td>{n.ssh_address ?? "—"}</td>
-              <td>
-                {n.ssh_host_key_fingerprint ? (
-                  <>
-                    <code>{n.ssh_host_key_fingerprint}</code> <span className="muted small">{n.host_key_source?.replaceAll("_", " ")}</span>
-                  </>
-                ) : (
-                  "—"
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      <table>
-        <caption>Storages</caption>
-        <Head cols={["Storage", "Type", "Content", "Nodes"]} />
-        <tbody>
-          {s.storages.map((x) => (
-            <tr key={x.name}>
-              <td>
-                {x.name} {lacks(x.token_lacks)}
-              </td>
-              <td>
-                {x.type}
-                {x.shared && " (shared)"}
-              </td>
-              <td>{x.content.join(", ")}</td>
-              <td>{x.nodes.join(", ")}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      <table>
-        <caption>Resource pools</caption>
-        <Head cols={["Pool", "Comment"]} />
-        <tbody>
-          {s.pools.map((p) => (
-            <tr key={p.pool}>
-              <td>
-                {p.pool} {lacks(p.token_lacks)}
-              </td>
-              <td>{p.comment}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ResourceTable
+        caption="Nodes"
+        items={s.nodes}
+        rowKey={(n) => n.name}
+        rowData={(n) => ({ "data-node": n.name })}
+        columns={[
+          { header: "Node", cell: (n) => named(n.name, n.token_lacks) },
+          { header: "State", cell: (n) => (n.online ? "online" : <strong>offline</strong>) },
+          { header: "CPUs", cell: (n) => n.cpus },
+          { header: "Memory", cell: (n) => gib(n.memory_bytes) },
+          { header: "SSH", cell: (n) => n.ssh_address ?? "—" },
+          {
+            header: "Host key",
+            cell: (n) =>
+              n.ssh_host_key_fingerprint ? (
+                <>
+                  <code>{n.ssh_host_key_fingerprint}</code> <span className="muted small">{n.host_key_source?.replaceAll("_", " ")}</span>
+                </>
+              ) : (
+                "—"
+              ),
+          },
+        ]}
+      />
+      <ResourceTable
+        caption="Storages"
+        items={s.storages}
+        rowKey={(x) => x.name}
+        columns={[
+          { header: "Storage", cell: (x) => named(x.name, x.token_lacks) },
+          { header: "Type", cell: (x) => `${x.type}${x.shared ? " (shared)" : ""}` },
+          { header: "Content", cell: (x) => x.content.join(", ") },
+          { header: "Nodes", cell: (x) => x.nodes.join(", ") },
+        ]}
+      />
+      <ResourceTable
+        caption="Resource pools"
+        items={s.pools}
+        rowKey={(p) => p.pool}
+        columns={[
+          { header: "Pool", cell: (p) => named(p.pool, p.token_lacks) },
+          { header: "Comment", cell: (p) => p.comment },
+        ]}
+      />
     </section>
   );
 }
