@@ -112,7 +112,7 @@ func (s *Server) release(g *grant) {
 		if _, err := s.db.Exec(ctx, `UPDATE terraform_states SET lock_info = NULL WHERE workspace = $1`, g.workspace); err != nil {
 			s.log.Warn("state backend: could not clear a released lock's description", "workspace", g.workspace, "error", err)
 		}
-		_ = conn.Close(ctx) // the advisory lock goes with the session
+		unlockAndClose(ctx, conn)
 		cancel()
 		delete(g.locks, id)
 	}
@@ -332,9 +332,17 @@ func (s *Server) unlock(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	if !ok {
 		return httpError{http.StatusConflict, "the lock " + info.ID + " is not held by this run"}
 	}
-	defer conn.Close(ctx) // releases the advisory lock
+	defer unlockAndClose(ctx, conn)
 	_, err = s.db.Exec(ctx, `UPDATE terraform_states SET lock_info = NULL WHERE workspace = $1`, g.workspace)
 	return err
+}
+
+// unlockAndClose releases the advisory lock conn's session holds, then closes it. Closing alone
+// releases it too, but only once the server's backend has seen the session end, after Close
+// has returned: a lock asked for at once could still find it held.
+func unlockAndClose(ctx context.Context, conn *pgx.Conn) {
+	_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`) // a broken session holds nothing
+	_ = conn.Close(ctx)
 }
 
 // Read returns a workspace's state, opened, or nil when it has none.
