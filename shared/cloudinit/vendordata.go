@@ -49,10 +49,15 @@ func RenderVendorData(v Vendor) ([]byte, error) {
 			// aliases dangling; and aliases are how a small document expands into a huge one.
 			return nil, fmt.Errorf("vendor-data extra may not use YAML anchors or aliases")
 		}
+		// A duplicate key anywhere (a mapping inside a list inside a value) would be written
+		// back as it is: YAML forbids it, and readers disagree on which value wins. Decoding
+		// the document, as a reader does, finds them at every depth (anchors are refused
+		// above, so nothing expands).
+		var probe any
+		if err := yaml.Unmarshal([]byte(v.Extra), &probe); err != nil {
+			return nil, fmt.Errorf("vendor-data extra: %w", err)
+		}
 		m := extra.Content[0]
-		// The YAML parser leaves duplicate keys in a node tree, and the document written from
-		// it would hold them: YAML forbids that, and readers disagree on which value wins.
-		seen := map[string]bool{}
 		for i := 0; i < len(m.Content); i += 2 {
 			key := m.Content[i]
 			// Cloud-config keys are names: a null, number or boolean key would be written
@@ -64,10 +69,6 @@ func RenderVendorData(v Vendor) ([]byte, error) {
 			if ours[k] {
 				return nil, fmt.Errorf("vendor-data extra sets %q, which the vendor-data already sets", k)
 			}
-			if seen[k] {
-				return nil, fmt.Errorf("vendor-data extra sets %q twice", k)
-			}
-			seen[k] = true
 		}
 		doc.Content = append(doc.Content, m.Content...)
 	}

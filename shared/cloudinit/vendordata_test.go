@@ -37,6 +37,9 @@ func TestRenderVendorDataRejectsBadExtra(t *testing.T) {
 		{"not a mapping", "- a\n- b\n", "not a YAML mapping"},
 		{"not yaml", "a: [b\n", "vendor-data extra"},
 		{"repeats packages", "packages: [curl]\n", `"packages"`},
+		{"a key twice", "timezone: UTC\ntimezone: CET\n", `"timezone" already defined`},
+		// Found by FuzzRenderVendorData: a duplicate inside a list's mapping was written back.
+		{"a key twice, deep", "write_files:\n  - path: /a\n    path: /b\n", `"path" already defined`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
