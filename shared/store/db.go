@@ -75,8 +75,9 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 
 // WithTx runs fn in a transaction and commits it when fn returns nil. When the transaction
 // fails because the server turned out read only or the connection broke before the transaction
-// began (a failover), it runs fn once more, in a new transaction on a new connection: fn must
-// not act outside the transaction before it returns.
+// began (a failover), or Postgres rolled it back to end a deadlock or a serialization failure,
+// it runs fn again (at most twice more), in a new transaction: fn must not act outside the
+// transaction before it returns.
 func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	_, err := WithTxV(ctx, pool, func(ctx context.Context, tx pgx.Tx) (struct{}, error) {
 		return struct{}{}, fn(ctx, tx)
@@ -87,8 +88,8 @@ func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context
 // WithTxV is WithTx for a function that also returns a value.
 func WithTxV[T any](ctx context.Context, pool *pgxpool.Pool, fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
 	v, err := withTxOnce(ctx, pool, fn)
-	if err != nil && retryableAfterSwitch(err) && ctx.Err() == nil {
-		return withTxOnce(ctx, pool, fn)
+	for again := 0; again < 2 && err != nil && ctx.Err() == nil && (retryableAfterSwitch(err) || rolledBackByConflict(err)); again++ {
+		v, err = withTxOnce(ctx, pool, fn)
 	}
 	return v, err
 }

@@ -133,3 +133,13 @@ func retryableAfterSwitch(err error) bool {
 	}
 	return IsReadOnly(err) || connectionLost(err)
 }
+
+// rolledBackByConflict says whether Postgres rolled the whole transaction back to resolve a
+// conflict with another one: a deadlock (40P01: e.g. a cancel that locks a stack then its run,
+// beside an advance that locks the run then the stack) or a serialization failure (40001).
+// Nothing of it was committed, even when it was the COMMIT that failed, and running it again
+// is what Postgres's documentation asks of the client.
+func rolledBackByConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
