@@ -208,11 +208,19 @@ func (s *soak) describe(owner, token, run string) string {
 // removed reports whether the stack or ISO is removed, asking again (for up to a minute) while
 // the API answers 5xx: a store restarting is not an answer.
 func (s *soak) removed(owner, token string) bool {
-	for try := 0; ; try++ {
-		st, m := s.call(http.MethodGet, owner, token, nil, nil)
-		if st < 500 || try == 60 {
-			return st == 404 || (st == 200 && m["state"] == "removed")
-		}
+	var st int
+	var m map[string]any
+	untilAnswered(func() bool {
+		st, m = s.call(http.MethodGet, owner, token, nil, nil)
+		return st < 500
+	})
+	return st == 404 || (st == 200 && m["state"] == "removed")
+}
+
+// untilAnswered calls ask, once a second, until it reports an answer (not a 5xx, not a broken
+// connection) or for a minute: a store restarting is not an answer.
+func untilAnswered(ask func() bool) {
+	for try := 0; !ask() && try < 60; try++ {
 		time.Sleep(time.Second)
 	}
 }
@@ -222,22 +230,23 @@ func (s *soak) removed(owner, token string) bool {
 // an answer, and a problem's body is not a line.
 func (s *soak) download(owner, token, run string) ([]logLine, bool) {
 	var res *http.Response
-	for try := 0; ; try++ {
+	untilAnswered(func() bool {
 		req, _ := http.NewRequest(http.MethodGet, s.lab.API.URL+owner+"/logs?format=ndjson&run="+run, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Accept", "application/x-ndjson")
 		r, err := s.client.Do(req)
-		if err == nil && r.StatusCode < 500 {
-			res = r
-			break
+		if err != nil {
+			return false
 		}
-		if err == nil {
+		if r.StatusCode >= 500 {
 			_ = r.Body.Close()
+			return false
 		}
-		if try == 60 {
-			return nil, false
-		}
-		time.Sleep(time.Second)
+		res = r
+		return true
+	})
+	if res == nil {
+		return nil, false
 	}
 	defer res.Body.Close()
 	if res.StatusCode == 404 {
