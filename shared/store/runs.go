@@ -75,8 +75,29 @@ func RunGet(ctx context.Context, q Querier, id uuid.UUID) (horizon.Run, error) {
 	return r, nil
 }
 
+// RunOwnerLock locks the row of the run's owner, its stack or its ISO, until the transaction
+// ends, and returns the stack's team (none for an ISO). A transaction that locks both a run
+// and its owner takes the owner first — the API's cancel locks the stack to find its run, and
+// the advance that ends a run updates its owner — so no two of them wait on each other.
+func RunOwnerLock(ctx context.Context, q Querier, id uuid.UUID) (team uuid.UUID, err error) {
+	var stack, iso *uuid.UUID
+	if err := q.QueryRow(ctx, `SELECT stack_id, iso_id FROM runs WHERE id = $1`, id).Scan(&stack, &iso); err != nil {
+		return team, fmt.Errorf("run %s: %w", id, translate(err))
+	}
+	switch {
+	case stack != nil:
+		err = q.QueryRow(ctx, `SELECT team_id FROM stacks WHERE id = $1 FOR UPDATE`, *stack).Scan(&team)
+	case iso != nil:
+		err = q.QueryRow(ctx, `SELECT id FROM isos WHERE id = $1 FOR UPDATE`, *iso).Scan(new(uuid.UUID))
+	}
+	if err != nil {
+		return team, fmt.Errorf("owner of run %s: %w", id, translate(err))
+	}
+	return team, nil
+}
+
 // RunGetForUpdate returns a run, locking it until the transaction ends: advancing a run is
-// serialised on this lock.
+// serialised on this lock. Lock its owner first (RunOwnerLock).
 func RunGetForUpdate(ctx context.Context, q Querier, id uuid.UUID) (horizon.Run, error) {
 	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"horizon/shared/auth"
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/horizon"
@@ -60,6 +59,10 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 	var canceled []horizon.Step
 	queued, err := store.WithTxV(ctx, a.DB, func(ctx context.Context, tx pgx.Tx) ([]horizon.Step, error) {
 		notices, ended, removed, canceled = nil, nil, false, nil
+		team, err := store.RunOwnerLock(ctx, tx, runID)
+		if err != nil {
+			return nil, err
+		}
 		run, err := store.RunGetForUpdate(ctx, tx, runID)
 		if err != nil {
 			return nil, err
@@ -74,14 +77,6 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			removed = run.Kind == horizon.RunRemove && run.State == horizon.RunSucceeded
 			log.WarnContext(ctx, "the run ended without the end of its log; ending it now")
 			return nil, nil
-		}
-		var team uuid.UUID
-		if run.StackID != nil {
-			s, err := store.StackGet(ctx, tx, auth.Scope{All: true}, *run.StackID)
-			if err != nil {
-				return nil, err
-			}
-			team = s.TeamID
 		}
 		notify := func(kind events.Kind, id uuid.UUID, state string, s *horizon.Step) {
 			e := events.Event{Type: kind, ID: id, TeamID: team, RunID: run.ID, State: state}

@@ -297,3 +297,50 @@ func TestReconcileEndsTheLogOfARunThatEndedWithoutIt(t *testing.T) {
 		t.Fatalf("the stream has %d ends, want 1: its followers are told the run ended", eofs)
 	}
 }
+
+// TestAdvanceLocksTheRunsOwnerBeforeTheRun: a transaction holds the stack's row, as the API's
+// cancel does before it locks the stack's run. The advance that ends the canceled run waits for
+// the stack without holding the run: the holder can still lock the run, so the two never
+// deadlock (the advance took the run first once, and a cancel then failed with a 500).
+func TestAdvanceLocksTheRunsOwnerBeforeTheRun(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	stack, run := deploy(t, l)
+	if r := l.API.Do("POST", "/v1/stacks/"+stack+"/cancel", apitest.Req{Token: l.Member}); r.Status != 202 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	ctx := t.Context()
+	tx, err := l.API.DB.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM stacks WHERE id = $1 FOR UPDATE`, stack); err != nil {
+		t.Fatal(err)
+	}
+	advanced := make(chan error, 1)
+	go func() { advanced <- k.Work(queue.NewRunAdvance(k.Queues, run)) }()
+	for waiting := 0; waiting == 0; {
+		select {
+		case err := <-advanced:
+			t.Fatalf("the advance ended (%v) while the stack was locked", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := l.API.DB.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE NOWAIT`, run); err != nil {
+		t.Fatalf("the waiting advance holds the run: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-advanced; err != nil {
+		t.Fatal(err)
+	}
+	if r, err := store.RunGet(ctx, l.API.DB, run); err != nil || r.State != horizon.RunCanceled {
+		t.Fatalf("run %s (%v), want canceled", r.State, err)
+	}
+}
