@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"sync"
 
 	"horizon/shared/gitsource"
 	"horizon/shared/horizon"
@@ -127,22 +128,34 @@ func describePath(p string) string {
 
 type branchKey struct{ repo, branch string }
 
+// listingsAtOnce bounds the repositories resolveBranches lists at once: a listing is mostly
+// waiting on a remote, but each is a git process.
+const listingsAtOnce = 4
+
 // resolveBranches resolves the branch of every source, with one ref listing per repository
-// (gitsource.Cache.ResolveBranches).
+// (gitsource.Cache.ResolveBranches). The repositories are listed at once, so that a version of
+// several repositories whose commits the cache holds costs about one listing, not their sum.
 func resolveBranches(ctx context.Context, sources []sourced, git *gitsource.Cache, creds map[string]gitsource.Credentials) map[branchKey]gitsource.Resolved {
 	byRepo := map[string][]string{}
-	var repos []string
 	for _, s := range sources {
-		if _, seen := byRepo[s.src.Repo]; !seen {
-			repos = append(repos, s.src.Repo)
-		}
 		byRepo[s.src.Repo] = append(byRepo[s.src.Repo], s.src.Branch)
 	}
 	out := map[branchKey]gitsource.Resolved{}
-	for _, repo := range repos {
-		for branch, r := range git.ResolveBranches(ctx, repo, byRepo[repo], creds[repo]) {
-			out[branchKey{repo, branch}] = r
-		}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, listingsAtOnce)
+	for repo, branches := range byRepo {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			resolved := git.ResolveBranches(ctx, repo, branches, creds[repo])
+			mu.Lock()
+			defer mu.Unlock()
+			for branch, r := range resolved {
+				out[branchKey{repo, branch}] = r
+			}
+		})
 	}
+	wg.Wait()
 	return out
 }
