@@ -10,9 +10,8 @@ import (
 	"horizon/shared/store"
 )
 
-// newExecutions makes a draft stack (with its team, environment and template) holding n
-// executions of a job "web", and returns them.
-func newExecutions(t *testing.T, db *pgxpool.Pool, n int) []horizon.Execution {
+// newStack makes a draft stack, with its team, environment and template.
+func newStack(t *testing.T, db *pgxpool.Pool) horizon.Stack {
 	t.Helper()
 	ctx := context.Background()
 	team, err := store.TeamCreate(ctx, db, "team-"+t.Name())
@@ -28,6 +27,15 @@ func newExecutions(t *testing.T, db *pgxpool.Pool, n int) []horizon.Execution {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// newExecutions makes a draft stack (newStack) holding n executions of a job "web", and
+// returns them.
+func newExecutions(t *testing.T, db *pgxpool.Pool, n int) []horizon.Execution {
+	t.Helper()
+	ctx := context.Background()
+	s := newStack(t, db)
 	var out []horizon.Execution
 	for i := 0; i < n; i++ {
 		e, err := store.ExecutionInsert(ctx, db, horizon.Execution{StackID: s.ID, Job: "web", Index: i, Commit: "0123456789012345678901234567890123456789"})

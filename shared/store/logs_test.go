@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,5 +96,64 @@ func TestLogEndsAndStackDeletion(t *testing.T) {
 	var left, ends int
 	if err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM log_lines), (SELECT count(*) FROM log_ends)`).Scan(&left, &ends); err != nil || left != 3 || ends != 0 {
 		t.Fatalf("left %d lines and %d ends (%v), want 3 and 0", left, ends, err)
+	}
+}
+
+// TestRunsFinishedWithoutLogEndAreTheOnesToRepair: the reconciler's list of runs whose log was
+// never ended holds a run finished in the window without a log end, a stack's and an ISO's; not
+// one whose log ended, one finished too recently (its advance may still be ending it) or too
+// long ago; and once the stack is removed, only its successful removal, whose log end is what
+// tells followers the stack is gone (the earlier runs' logs went with the stack).
+func TestRunsFinishedWithoutLogEndAreTheOnesToRepair(t *testing.T) {
+	t.Parallel()
+	db := testkit.DB(t)
+	ctx := context.Background()
+	stackID := newStack(t, db).ID
+	var srv horizon.ProxmoxServer
+	iso := newISO(t, db, &srv, "boot", "pve1", "local")
+	now := time.Now()
+	finished := func(owner horizon.Run, kind horizon.RunKind, state horizon.RunState, ago time.Duration) uuid.UUID {
+		t.Helper()
+		owner.Kind = kind
+		r, _, err := store.RunInsertWithSteps(ctx, db, owner, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(ctx, `UPDATE runs SET state = $2, finished_at = $3 WHERE id = $1`, r.ID, state, now.Add(-ago)); err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	ofStack, ofISO := horizon.Run{StackID: &stackID}, horizon.Run{ISOID: &iso.ID}
+	unended := finished(ofStack, horizon.RunDeploy, horizon.RunFailed, time.Minute)
+	ended := finished(ofStack, horizon.RunDeploy, horizon.RunSucceeded, time.Minute)
+	if err := store.LogEndInsert(ctx, db, store.LogEnd{RunID: ended, StackID: stackID, Status: "succeeded", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	finished(ofStack, horizon.RunDeploy, horizon.RunSucceeded, 5*time.Second)
+	finished(ofStack, horizon.RunDeploy, horizon.RunSucceeded, 2*time.Hour)
+	isoRun := finished(ofISO, horizon.RunISOBuild, horizon.RunSucceeded, time.Minute)
+
+	list := func() []uuid.UUID {
+		t.Helper()
+		ids, err := store.RunsFinishedWithoutLogEnd(ctx, db, now.Add(-time.Hour), now.Add(-30*time.Second), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(ids, compareIDs)
+		return ids
+	}
+	want := []uuid.UUID{unended, isoRun}
+	if slices.SortFunc(want, compareIDs); !slices.Equal(list(), want) {
+		t.Fatalf("to repair: %v, want the stack's unended run and the ISO's %v", list(), want)
+	}
+
+	removal := finished(ofStack, horizon.RunRemove, horizon.RunSucceeded, time.Minute)
+	if _, err := db.Exec(ctx, `UPDATE stacks SET state = 'removed' WHERE id = $1`, stackID); err != nil {
+		t.Fatal(err)
+	}
+	want = []uuid.UUID{removal, isoRun}
+	if slices.SortFunc(want, compareIDs); !slices.Equal(list(), want) {
+		t.Fatalf("to repair after the removal: %v, want the removal and the ISO's %v", list(), want)
 	}
 }
