@@ -72,56 +72,81 @@ try {
   await page.goto(await signInLink(CONSOLE, API, MEMBER));
   await page.getByRole("heading", { name: "Stacks" }).waitFor();
 
+  // ROUNDS (default 5) of each measurement: the goals are medians and "in every round".
+  const rounds = Number(process.env.ROUNDS ?? 5);
+  const count = () =>
+    page.evaluate(() => Number(/^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] ?? 0));
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
   // 2. Navigation to an interactive detail with a 100 000-line log: the cards and the log's
   // end shown and a click answered; then every line loaded (the earlier ones behind).
-  const t0 = Date.now();
-  await page.goto(`${CONSOLE}/?fresh=1#/stacks/${STACK}`);
-  await page.locator(".card").first().waitFor({ timeout: 60_000 });
-  const firstCards = Date.now() - t0;
-  await page.locator(".log-lines .line").first().waitFor({ timeout: 60_000 });
-  await page.getByRole("button", { name: "Pause" }).click();
-  await page.getByRole("button", { name: "Resume" }).waitFor();
-  const interactive = Date.now() - t0;
-  await page.getByRole("button", { name: "Resume" }).click();
-  await page.waitForFunction(
-    () => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 100000,
-    null,
-    { timeout: 120_000, polling: 50 },
-  );
-  const full = Date.now() - t0;
-  const t1 = Date.now();
-  await page.getByRole("button", { name: "Pause" }).click();
-  await page.getByRole("button", { name: "Resume" }).waitFor();
-  await page.getByRole("button", { name: "Resume" }).click();
-  const click = Date.now() - t1;
-  const lines = await page.locator(".log-tools [aria-live]").textContent();
+  const interactives = [];
+  for (let round = 1; round <= rounds; round++) {
+    await page.evaluate(() => {
+      window.__long = [];
+    });
+    const t0 = Date.now();
+    await page.goto(`${CONSOLE}/?fresh=${round}#/stacks/${STACK}`);
+    await page.locator(".card").first().waitFor({ timeout: 60_000 });
+    const firstCards = Date.now() - t0;
+    await page.locator(".log-lines .line").first().waitFor({ timeout: 60_000 });
+    await page.getByRole("button", { name: "Pause" }).click();
+    await page.getByRole("button", { name: "Resume" }).waitFor();
+    const interactive = Date.now() - t0;
+    interactives.push(interactive);
+    await page.getByRole("button", { name: "Resume" }).click();
+    await page.waitForFunction(
+      () => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 100000,
+      null,
+      { timeout: 120_000, polling: 50 },
+    );
+    const full = Date.now() - t0;
+    const t1 = Date.now();
+    await page.getByRole("button", { name: "Pause" }).click();
+    await page.getByRole("button", { name: "Resume" }).waitFor();
+    await page.getByRole("button", { name: "Resume" }).click();
+    const click = Date.now() - t1;
+    const longBefore = await page.evaluate(() => window.__long.filter((e) => e.ms > 50));
+    console.log(
+      `round ${round}: cards after ${firstCards} ms; interactive (the log's end shown, Pause answered) after ${interactive} ms; ${await count()} lines loaded after ${full} ms; a click then answered in ${click} ms; long tasks while loading: ${longBefore.length}${longBefore.length ? `, longest ${Math.max(...longBefore.map((e) => e.ms)).toFixed(0)} ms` : ""}`,
+    );
+  }
   console.log(
-    `detail: cards after ${firstCards} ms; interactive (the log's end shown, Pause answered) after ${interactive} ms (goal ≤ 1000 ms); ${lines} loaded after ${full} ms; a click then answered in ${click} ms`,
-  );
-  const longBefore = await page.evaluate(() => window.__long.filter((e) => e.ms > 50));
-  console.log(
-    `long tasks while loading the 100 000 lines: ${longBefore.length}, longest ${Math.max(0, ...longBefore.map((e) => e.ms)).toFixed(0)} ms${longBefore.length ? ` (at ${longBefore.map((e) => `${e.at.toFixed(0)} ms for ${e.ms.toFixed(0)}`).join(", ")} after navigation)` : ""}`,
+    `detail interactive: p50 ${median(interactives)} ms over ${rounds} rounds (goal ≤ 700 ms), all ${interactives.join(", ")} ms`,
   );
 
-  // 3. 1 000 lines/s for 20 s: a run again whose script prints them.
+  // 3. 1 000 lines/s for 20 s, ROUNDS times on the same page: a run again whose script prints
+  // them. The buffer keeps at most 200 000 lines, so a round waits for 20 000 more or the cap.
   writeFileSync(STREAM, "1");
-  const mark = await page.evaluate(() => performance.now());
-  const r = await fetch(`${API}/v1/stacks/${STACK}/jobs/app/executions/0/run-again`, {
-    method: "POST",
-    headers: { Authorization: `Bearer ${MEMBER}` },
-  });
-  if (r.status !== 202) throw new Error(`run again: ${r.status} ${await r.text()}`);
-  await page.waitForFunction(
-    () => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 120000,
-    null,
-    { timeout: 180_000, polling: 200 },
-  );
+  let clean = 0;
+  for (let round = 1; round <= rounds; round++) {
+    const before = await count();
+    const mark = await page.evaluate(() => performance.now());
+    for (let tries = 0; ; tries++) {
+      const r = await fetch(`${API}/v1/stacks/${STACK}/jobs/app/executions/0/run-again`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${MEMBER}` },
+      });
+      if (r.status === 202) break;
+      // 409 while the previous round's run ends.
+      if (r.status !== 409 || tries > 120) throw new Error(`run again: ${r.status} ${await r.text()}`);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+    const want = Math.min(before + 20000, 200000);
+    await page.waitForFunction(
+      (n) => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= n,
+      want,
+      { timeout: 180_000, polling: 200 },
+    );
+    const end = await page.evaluate(() => performance.now());
+    const during = await page.evaluate(([a, b]) => window.__long.filter((e) => e.at >= a && e.at <= b && e.ms > 50), [mark, end]);
+    if (during.length === 0) clean++;
+    console.log(
+      `round ${round}: while receiving 20 000 lines at ~1 000/s (${((end - mark) / 1000).toFixed(1)} s): ${during.length} long tasks > 50 ms${during.length ? `, longest ${Math.max(...during.map((e) => e.ms)).toFixed(0)} ms` : ""}`,
+    );
+  }
   rmSync(STREAM);
-  const end = await page.evaluate(() => performance.now());
-  const during = await page.evaluate(([a, b]) => window.__long.filter((e) => e.at >= a && e.at <= b && e.ms > 50), [mark, end]);
-  console.log(
-    `while receiving 20 000 lines at ~1 000/s (${((end - mark) / 1000).toFixed(1)} s): ${during.length} long tasks > 50 ms (goal: none)${during.length ? `, longest ${Math.max(...during.map((e) => e.ms)).toFixed(0)} ms` : ""}`,
-  );
+  console.log(`1 000 lines/s: ${clean} of ${rounds} rounds without a long task (goal: ${rounds} of ${rounds})`);
 
   // 4. Heap after that, after a garbage collection.
   const cdp = await page.context().newCDPSession(page);
