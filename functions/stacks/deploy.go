@@ -98,6 +98,15 @@ func deployState(s horizon.Stack) error {
 // VMs the cluster has) and its name (unique in its cluster, by a constraint) and attaches its address (exclusive: a constraint), and generates the
 // secrets the template asks Horizon to generate.
 func reserve(ctx context.Context, tx pgx.Tx, d api.Deps, l *loaded, cat *catalogue, views map[uuid.UUID]*clusterView) error {
+	var servers []uuid.UUID
+	for _, e := range l.execs {
+		if e.Config.ProxmoxServerID != nil && l.def.Job(e.Job).Machine {
+			servers = append(servers, *e.Config.ProxmoxServerID)
+		}
+	}
+	if err := store.VMIDLock(ctx, tx, servers...); err != nil {
+		return err
+	}
 	for i := range l.execs {
 		e := &l.execs[i]
 		job := l.def.Job(e.Job)

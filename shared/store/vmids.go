@@ -1,19 +1,38 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
 	"horizon/shared/horizon"
 )
 
+// VMIDLock serialises the VM id allocations on servers until the transaction ends, so that
+// each allocation's "lowest free id" sees the ids the ones before it took. Without it, deploys
+// that allocate at once on one cluster all pick the same id, and all but one wait for its
+// commit and try again: a hundred of them exhaust VMIDAllocate's tries. The servers are locked
+// in order, so two transactions that lock the same servers never wait on each other in a
+// cycle; lock them all before allocating on several.
+func VMIDLock(ctx context.Context, q Querier, servers ...uuid.UUID) error {
+	servers = slices.Clone(servers)
+	slices.SortFunc(servers, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	for _, s := range slices.Compact(servers) {
+		if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('vmids:' || $1::text, 0))`, s); err != nil {
+			return translate(err)
+		}
+	}
+	return nil
+}
+
 // VMIDAllocate returns the VM id of an execution on a cluster, allocating the lowest free one
 // (from 100) when it has none. Ids taken in the cluster outside Horizon are passed as inUse.
-// Uniqueness per cluster is the vm_ids primary key: a concurrent allocation of the same id
-// fails the insert, and the next free id is tried.
+// Allocations on a cluster take its VMIDLock; uniqueness per cluster is the vm_ids primary
+// key, so an id an ISO reserved meanwhile fails the insert, and the next free id is tried.
 func VMIDAllocate(ctx context.Context, q Querier, server, execution uuid.UUID, inUse []int) (int, error) {
 	var vmid int
 	err := q.QueryRow(ctx, `SELECT vmid FROM vm_ids WHERE execution_id = $1`, execution).Scan(&vmid)
@@ -22,6 +41,9 @@ func VMIDAllocate(ctx context.Context, q Querier, server, execution uuid.UUID, i
 	}
 	if !errors.Is(translate(err), horizon.ErrNotFound) {
 		return 0, translate(err)
+	}
+	if err := VMIDLock(ctx, q, server); err != nil {
+		return 0, err
 	}
 	if inUse == nil {
 		inUse = []int{}
