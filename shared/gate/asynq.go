@@ -2,22 +2,36 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
 	"github.com/hibiken/asynq"
 )
 
-// BusyRetryDelay returns how long a task that found its gate busy should wait before it asks
-// again: 3 to 5 s, jittered so that waiters do not ask in step. It is the backstop only; the
-// Waker normally brings a waiter forward as soon as it is first in line. Use it in
-// asynq.Config.RetryDelayFunc for errors IsBusy reports.
-func BusyRetryDelay() time.Duration {
-	return 3*time.Second + rand.N(MaxBusyRetryDelay-3*time.Second)
+// BusyRetryDelay returns how long a task that found its gate busy (err, a *BusyError) should
+// wait before it asks again. It is the backstop only: the Waker brings a waiter forward as soon
+// as it is first in line. The first in line asks again in 3 to 5 s; one further back, whom
+// only the builds ahead of it can bring forward, 3 s more per place, up to
+// MaxBusyRetryDelay — each ask reloads the step, so a line of sixty need not ask sixty times
+// as often as it moves. Jittered so that waiters do not ask in step; every delay stays well
+// below StaleAfter, the silence after which a waiter loses its place.
+// Use it in asynq.Config.RetryDelayFunc for errors IsBusy reports.
+func BusyRetryDelay(err error) time.Duration {
+	place := 1
+	var busy *BusyError
+	if errors.As(err, &busy) {
+		place = max(busy.Position, 1)
+	}
+	base := min(time.Duration(place)*3*time.Second, MaxBusyRetryDelay-busyJitter)
+	return base + rand.N(busyJitter)
 }
 
 // MaxBusyRetryDelay is the longest BusyRetryDelay.
-const MaxBusyRetryDelay = 5 * time.Second
+const MaxBusyRetryDelay = 10 * time.Second
+
+// busyJitter spreads the asks of waiters at one place.
+const busyJitter = 2 * time.Second
 
 // AsynqWaker returns a Waker for gated tasks in queue whose task IDs are the gate owner tokens.
 // It moves the owner's task from the scheduled or retry set to pending with Inspector.RunTask.

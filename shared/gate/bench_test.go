@@ -149,7 +149,7 @@ func runBuildScenario(b *testing.B, wait time.Duration) scenarioResult {
 			IsFailure:   func(err error) bool { return !gate.IsBusy(err) },
 			RetryDelayFunc: func(n int, err error, t *asynq.Task) time.Duration {
 				if gate.IsBusy(err) {
-					return gate.BusyRetryDelay()
+					return gate.BusyRetryDelay(err)
 				}
 				return asynq.DefaultRetryDelayFunc(n, err, t)
 			},

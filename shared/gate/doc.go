@@ -39,10 +39,11 @@
 // there for at most `wait` (woken by the release itself through a Redis list, so a hand-off
 // costs a round trip or two); everyone else returns the *BusyError at once. The handler returns
 // that error to Asynq, whose IsFailure does not count it and whose RetryDelayFunc answers
-// BusyRetryDelay (3–5 s). Whenever a waiter becomes first in line — at a grant (the one behind
-// the new holder) and at a release — the gate's Waker (AsynqWaker) moves its task from the retry
-// set to pending with Inspector.RunTask, so it is already waiting in Acquire when the holder
-// releases. The jittered retry delay is only the backstop for a lost wake-up.
+// BusyRetryDelay (3–5 s for the first in line, 3 s more per place behind it, at most 10 s).
+// Whenever a waiter becomes first in line — at a grant (the one behind the new holder) and at a
+// release — the gate's Waker (AsynqWaker) moves its task from the retry set to pending with
+// Inspector.RunTask, so it is already waiting in Acquire when the holder releases. The
+// jittered retry delay is only the backstop for a lost wake-up.
 //
 //	g, _ := gate.New(rdb, gate.Config{Wake: gate.AsynqWaker(inspector, queue.Steps)})
 //	srv := asynq.NewServer(redisOpt, asynq.Config{
@@ -50,7 +51,7 @@
 //		IsFailure:                func(err error) bool { return !gate.IsBusy(err) },
 //		RetryDelayFunc: func(n int, err error, t *asynq.Task) time.Duration {
 //			if gate.IsBusy(err) {
-//				return gate.BusyRetryDelay()
+//				return gate.BusyRetryDelay(err)
 //			}
 //			return asynq.DefaultRetryDelayFunc(n, err, t)
 //		},

@@ -600,10 +600,24 @@ func TestBusyError(t *testing.T) {
 	if gate.IsBusy(errors.New("other")) {
 		t.Error("another error is busy")
 	}
-	for range 100 {
-		if d := gate.BusyRetryDelay(); d < 3*time.Second || d >= 5*time.Second {
-			t.Fatalf("BusyRetryDelay %s, want within [3s, 5s)", d)
+	for _, c := range []struct {
+		err      error
+		min, max time.Duration
+	}{
+		{&gate.BusyError{Position: 1}, 3 * time.Second, 5 * time.Second},
+		{fmt.Errorf("step: %w", &gate.BusyError{Position: 0}), 3 * time.Second, 5 * time.Second}, // a holder ahead, not in line
+		{&gate.BusyError{Position: 2}, 6 * time.Second, 8 * time.Second},
+		{&gate.BusyError{Position: 60}, 8 * time.Second, gate.MaxBusyRetryDelay},
+		{gate.ErrBusy, 3 * time.Second, 5 * time.Second},
+	} {
+		for range 100 {
+			if d := gate.BusyRetryDelay(c.err); d < c.min || d >= c.max {
+				t.Fatalf("BusyRetryDelay(%v) %s, want within [%s, %s)", c.err, d, c.min, c.max)
+			}
 		}
+	}
+	if gate.MaxBusyRetryDelay >= gate.DefaultStaleAfter/2 {
+		t.Fatalf("MaxBusyRetryDelay %s: a waiter between two asks would come near to losing its place", gate.MaxBusyRetryDelay)
 	}
 }
 

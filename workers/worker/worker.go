@@ -248,7 +248,7 @@ func New(cfg Config) (*Worker, error) {
 		IsFailure: func(err error) bool { return !gate.IsBusy(err) && !errors.Is(err, context.Canceled) },
 		RetryDelayFunc: func(n int, err error, t *asynq.Task) time.Duration {
 			if gate.IsBusy(err) {
-				return gate.BusyRetryDelay()
+				return gate.BusyRetryDelay(err)
 			}
 			return min(time.Duration(n+1)*time.Duration(n+1)*time.Second, time.Minute)
 		},
@@ -288,9 +288,10 @@ func New(cfg Config) (*Worker, error) {
 
 // staleAfter is how long a step may stay silent before the reconciler gives it a new attempt:
 // six heartbeats of a running step, and longer than a step waiting for its node's gate goes
-// between two of its retries (each refreshes its heartbeat).
+// between two of its asks (each refreshes its heartbeat): the longest busy retry delay, and 5 s
+// for the task to be picked up again.
 func staleAfter(heartbeat time.Duration) time.Duration {
-	return 6*heartbeat + 2*gate.MaxBusyRetryDelay
+	return 6*heartbeat + gate.MaxBusyRetryDelay + 5*time.Second
 }
 
 // Handlers lists the task types the workers serve (a test checks it covers every type).
