@@ -187,24 +187,49 @@ func (g *Gate) TryAcquire(ctx context.Context, node, owner string) (*Lease, erro
 		return nil, err
 	}
 	sent := time.Now()
+	res, err := g.acquire(ctx, node, owner, "acquire")
+	if err != nil {
+		return nil, err
+	}
+	since, fence, other := micro(res[2]), integer(res[3]), str(res[5])
+	l := newLease(ctx, g, node, owner, fence, since, sent)
+	g.bringForward(node, other)
+	return l, nil
+}
+
+// Behind returns the *BusyError that TryAcquire would return when owner has been refused by
+// TryAcquire before and is still behind others (second in line or further), and nil otherwise:
+// when owner is first in line, holds the gate, or asks for the first time. It never takes the
+// gate, but counts as asking (owner does not go stale). A waiter asks it before it reads what its
+// work needs, so that the reads are not repeated each time it asks while others are ahead; its
+// first ask, which must check that the work is still needed, always reads. It returns ErrLeft
+// like TryAcquire.
+func (g *Gate) Behind(ctx context.Context, node, owner string) error {
+	if err := checkNames(node, owner); err != nil {
+		return err
+	}
+	_, err := g.acquire(ctx, node, owner, "behind")
+	return err
+}
+
+// acquire runs acquireScript in mode, returning its reply when granted ("acquire") or when the
+// owner may go on ("behind"), and otherwise the *BusyError or ErrLeft.
+func (g *Gate) acquire(ctx context.Context, node, owner, mode string) ([]any, error) {
 	keys := g.keys(node, "lock", "waiters", "seen", "fence", "wake:"+owner, "left:"+owner)
-	res, err := acquireScript.Run(ctx, g.rdb, keys, owner, g.cfg.TTL.Milliseconds(), g.staleArg(), g.forgetArg()).Slice()
+	res, err := acquireScript.Run(ctx, g.rdb, keys, owner, g.cfg.TTL.Milliseconds(), g.staleArg(), g.forgetArg(), mode).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("acquire gate %s: %w", node, err)
 	}
 	if len(res) != 6 {
 		return nil, fmt.Errorf("acquire gate %s: unexpected reply %v", node, res)
 	}
-	if integer(res[0]) == -1 {
+	switch integer(res[0]) {
+	case -1:
 		return nil, fmt.Errorf("acquire gate %s for %s: %w", node, owner, ErrLeft)
+	case 0:
+		return nil, &BusyError{Node: node, Holder: str(res[1]), Since: micro(res[2]), Position: int(integer(res[4])), Head: str(res[5])}
 	}
-	holder, since, fence, other := str(res[1]), micro(res[2]), integer(res[3]), str(res[5])
-	if integer(res[0]) == 0 {
-		return nil, &BusyError{Node: node, Holder: holder, Since: since, Position: int(integer(res[4])), Head: other}
-	}
-	l := newLease(ctx, g, node, owner, fence, since, sent)
-	g.bringForward(node, other)
-	return l, nil
+	return res, nil
 }
 
 // Acquire is TryAcquire that, when owner is first in line behind a holder, waits up to wait for

@@ -677,3 +677,59 @@ func TestACanceledWaiterLeavesTheLineAtOnce(t *testing.T) {
 		t.Fatalf("the next build: %v (line %+v), want the gate at once", err, st.Waiters)
 	}
 }
+
+// TestBehindSparesOnlyAWaiterThatWasRefusedAndIsNotNext checks what lets a waiting step skip
+// reading its work on each ask: Behind refuses only an owner that TryAcquire refused before and
+// that is still behind another waiter. An owner asking for the first time must read (its work
+// may no longer be needed and must then leave the line at once), and the owner first in line
+// must read before it takes the gate, not under it. Behind never takes the gate.
+func TestBehindSparesOnlyAWaiterThatWasRefusedAndIsNotNext(t *testing.T) {
+	t.Parallel()
+	g, _, _ := newGate(t, gate.Config{})
+	ctx := context.Background()
+	holder := acquire(t, g, "pve-1", "holder")
+	if err := g.Enqueue(ctx, "pve-1", "a", time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Enqueue(ctx, "pve-1", "b", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Behind(ctx, "pve-1", "b"); err != nil {
+		t.Fatalf("b's first ask, second in line: %v, want nil (it has not read its work yet)", err)
+	}
+	busy(t, g, "pve-1", "b")
+	var be *gate.BusyError
+	if err := g.Behind(ctx, "pve-1", "b"); !errors.As(err, &be) || be.Position != 2 || be.Head != "a" || be.Holder != "holder" {
+		t.Fatalf("b refused before, second in line: %v, want busy at position 2 behind a", err)
+	}
+	busy(t, g, "pve-1", "a")
+	if err := g.Behind(ctx, "pve-1", "a"); err != nil {
+		t.Fatalf("a refused before, first in line: %v, want nil (it reads before the gate is free)", err)
+	}
+	if err := g.Behind(ctx, "pve-1", "holder"); err != nil {
+		t.Fatalf("the holder: %v, want nil", err)
+	}
+	if st, err := g.Status(ctx, "pve-1"); err != nil || st.Holder != "holder" {
+		t.Fatalf("status %+v (%v): Behind must not take or give the gate", st, err)
+	}
+	if next := release(t, holder); next != "a" {
+		t.Fatalf("next %q, want a", next)
+	}
+	if err := g.Behind(ctx, "pve-1", "a"); err != nil {
+		t.Fatalf("a first at a free gate: %v, want nil", err)
+	}
+	if st, _ := g.Status(ctx, "pve-1"); st.Holder != "" {
+		t.Fatalf("Behind took the free gate for %s", st.Holder)
+	}
+	a := acquire(t, g, "pve-1", "a")
+	if err := g.Behind(ctx, "pve-1", "b"); err != nil {
+		t.Fatalf("b, first in line behind a: %v, want nil", err)
+	}
+	if err := g.Leave(ctx, "pve-1", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Behind(ctx, "pve-1", "b"); !errors.Is(err, gate.ErrLeft) {
+		t.Fatalf("b after it left: %v, want ErrLeft", err)
+	}
+	release(t, a)
+}

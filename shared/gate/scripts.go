@@ -8,20 +8,26 @@ import "github.com/redis/go-redis/v9"
 // are exact, but are passed to Redis formatted with %d: other conversions may print them in
 // 14 significant digits or in exponent form.
 
-// luaPrelude defines now (µs), fmt (integer to string) and live(), the waiters that are not
-// stale, in line order, dropping those not seen for forget µs. It expects KEYS[2] = waiters,
-// KEYS[3] = seen.
+// luaPrelude defines now (µs), fmt (integer to string), forget(w), which removes waiter w from
+// the line, and live(), the waiters that are not stale, in line order, forgetting those not
+// seen for forget µs. It expects KEYS[2] = waiters, KEYS[3] = seen.
+//
+// The seen hash holds, per waiter w, when it last asked (field w) and, once it has been refused
+// by TryAcquire, the mark that it asked (field "asked:"..w; see Gate.Behind).
 const luaPrelude = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function fmt(n) return string.format('%d', n) end
+local function forget(w)
+  redis.call('ZREM', KEYS[2], w)
+  redis.call('HDEL', KEYS[3], w, 'asked:' .. w)
+end
 local function live(stale_us, forget_us)
   local line = {}
   for _, w in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     local seen = tonumber(redis.call('HGET', KEYS[3], w) or '0')
     if seen < now - forget_us then
-      redis.call('ZREM', KEYS[2], w)
-      redis.call('HDEL', KEYS[3], w)
+      forget(w)
     elseif seen >= now - stale_us then
       line[#line + 1] = w
     end
@@ -30,17 +36,22 @@ local function live(stale_us, forget_us)
 end
 `
 
-// acquireScript grants, renews or queues.
+// acquireScript grants, renews or queues; asked only, it tells whether the owner is behind.
 //
 // KEYS: lock, waiters, seen, fence, the owner's wake list, the owner's left mark.
-// ARGV: owner, lease TTL (ms), stale after (µs), forget after (µs).
+// ARGV: owner, lease TTL (ms), stale after (µs), forget after (µs), mode ("acquire" or
+// "behind").
 // Returns {granted 0|1, holder, since µs, fence, position, other} where other is, when granted,
 // the waiter now first in line and, when not, the waiter first in line; {-1} when the owner
-// left the line (Leave): it is not queued again.
+// left the line (Leave): it is not queued again. In mode "behind" nothing is granted: it returns
+// {2} where "acquire" would grant, or where the owner has not been refused before (it has no
+// "asked" mark), and the refusal otherwise.
 var acquireScript = redis.NewScript(luaPrelude + `
 local owner = ARGV[1]
+local behind = ARGV[5] == 'behind'
 local holder = redis.call('HGET', KEYS[1], 'owner')
 if holder == owner then
+  if behind then return {2, '', '', '', 0, ''} end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   local lk = redis.call('HMGET', KEYS[1], 'since', 'fence')
   return {1, owner, lk[1], lk[2], 0, ''}
@@ -56,15 +67,18 @@ local pos = 0
 for i, w in ipairs(line) do
   if w == owner then pos = i break end
 end
+if behind and (pos == 1 or redis.call('HEXISTS', KEYS[3], 'asked:' .. owner) == 0) then
+  return {2, '', '', '', 0, ''}
+end
 if not holder and pos == 1 then
   local fence = redis.call('INCR', KEYS[4])
   redis.call('HSET', KEYS[1], 'owner', owner, 'since', fmt(now), 'fence', fmt(fence))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('ZREM', KEYS[2], owner)
-  redis.call('HDEL', KEYS[3], owner)
+  forget(owner)
   redis.call('DEL', KEYS[5])
   return {1, owner, fmt(now), fence, 0, line[2] or ''}
 end
+redis.call('HSET', KEYS[3], 'asked:' .. owner, '1')
 local lk = redis.call('HMGET', KEYS[1], 'since', 'fence')
 return {0, holder or '', lk[1] or '', lk[2] or '', pos, line[1] or ''}
 `)
@@ -119,7 +133,7 @@ return {1, line[1] or ''}
 // Returns {removed 0|1, the waiter now first in line if the gate is free, else ""}.
 var leaveScript = redis.NewScript(luaPrelude + `
 local removed = redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1], 'asked:' .. ARGV[1])
 local forget_ms = fmt(math.floor(tonumber(ARGV[3]) / 1000))
 redis.call('SET', KEYS[4], '1', 'PX', forget_ms)
 redis.call('RPUSH', KEYS[5], '1')

@@ -215,6 +215,16 @@ func load[W Work](ctx context.Context, l *Lifecycle, k Kind[W], p queue.StepRun)
 	if step.Attempt != p.Attempt || (step.State != horizon.StepQueued && step.State != horizon.StepRunning) {
 		return none, ErrStale
 	}
+	if step.State == horizon.StepQueued && step.TakesGate() {
+		// A step waiting behind others for its node reads the rest only once it is next: its
+		// work would be read for nothing each time it asks (at scale, most of a step's queries).
+		// Its first ask reads everything (gate.Behind), to leave the line at once if unneeded.
+		err := l.Gate.Behind(ctx, queue.GateNode(*step.ServerID, *step.Node), queue.StepTaskID(step.ID, step.Attempt))
+		if gate.IsBusy(err) {
+			waiting(ctx, l.DB, step, l.Log)
+			return none, err
+		}
+	}
 	run, err := store.RunGet(ctx, l.DB, step.RunID)
 	if err != nil {
 		return none, err

@@ -456,3 +456,52 @@ func TestAStepCanceledWhileItWaitsForItsNodeStopsWaiting(t *testing.T) {
 		t.Fatalf("ran %d times, step %s; want not run, canceled", k.ran.Load(), e.stepNow(t).State)
 	}
 }
+
+// TestAStepBehindOthersAtItsNodeReadsItsWorkOnlyWhenNext: a step asks for its node every few
+// seconds while it waits. Its first ask reads its work (to leave at once if it is no longer
+// needed); later asks, while another waiter is ahead, read nothing but the step and only
+// heartbeat it; once it is next it reads again and builds. At 600 builds on 10 nodes those
+// repeated reads were most of the engine's queries.
+func TestAStepBehindOthersAtItsNodeReadsItsWorkOnlyWhenNext(t *testing.T) {
+	e, holder := gatedEnv(t)
+	e.lifecycle.GateWait = 0
+	node := queue.GateNode(*e.step.ServerID, *e.step.Node)
+	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var loads atomic.Int32
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	k.load = func(_ context.Context, a attempt.Loaded) (*toyWork, error) {
+		loads.Add(1)
+		return &toyWork{Loaded: a}, nil
+	}
+	ask := func(wantLoads int32) {
+		t.Helper()
+		before := e.stepNow(t).HeartbeatAt
+		if err := e.process(t, k, e.step.Attempt); !gate.IsBusy(err) {
+			t.Fatalf("ask while behind: %v, want busy", err)
+		}
+		if n := loads.Load(); n != wantLoads {
+			t.Fatalf("the work was read %d times, want %d", n, wantLoads)
+		}
+		if after := e.stepNow(t).HeartbeatAt; after == nil || (before != nil && !after.After(*before)) {
+			t.Fatalf("heartbeat %v → %v: a waiting step must not look hung", before, after)
+		}
+	}
+	ask(1) // the first ask reads
+	ask(1) // behind "ahead": no read
+	ask(1)
+	if err := e.lifecycle.Gate.Leave(t.Context(), node, "ahead"); err != nil {
+		t.Fatal(err)
+	}
+	ask(2) // next in line: reads, then finds the holder still building
+	if _, err := holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatalf("ask at a free gate: %v", err)
+	}
+	if s := e.stepNow(t); loads.Load() != 3 || k.ran.Load() != 1 || s.State != horizon.StepSucceeded {
+		t.Fatalf("read %d times, ran %d times, step %s; want read 3 times, built once", loads.Load(), k.ran.Load(), s.State)
+	}
+}

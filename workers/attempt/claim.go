@@ -39,9 +39,7 @@ func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Rec
 			return nil, release, false, nil
 		}
 		if gate.IsBusy(err) {
-			if _, herr := store.StepHeartbeat(ctx, db, s.ID, s.Attempt); herr != nil {
-				log.WarnContext(ctx, "heartbeat while waiting for the node", "error", herr)
-			}
+			waiting(ctx, db, s, log)
 			return nil, release, false, err
 		}
 		if err != nil {
@@ -72,6 +70,14 @@ func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Rec
 		return nil, func() {}, owned, err
 	}
 	return lease, release, true, nil
+}
+
+// waiting heartbeats a step that found its node's gate busy, so that it never looks hung while
+// it waits. A failure is only logged: the step asks again soon.
+func waiting(ctx context.Context, db *pgxpool.Pool, s horizon.Step, log *slog.Logger) {
+	if _, err := store.StepHeartbeat(ctx, db, s.ID, s.Attempt); err != nil {
+		log.WarnContext(ctx, "heartbeat while waiting for the node", "step_id", s.ID, "error", err)
+	}
 }
 
 // leaveLine takes a step that will not build after all (canceled or skipped before it
