@@ -344,3 +344,80 @@ func TestAdvanceLocksTheRunsOwnerBeforeTheRun(t *testing.T) {
 		t.Fatalf("run %s (%v), want canceled", r.State, err)
 	}
 }
+
+// buildISO registers a cloud-image ISO template whose VM ids are vmid and vmid+101 and starts
+// building it on the sandbox's pve1; it returns the ISO and its build run, queued. Its image
+// is never fetched: these tests advance the run, they do not run its steps.
+func buildISO(t *testing.T, l *labtest.Lab, vmid int) (string, uuid.UUID) {
+	t.Helper()
+	tmpl := l.API.Do("POST", "/v1/iso-templates", apitest.Req{Body: map[string]any{"name": "noble-" + strconv.Itoa(vmid), "kind": "cloud-image",
+		"spec": map[string]any{
+			"source":     map[string]any{"url": "https://images.example.org/noble.img", "checksum": strings.Repeat("0123456789abcdef", 4)},
+			"storage":    "local",
+			"vm":         map[string]any{"vmid": vmid, "name": "noble", "disk": map[string]any{"storage": "local-lvm"}, "network": map[string]any{}},
+			"cloud_init": map[string]any{"ssh_authorized_keys": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ana@laptop"}},
+			"clones":     []any{map[string]any{"name": "web-1", "vmid": vmid + 101}},
+		}}})
+	if tmpl.Status != 201 {
+		t.Fatalf("ISO template: %d %s", tmpl.Status, tmpl.Body)
+	}
+	r := l.API.Do("POST", "/v1/isos", apitest.Req{Body: map[string]any{"iso_template_id": tmpl.Map()["id"], "proxmox_server_id": l.Server, "node": "pve1"}})
+	if r.Status != 202 {
+		t.Fatalf("build: %d %s", r.Status, r.Body)
+	}
+	iso := r.Map()
+	return iso["id"].(string), uuid.MustParse(iso["last_run"].(map[string]any)["id"].(string))
+}
+
+// TestAdvanceLocksTheISOBeforeItsRun is TestAdvanceLocksTheRunsOwnerBeforeTheRun for an ISO's
+// run: a transaction holds the ISO's row, as the API's ISO cancel does before it locks the
+// ISO's run. The advance that ends the canceled run waits for the ISO without holding the run,
+// so the holder can still lock the run. Were the advance to take the run first (or not lock
+// the ISO, and meet its row only when it moves the ISO to failed), an ISO cancel racing the
+// end of a build would deadlock with it, and one of the two would fail.
+func TestAdvanceLocksTheISOBeforeItsRun(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	iso, run := buildISO(t, l, 9000)
+	if r := l.API.Do("POST", "/v1/isos/"+iso+"/cancel", apitest.Req{}); r.Status != 202 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	ctx := t.Context()
+	tx, err := l.API.DB.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := store.ISOGetForUpdate(ctx, tx, uuid.MustParse(iso)); err != nil { // what the ISO cancel locks first
+		t.Fatal(err)
+	}
+	advanced := make(chan error, 1)
+	go func() { advanced <- k.Work(queue.NewRunAdvance(k.Queues, run)) }()
+	for waiting := 0; waiting == 0; {
+		select {
+		case err := <-advanced:
+			t.Fatalf("the advance ended (%v) while the ISO was locked", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := l.API.DB.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE NOWAIT`, run); err != nil {
+		t.Fatalf("the waiting advance holds the run: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-advanced; err != nil {
+		t.Fatal(err)
+	}
+	if r, err := store.RunGet(ctx, l.API.DB, run); err != nil || r.State != horizon.RunCanceled {
+		t.Fatalf("run %s (%v), want canceled", r.State, err)
+	}
+	var state string
+	if err := l.API.DB.QueryRow(ctx, `SELECT state FROM isos WHERE id = $1`, iso).Scan(&state); err != nil || state != string(horizon.ISOFailed) {
+		t.Fatalf("ISO %s (%v), want failed", state, err)
+	}
+}
