@@ -55,10 +55,10 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 	log := a.Log.With("run_id", runID)
 	var notices []events.Event
 	var ended *horizon.Run
-	var removed bool
+	var removed, repair bool
 	var canceled []horizon.Step
 	queued, err := store.WithTxV(ctx, a.DB, func(ctx context.Context, tx pgx.Tx) ([]horizon.Step, error) {
-		notices, ended, removed, canceled = nil, nil, false, nil
+		notices, ended, removed, repair, canceled = nil, nil, false, false, nil
 		team, err := store.RunOwnerLock(ctx, tx, runID)
 		if err != nil {
 			return nil, err
@@ -73,7 +73,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			if unended, err := logUnended(ctx, tx, run); err != nil || !unended {
 				return nil, err
 			}
-			ended = &run
+			ended, repair = &run, true
 			removed = run.Kind == horizon.RunRemove && run.State == horizon.RunSucceeded
 			log.WarnContext(ctx, "the run ended without the end of its log; ending it now")
 			return nil, nil
@@ -161,7 +161,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 		a.endLog(ctx, log, *ended, removed)
 	}
 	if ended != nil && ended.ISOID != nil {
-		a.endISOLog(ctx, log, *ended)
+		a.endISOLog(ctx, log, *ended, repair)
 	}
 	// A queued step canceled before it ran leaves its node's line, which would otherwise wait
 	// for it to go stale.

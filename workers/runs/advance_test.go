@@ -3,6 +3,7 @@ package runs_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -342,5 +343,196 @@ func TestAdvanceLocksTheRunsOwnerBeforeTheRun(t *testing.T) {
 	}
 	if r, err := store.RunGet(ctx, l.API.DB, run); err != nil || r.State != horizon.RunCanceled {
 		t.Fatalf("run %s (%v), want canceled", r.State, err)
+	}
+}
+
+// buildISO registers a cloud-image ISO template whose VM ids are vmid and vmid+101 and starts
+// building it on the sandbox's pve1; it returns the ISO and its build run, queued. Its image
+// is never fetched: these tests advance the run, they do not run its steps.
+func buildISO(t *testing.T, l *labtest.Lab, vmid int) (string, uuid.UUID) {
+	t.Helper()
+	tmpl := l.API.Do("POST", "/v1/iso-templates", apitest.Req{Body: map[string]any{"name": "noble-" + strconv.Itoa(vmid), "kind": "cloud-image",
+		"spec": map[string]any{
+			"source":     map[string]any{"url": "https://images.example.org/noble.img", "checksum": strings.Repeat("0123456789abcdef", 4)},
+			"storage":    "local",
+			"vm":         map[string]any{"vmid": vmid, "name": "noble", "disk": map[string]any{"storage": "local-lvm"}, "network": map[string]any{}},
+			"cloud_init": map[string]any{"ssh_authorized_keys": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ana@laptop"}},
+			"clones":     []any{map[string]any{"name": "web-1", "vmid": vmid + 101}},
+		}}})
+	if tmpl.Status != 201 {
+		t.Fatalf("ISO template: %d %s", tmpl.Status, tmpl.Body)
+	}
+	r := l.API.Do("POST", "/v1/isos", apitest.Req{Body: map[string]any{"iso_template_id": tmpl.Map()["id"], "proxmox_server_id": l.Server, "node": "pve1"}})
+	if r.Status != 202 {
+		t.Fatalf("build: %d %s", r.Status, r.Body)
+	}
+	iso := r.Map()
+	return iso["id"].(string), uuid.MustParse(iso["last_run"].(map[string]any)["id"].(string))
+}
+
+// TestAdvanceLocksTheISOBeforeItsRun is TestAdvanceLocksTheRunsOwnerBeforeTheRun for an ISO's
+// run: a transaction holds the ISO's row, as the API's ISO cancel does before it locks the
+// ISO's run. The advance that ends the canceled run waits for the ISO without holding the run,
+// so the holder can still lock the run. Were the advance to take the run first (or not lock
+// the ISO, and meet its row only when it moves the ISO to failed), an ISO cancel racing the
+// end of a build would deadlock with it, and one of the two would fail.
+func TestAdvanceLocksTheISOBeforeItsRun(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	iso, run := buildISO(t, l, 9000)
+	if r := l.API.Do("POST", "/v1/isos/"+iso+"/cancel", apitest.Req{}); r.Status != 202 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	ctx := t.Context()
+	tx, err := l.API.DB.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := store.ISOGetForUpdate(ctx, tx, uuid.MustParse(iso)); err != nil { // what the ISO cancel locks first
+		t.Fatal(err)
+	}
+	advanced := make(chan error, 1)
+	go func() { advanced <- k.Work(queue.NewRunAdvance(k.Queues, run)) }()
+	for waiting := 0; waiting == 0; {
+		select {
+		case err := <-advanced:
+			t.Fatalf("the advance ended (%v) while the ISO was locked", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := l.API.DB.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE NOWAIT`, run); err != nil {
+		t.Fatalf("the waiting advance holds the run: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-advanced; err != nil {
+		t.Fatal(err)
+	}
+	if r, err := store.RunGet(ctx, l.API.DB, run); err != nil || r.State != horizon.RunCanceled {
+		t.Fatalf("run %s (%v), want canceled", r.State, err)
+	}
+	var state string
+	if err := l.API.DB.QueryRow(ctx, `SELECT state FROM isos WHERE id = $1`, iso).Scan(&state); err != nil || state != string(horizon.ISOFailed) {
+		t.Fatalf("ISO %s (%v), want failed", state, err)
+	}
+}
+
+// runLevelLines returns the texts of run's lines of no step that Horizon wrote (an ISO run's
+// summary), in order: as log_lines stores them, and as its stream holds them.
+func runLevelLines(t *testing.T, l *labtest.Lab, logs *logstream.Client, run uuid.UUID) (stored, streamed []string) {
+	t.Helper()
+	rows, err := l.API.DB.Query(t.Context(), `SELECT text FROM log_lines WHERE run_id = $1 AND step_id IS NULL AND fd = 'horizon'
+		ORDER BY stream_ms, stream_seq`, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, text)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := l.API.Redis.XRange(t.Context(), logs.Key(run), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Values["type"] == nil && e.Values["step"] == "" && e.Values["fd"] == "horizon" {
+			streamed = append(streamed, e.Values["text"].(string))
+		}
+	}
+	return stored, streamed
+}
+
+// TestTheRepairedLogEndOfAnISORunHasItsSummaryOnce: the advance that ended an ISO's run wrote
+// the run's summary and died before the end of the log (or a store was down then): the
+// summary written whole, only streamed (its writer died before storing it), or half written.
+// The reconciler's repair ends the log, and the log has the summary once, whole and in order,
+// stored and streamed. It used to write the summary again in every case, so that the log a
+// user reads, live or downloaded, ended with two summaries of the run.
+func TestTheRepairedLogEndOfAnISORunHasItsSummaryOnce(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	ctx, db := t.Context(), l.API.DB
+	logs := logstream.New(l.API.Redis, db, logstream.Config{Prefix: l.API.Deps.Namespace})
+	for i, c := range []struct {
+		name string
+		// lost is how many of the summary's last lines the dead advance never wrote; stored,
+		// whether it stored those it streamed.
+		lost   func(summary []string) int
+		stored bool
+	}{
+		{"written", func([]string) int { return 0 }, true},
+		{"streamed only", func([]string) int { return 0 }, false},
+		{"half written", func(s []string) int { return len(s) / 2 }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			iso, run := buildISO(t, l, 9000+10*i)
+			if r := l.API.Do("POST", "/v1/isos/"+iso+"/cancel", apitest.Req{}); r.Status != 202 {
+				t.Fatalf("cancel: %d %s", r.Status, r.Body)
+			}
+			k.Advance(run)
+			summary, streamed := runLevelLines(t, l, logs, run)
+			if len(summary) < 2 || !strings.HasPrefix(summary[0], "summary: build canceled") || !slices.Equal(streamed, summary) {
+				t.Fatalf("the run's end wrote the summary %q, streamed %q", summary, streamed)
+			}
+
+			// What the crash leaves: the run finished a while ago, the log has no end, and the
+			// summary is there as far as the dead advance wrote it.
+			lost := c.lost(summary)
+			entries, err := l.API.Redis.XRange(ctx, logs.Key(run), "-", "+").Result()
+			if err != nil || len(entries) < lost+1 || entries[len(entries)-1].Values["type"] != "eof" {
+				t.Fatalf("the stream's last entries are not the summary and its end: %v (%v)", entries, err)
+			}
+			var drop []string
+			for _, e := range entries[len(entries)-1-lost:] {
+				drop = append(drop, e.ID)
+			}
+			if err := l.API.Redis.XDel(ctx, logs.Key(run), drop...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(ctx, `DELETE FROM log_lines WHERE run_id = $1 AND step_id IS NULL AND fd = 'horizon'
+				AND (NOT $2 OR (stream_ms, stream_seq) IN (SELECT stream_ms, stream_seq FROM log_lines WHERE run_id = $1
+					ORDER BY stream_ms DESC, stream_seq DESC LIMIT $3))`, run, c.stored, lost); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{`DELETE FROM log_ends WHERE run_id = $1`, `UPDATE runs SET finished_at = now() - interval '1 minute' WHERE id = $1`} {
+				if _, err := db.Exec(ctx, q, run); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			before := advances(t, k, run)
+			if err := k.Work(asynq.NewTask(queue.TypeReconcile, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if n := advances(t, k, run) - before; n != 1 {
+				t.Fatalf("the reconciler queued %d advances of the run, want 1", n)
+			}
+			for range 2 { // the reconciler's delivery, then a duplicate
+				k.Advance(run)
+			}
+			stored, streamed := runLevelLines(t, l, logs, run)
+			if !slices.Equal(stored, summary) {
+				t.Errorf("stored after the repair:\n%s\nwant the summary once:\n%s", strings.Join(stored, "\n"), strings.Join(summary, "\n"))
+			}
+			if !slices.Equal(streamed, summary) {
+				t.Errorf("streamed after the repair:\n%s\nwant the summary once:\n%s", strings.Join(streamed, "\n"), strings.Join(summary, "\n"))
+			}
+			var ends int
+			if err := db.QueryRow(ctx, `SELECT count(*) FROM log_ends WHERE run_id = $1`, run).Scan(&ends); err != nil || ends != 1 {
+				t.Fatalf("log ends %d (%v), want 1", ends, err)
+			}
+		})
 	}
 }

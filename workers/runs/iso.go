@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"horizon/shared/horizon"
 	"horizon/shared/isotemplate"
@@ -40,15 +42,36 @@ func finishISO(ctx context.Context, tx pgx.Tx, run horizon.Run, final horizon.Ru
 
 // endISOLog writes the summary of a finished ISO run as its last log lines, stores the lines a
 // dead writer streamed and never stored, then ends its log.
-func (a Advancer) endISOLog(ctx context.Context, log *slog.Logger, run horizon.Run) {
+//
+// A repair (the run ended without the end of its log) follows an advance that may have died
+// after writing the summary, or part of it: it stores first what that advance streamed, then
+// writes only the summary lines the stored log does not yet end with, so that the log has the
+// summary once. When it cannot tell, it leaves the log unended for the reconciler's next pass
+// rather than risk a second summary.
+func (a Advancer) endISOLog(ctx context.Context, log *slog.Logger, run horizon.Run, repair bool) {
+	if repair {
+		if _, err := a.Logs.StoreStreamed(ctx, run.ID, *run.ISOID); err != nil {
+			log.WarnContext(ctx, "store the lines of the run's log stream that log_lines lacks; the log stays unended", "error", err)
+			return
+		}
+	}
 	steps, err := store.StepsOfRun(ctx, a.DB, run.ID)
 	if err != nil {
 		log.WarnContext(ctx, "read the ISO run's steps for its summary", "error", err)
 	} else {
+		lines := summaryLines(run, isotemplate.Summarize(steps))
+		if repair {
+			written, err := summaryWritten(ctx, a.DB, run.ID, lines)
+			if err != nil {
+				log.WarnContext(ctx, "read the ISO run's log for its summary; the log stays unended", "error", err)
+				return
+			}
+			lines = lines[written:]
+		}
 		// Lines are masked with an empty masker: they repeat step reasons and first error lines,
 		// which their steps already masked.
 		w := a.Logs.NewWriter(run.ID, *run.ISOID, &secrets.Masker{})
-		for _, line := range summaryLines(run, isotemplate.Summarize(steps)) {
+		for _, line := range lines {
 			_ = w.Line(uuid.Nil, "", 0, logstream.Horizon, line) // refused only once closing
 		}
 		if err := w.Close(ctx); err != nil {
@@ -61,6 +84,26 @@ func (a Advancer) endISOLog(ctx context.Context, log *slog.Logger, run horizon.R
 	if err := a.Logs.End(ctx, run.ID, *run.ISOID, string(run.State), 0); err != nil {
 		log.WarnContext(ctx, "end the run's log stream", "error", err)
 	}
+}
+
+// summaryWritten returns how many of the summary's first lines the run's stored log ends with:
+// the summary an advance wrote, whole or in part, before it died. The summary is written after
+// every step of the run has ended, so it is the log's last lines; lines of no step that Horizon
+// wrote are the summary's, a step's output never.
+func summaryWritten(ctx context.Context, db *pgxpool.Pool, run uuid.UUID, summary []string) (int, error) {
+	tail, err := store.LogLinesOfRunTail(ctx, db, run, store.LogPosMax, store.LogFilter{}, len(summary))
+	if err != nil {
+		return 0, err
+	}
+	for n := len(tail); n > 0; n-- {
+		end := tail[len(tail)-n:]
+		if slices.EqualFunc(end, summary[:n], func(l store.LogLine, text string) bool {
+			return l.StepID == uuid.Nil && l.FD == string(logstream.Horizon) && l.Text == text
+		}) {
+			return n, nil
+		}
+	}
+	return 0, nil
 }
 
 // summaryLines renders a summary for the log.

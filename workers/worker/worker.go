@@ -202,7 +202,7 @@ func New(cfg Config) (*Worker, error) {
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
 	// Every kind of step runs its attempts through the one lifecycle.
 	lifecycle := attempt.Lifecycle{DB: cfg.DB, Redis: cfg.Redis, Gate: g, Logs: cfg.LogClient, Events: pub, Enqueue: enqueue,
-		Queues: queues, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: 2 * time.Second, Heartbeat: cfg.Heartbeat, Metrics: recorder}
+		Queues: queues, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: gateWait, Heartbeat: cfg.Heartbeat, Metrics: recorder}
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
 	w.Notify = notifyw.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Sender: notify.NewSender(cfg.Webhooks), Queues: queues,
@@ -286,10 +286,14 @@ func New(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
+// gateWait is how long the first waiter of a busy node waits inside its handler before it
+// hands its slot back (attempt.Lifecycle.GateWait): a waiting step heartbeats after it.
+const gateWait = 2 * time.Second
+
 // staleAfter is how long a step may stay silent before the reconciler gives it a new attempt:
 // six heartbeats of a running step, and longer than a step waiting for its node's gate goes
 // between two of its asks (each refreshes its heartbeat): the longest busy retry delay, and 5 s
-// for the task to be picked up again.
+// for the task to be picked up again and wait gateWait in its handler (a test checks it).
 func staleAfter(heartbeat time.Duration) time.Duration {
 	return 6*heartbeat + gate.MaxBusyRetryDelay + 5*time.Second
 }
