@@ -30,8 +30,10 @@
 //   - Output streaming: Init, Plan, Apply and Destroy stream into the caller's Sink line by
 //     line; Sink calls never overlap. Show and state push run with the handle's writers
 //     detached: terraform-exec copies a command's stdout into the handle's writer as well as
-//     its JSON parser, and that JSON holds sensitive values in clear. One handle per work dir
-//     means one `version` process per step. Lines are not masked here; the Sink masks them (secrets.Masker). Error
+//     its JSON parser, and that JSON holds sensitive values in clear. terraform-exec asks the
+//     version before init and show only: those run behind a version shim that answers it
+//     (shim.go), every other command runs the binary itself, so that nothing but Terraform
+//     starts under a node's build gate. Lines are not masked here; the Sink masks them (secrets.Masker). Error
 //     strings carry Terraform's stderr and need masking too before they are stored.
 //   - Plugin cache: TF_PLUGIN_CACHE_DIR is shared by every work dir on the host, and concurrent
 //     inits corrupt it (terraform#31964), so Init holds an exclusive flock on

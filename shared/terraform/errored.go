@@ -43,7 +43,7 @@ func (w *Workdir) PushErroredState(ctx context.Context) error {
 	w.note("terraform could not save state to the backend; pushing " + erroredStateFile)
 	// state push prints nothing worth logging and its errors are returned; running it quietly
 	// keeps the state (which holds secrets) out of the sink whatever a future version prints.
-	err := w.quietly(func(tf *tfexec.Terraform) error {
+	err := w.quietly(w.tf, func(tf *tfexec.Terraform) error {
 		return settled(ctx, tf.StatePush(ctx, path, tfexec.Lock(true), tfexec.LockTimeout(w.r.cfg.LockTimeout.String())))
 	})
 	if err != nil {

@@ -38,8 +38,11 @@ func (w *Workdir) Init(ctx context.Context) error {
 	if w.seeded {
 		w.note("terraform init skipped: this work dir is a copy of this host's initialised module of the same commit")
 	} else {
-		err = w.r.initLocked(ctx, w.tf.Init)
-		w.flush()
+		var tf *tfexec.Terraform
+		if tf, err = w.versioned(ctx); err == nil {
+			err = w.r.initLocked(ctx, tf.Init)
+			w.flush()
+		}
 	}
 	if err == nil && w.keep {
 		if err := os.WriteFile(filepath.Join(w.root, initKeyFile), []byte(w.key), 0o600); err != nil {
@@ -102,10 +105,13 @@ func (w *Workdir) Plan(ctx context.Context) (changed bool, err error) {
 // values in clear: redact before storing or showing it. It runs quietly.
 func (w *Workdir) ShowPlan(ctx context.Context) (*tfjson.Plan, error) {
 	var plan *tfjson.Plan
-	err := w.quietly(func(tf *tfexec.Terraform) (err error) {
-		plan, err = tf.ShowPlanFile(ctx, filepath.Join(w.dir, PlanFile))
-		return settled(ctx, err)
-	})
+	tf, err := w.versioned(ctx)
+	if err == nil {
+		err = w.quietly(tf, func(tf *tfexec.Terraform) (err error) {
+			plan, err = tf.ShowPlanFile(ctx, filepath.Join(w.dir, PlanFile))
+			return settled(ctx, err)
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("terraform show plan: %w", err)
 	}

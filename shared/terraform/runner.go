@@ -58,7 +58,8 @@ type States interface {
 type Runner struct {
 	cfg     Config
 	baseEnv []string
-	// program is what the work dirs run: the binary behind its version shim (versionShim).
+	// program is the binary behind its version shim (versionShim), for the commands
+	// terraform-exec checks the version of first (Workdir.versioned).
 	program string
 }
 

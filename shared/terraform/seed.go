@@ -114,7 +114,7 @@ func (r *Runner) initSeed(ctx context.Context, source, module, dir string) error
 	if err != nil {
 		return err
 	}
-	tf, err := r.handle(ctx, mod, env)
+	tf, err := r.versionedHandle(ctx, mod, env)
 	if err != nil {
 		return err
 	}

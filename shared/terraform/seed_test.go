@@ -132,3 +132,39 @@ func TestASeedIsOnlyMadeWithAPluginCache(t *testing.T) {
 		t.Fatalf("seeds without a plugin cache: %v", dirs)
 	}
 }
+
+// TestASeededBuildStartsNothingButTerraform: a build in a seeded work dir runs apply straight
+// from the binary, and never starts the version shim, a shell whose start would otherwise
+// come before every Terraform command, under the node's build gate. A work dir that inits
+// still uses the shim for init, so that terraform-exec's version check starts no Terraform.
+func TestASeededBuildStartsNothingButTerraform(t *testing.T) {
+	t.Parallel()
+	r, _ := realRunner(t)
+	ctx := context.Background()
+	bin := realBinary(t)
+	o := warmOpts(t, "s21-vm-0", "c1", nil)
+	if err := r.Seed(ctx, terraform.SeedOpts{Source: o.Source, Module: o.Module, Commit: o.Commit}); err != nil {
+		t.Fatal(err)
+	}
+	out := &lines{}
+	o.Sink = out.sink
+	w := prepareInit(t, r, o)
+	if err := w.Apply(ctx); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out.text())
+	}
+	if program, shim := w.Programs(); program != bin.Path || shim {
+		t.Errorf("a seeded build ran %s (version shim started: %v), want %s alone", program, shim, bin.Path)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cold := warmOpts(t, "s21-vm-1", "c2", nil)
+	w = prepareInit(t, r, cold)
+	if _, shim := w.Programs(); !shim {
+		t.Error("init ran without the version shim: terraform-exec's version check started Terraform")
+	}
+	if err := w.Apply(ctx); err != nil {
+		t.Fatalf("apply after init: %v", err)
+	}
+	_ = w.Close()
+}

@@ -14,11 +14,12 @@ import (
 	"time"
 )
 
-// versionShim returns the program the work dirs run: a small shell script in dir that answers
-// "version -json" itself, from the version FindBinary learned, and runs the binary for
-// everything else. terraform-exec asks each new handle's version before its first command
-// (tfexec.Terraform.Version), and a Terraform process costs 150–300 ms of start-up, mostly
-// under the node's build gate: the shim makes that once per binary instead of once per step.
+// versionShim returns the program the work dirs run init and show with: a small shell script in
+// dir that answers "version -json" itself, from the version FindBinary learned, and runs the
+// binary for everything else. terraform-exec asks a handle's version before those commands
+// (tfexec.Terraform.Version), and a Terraform process costs 150–300 ms of start-up: the shim
+// makes that once per binary instead of once per step. The other commands run the binary
+// itself (Workdir.tf): the shell would be one more process start, under the node's gate.
 //
 // If the script cannot be written or does not answer as expected (a work root mounted
 // noexec, no /bin/sh), the binary itself is returned: slower, never wrong.

@@ -73,11 +73,16 @@ type Workdir struct {
 	key    string
 	unlock func()
 
-	// tf streams to the sink, except inside quietly.
-	tf             *tfexec.Terraform
-	stdout, stderr *lineWriter
-	sink           Sink
-	revoke         func() // the state backend's grant
+	// tf runs the binary itself, for the commands terraform-exec runs without asking the
+	// version first (apply, destroy, plan, state push): no shim starts before them, under a
+	// node's gate. versioned runs it behind the version shim, for the commands that ask (init,
+	// show): made on first use, so a seeded or warm build never starts the shim. Both stream
+	// to the sink, except inside quietly.
+	tf, versionedTF *tfexec.Terraform
+	env             map[string]string // of both handles; holds the state backend's credentials
+	stdout, stderr  *lineWriter
+	sink            Sink
+	revoke          func() // the state backend's grant
 }
 
 // Prepare creates a work dir for one execution: a fresh directory under Config.WorkRoot with a
@@ -169,41 +174,53 @@ func (r *Runner) Prepare(ctx context.Context, opts PrepareOpts) (_ *Workdir, err
 	}
 
 	w := &Workdir{r: r, root: root, dir: dir, workspace: opts.Workspace, sink: opts.Sink, revoke: revoke,
-		keep: keep, warm: warm, seeded: seed != "", key: key, unlock: unlock}
+		keep: keep, warm: warm, seeded: seed != "", key: key, unlock: unlock, env: env}
 	if w.sink == nil {
 		w.sink = func(Stream, string) {}
 	}
 	var mu sync.Mutex
 	w.stdout = &lineWriter{mu: &mu, sink: w.sink, stream: Stdout}
 	w.stderr = &lineWriter{mu: &mu, sink: w.sink, stream: Stderr}
-	if w.tf, err = r.handle(ctx, dir, env); err != nil {
+	if w.tf, err = r.handle(dir, env, r.cfg.Binary.Path); err != nil {
 		return nil, fmt.Errorf("prepare %s: %w", opts.Workspace, err)
 	}
-	// Writers are attached after handle has cached the version: terraform-exec's version check
-	// prints its JSON to the handle's writer too.
 	w.tf.SetStdout(w.stdout)
 	w.tf.SetStderr(w.stderr)
 	return w, nil
 }
 
-// quietly runs op with no writer on the handle, for the commands whose stdout is JSON with
-// sensitive values in clear (show, state push): terraform-exec copies a command's stdout into
-// the handle's writer as well as into its parser. Errors still carry stderr.
-func (w *Workdir) quietly(op func(tf *tfexec.Terraform) error) error {
-	w.tf.SetStdout(nil)
-	w.tf.SetStderr(nil)
-	defer func() {
-		w.tf.SetStdout(w.stdout)
-		w.tf.SetStderr(w.stderr)
-	}()
-	return op(w.tf)
+// versioned returns the handle for the commands terraform-exec checks the version of first.
+func (w *Workdir) versioned(ctx context.Context) (*tfexec.Terraform, error) {
+	if w.versionedTF == nil {
+		tf, err := w.r.versionedHandle(ctx, w.dir, w.env)
+		if err != nil {
+			return nil, err
+		}
+		tf.SetStdout(w.stdout)
+		tf.SetStderr(w.stderr)
+		w.versionedTF = tf
+	}
+	return w.versionedTF, nil
 }
 
-// handle returns a terraform-exec handle for dir with the whole environment set, the grace
-// period as WaitDelay, and the binary's version cached (answered by the version shim, which
-// starts no Terraform).
-func (r *Runner) handle(ctx context.Context, dir string, env map[string]string) (*tfexec.Terraform, error) {
-	tf, err := tfexec.NewTerraform(dir, r.program)
+// quietly runs op with no writer on tf, one of the work dir's handles, for the commands whose
+// stdout is JSON with sensitive values in clear (show, state push): terraform-exec copies a
+// command's stdout into the handle's writer as well as into its parser. Errors still carry
+// stderr.
+func (w *Workdir) quietly(tf *tfexec.Terraform, op func(tf *tfexec.Terraform) error) error {
+	tf.SetStdout(nil)
+	tf.SetStderr(nil)
+	defer func() {
+		tf.SetStdout(w.stdout)
+		tf.SetStderr(w.stderr)
+	}()
+	return op(tf)
+}
+
+// handle returns a terraform-exec handle running program in dir with the whole environment
+// set and the grace period as WaitDelay.
+func (r *Runner) handle(dir string, env map[string]string, program string) (*tfexec.Terraform, error) {
+	tf, err := tfexec.NewTerraform(dir, program)
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +228,17 @@ func (r *Runner) handle(ctx context.Context, dir string, env map[string]string) 
 		return nil, err
 	}
 	tf.SetWaitDelay(r.cfg.GracePeriod)
+	return tf, nil
+}
+
+// versionedHandle is handle running the binary behind its version shim, with the version
+// cached (the shim answers it without starting Terraform). Writers are attached after:
+// terraform-exec's version check prints its JSON to the handle's writer too.
+func (r *Runner) versionedHandle(ctx context.Context, dir string, env map[string]string) (*tfexec.Terraform, error) {
+	tf, err := r.handle(dir, env, r.program)
+	if err != nil {
+		return nil, err
+	}
 	if _, _, err := tf.Version(ctx, false); err != nil {
 		return nil, fmt.Errorf("terraform version: %w", settled(ctx, err))
 	}
