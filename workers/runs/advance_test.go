@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"horizon/functions/apitest"
@@ -310,13 +312,24 @@ func TestAdvanceLocksTheRunsOwnerBeforeTheRun(t *testing.T) {
 	if r := l.API.Do("POST", "/v1/stacks/"+stack+"/cancel", apitest.Req{Token: l.Member}); r.Status != 202 {
 		t.Fatalf("cancel: %d %s", r.Status, r.Body)
 	}
+	advanceWaitsForTheOwnerOnly(t, l, k, run, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT 1 FROM stacks WHERE id = $1 FOR UPDATE`, stack) // as the cancel does
+		return err
+	})
+}
+
+// advanceWaitsForTheOwnerOnly holds the canceled run's owner in a transaction (lockOwner), lets
+// the advance that ends the run start and wait for it, and checks that the waiting advance
+// does not hold the run; once the owner is released the run ends canceled.
+func advanceWaitsForTheOwnerOnly(t *testing.T, l *labtest.Lab, k *workertest.Kinds, run uuid.UUID, lockOwner func(context.Context, pgx.Tx) error) {
+	t.Helper()
 	ctx := t.Context()
 	tx, err := l.API.DB.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM stacks WHERE id = $1 FOR UPDATE`, stack); err != nil {
+	if err := lockOwner(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
 	advanced := make(chan error, 1)
@@ -324,7 +337,7 @@ func TestAdvanceLocksTheRunsOwnerBeforeTheRun(t *testing.T) {
 	for waiting := 0; waiting == 0; {
 		select {
 		case err := <-advanced:
-			t.Fatalf("the advance ended (%v) while the stack was locked", err)
+			t.Fatalf("the advance ended (%v) while the run's owner was locked", err)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if err := l.API.DB.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
@@ -383,40 +396,11 @@ func TestAdvanceLocksTheISOBeforeItsRun(t *testing.T) {
 	if r := l.API.Do("POST", "/v1/isos/"+iso+"/cancel", apitest.Req{}); r.Status != 202 {
 		t.Fatalf("cancel: %d %s", r.Status, r.Body)
 	}
+	advanceWaitsForTheOwnerOnly(t, l, k, run, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := store.ISOGetForUpdate(ctx, tx, uuid.MustParse(iso)) // what the ISO cancel locks first
+		return err
+	})
 	ctx := t.Context()
-	tx, err := l.API.DB.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := store.ISOGetForUpdate(ctx, tx, uuid.MustParse(iso)); err != nil { // what the ISO cancel locks first
-		t.Fatal(err)
-	}
-	advanced := make(chan error, 1)
-	go func() { advanced <- k.Work(queue.NewRunAdvance(k.Queues, run)) }()
-	for waiting := 0; waiting == 0; {
-		select {
-		case err := <-advanced:
-			t.Fatalf("the advance ended (%v) while the ISO was locked", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if err := l.API.DB.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE NOWAIT`, run); err != nil {
-		t.Fatalf("the waiting advance holds the run: %v", err)
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-advanced; err != nil {
-		t.Fatal(err)
-	}
-	if r, err := store.RunGet(ctx, l.API.DB, run); err != nil || r.State != horizon.RunCanceled {
-		t.Fatalf("run %s (%v), want canceled", r.State, err)
-	}
 	var state string
 	if err := l.API.DB.QueryRow(ctx, `SELECT state FROM isos WHERE id = $1`, iso).Scan(&state); err != nil || state != string(horizon.ISOFailed) {
 		t.Fatalf("ISO %s (%v), want failed", state, err)
