@@ -82,6 +82,22 @@ func advances(t *testing.T, k *workertest.Kinds, run uuid.UUID) int {
 	return waiting(t, k, queue.TypeRunAdvance, run, func(p queue.RunAdvance) uuid.UUID { return p.RunID })
 }
 
+// repairedTwice runs a reconcile pass, checks that it queued exactly one advance of run, and
+// delivers that advance twice (the reconciler's delivery, then a duplicate).
+func repairedTwice(t *testing.T, k *workertest.Kinds, run uuid.UUID) {
+	t.Helper()
+	before := advances(t, k, run)
+	if err := k.Work(asynq.NewTask(queue.TypeReconcile, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if n := advances(t, k, run) - before; n != 1 {
+		t.Fatalf("the reconciler queued %d advances of the run, want 1", n)
+	}
+	for range 2 {
+		k.Advance(run)
+	}
+}
+
 // TestAdvanceQueuesPhaseByPhase: run:advance queues the first phase's step (and its task)
 // only, a duplicate delivery queues nothing twice, each step's end lets the next phase go, and
 // the last advance ends the run and deploys the stack; one more after the end changes nothing.
@@ -271,16 +287,7 @@ func TestReconcileEndsTheLogOfARunThatEndedWithoutIt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	before := advances(t, k, run) // the steps' ends queued some
-	if err := k.Work(asynq.NewTask(queue.TypeReconcile, nil)); err != nil {
-		t.Fatal(err)
-	}
-	if n := advances(t, k, run) - before; n != 1 {
-		t.Fatalf("the reconciler queued %d advances of the run, want 1", n)
-	}
-	for range 2 { // the reconciler's delivery, then a duplicate
-		k.Advance(run)
-	}
+	repairedTwice(t, k, run) // the steps' ends queued advances already
 	var stored, ends int
 	if err := db.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM log_lines WHERE run_id = $1 AND text = $2),
 		(SELECT count(*) FROM log_ends WHERE run_id = $1)`, run, lostLine).Scan(&stored, &ends); err != nil {
@@ -416,14 +423,7 @@ func runLevelLines(t *testing.T, l *labtest.Lab, logs *logstream.Client, run uui
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var text string
-		if err := rows.Scan(&text); err != nil {
-			t.Fatal(err)
-		}
-		stored = append(stored, text)
-	}
-	if err := rows.Err(); err != nil {
+	if stored, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := l.API.Redis.XRange(t.Context(), logs.Key(run), "-", "+").Result()
@@ -496,16 +496,7 @@ func TestTheRepairedLogEndOfAnISORunHasItsSummaryOnce(t *testing.T) {
 				}
 			}
 
-			before := advances(t, k, run)
-			if err := k.Work(asynq.NewTask(queue.TypeReconcile, nil)); err != nil {
-				t.Fatal(err)
-			}
-			if n := advances(t, k, run) - before; n != 1 {
-				t.Fatalf("the reconciler queued %d advances of the run, want 1", n)
-			}
-			for range 2 { // the reconciler's delivery, then a duplicate
-				k.Advance(run)
-			}
+			repairedTwice(t, k, run)
 			stored, streamed := runLevelLines(t, l, logs, run)
 			if !slices.Equal(stored, summary) {
 				t.Errorf("stored after the repair:\n%s\nwant the summary once:\n%s", strings.Join(stored, "\n"), strings.Join(summary, "\n"))
