@@ -219,6 +219,7 @@ func load[W Work](ctx context.Context, l *Lifecycle, k Kind[W], p queue.StepRun)
 		// A step waiting behind others for its node reads the rest only once it is next: its
 		// work would be read for nothing each time it asks (at scale, most of a step's queries).
 		// Its first ask reads everything (gate.Behind), to leave the line at once if unneeded.
+		// Any other answer (ErrLeft, Redis down) goes the full way: the claim reports it.
 		err := l.Gate.Behind(ctx, queue.GateNode(*step.ServerID, *step.Node), queue.StepTaskID(step.ID, step.Attempt))
 		if gate.IsBusy(err) {
 			waiting(ctx, l.DB, step, l.Log)
