@@ -33,9 +33,10 @@ export const sshKeysQuery = () => queryOptions({ queryKey: sshKeysKey, queryFn: 
 export const gitCredentialsQuery = () =>
   queryOptions({ queryKey: gitCredentialsKey, queryFn: () => call(api.GET("/v1/git-credentials", { params: limit })) });
 // Only the API registers an ISO template and no event says so: the list is read again whenever
-// a page that shows it opens (the build form's choices would miss one registered meanwhile).
+// a page that shows it opens (the build form's choices would miss one registered meanwhile), not
+// only once the console's default five seconds of freshness have passed.
 export const isoTemplatesQuery = () =>
-  queryOptions({ queryKey: isoTemplatesKey, queryFn: () => call(api.GET("/v1/iso-templates", { params: limit })) });
+  queryOptions({ queryKey: isoTemplatesKey, queryFn: () => call(api.GET("/v1/iso-templates", { params: limit })), staleTime: 0 });
 
 export const proxmoxServerKey = (id: string) => ["proxmox-server", id] as const;
 export const proxmoxServerQuery = (id: string) =>
