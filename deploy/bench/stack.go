@@ -22,9 +22,11 @@ import (
 // of it (open loop). The control, in the same run, is a bare Fiber handler reading the same rows
 // as the endpoint did before it batched them (six statements one after another: stack, template
 // version, executions, run in progress, drift findings, drift check), and the load generator's
-// own floor: a bare hello at the same rate, whose p99 is subtracted. It also counts the
-// Postgres round trips per request (transactions committed in the database, from
-// pg_stat_database: every statement outside a transaction, and every pipelined batch, is one).
+// own floor: a bare hello at the same rate, whose p99 is subtracted, and the endpoint's own
+// batched read in a bare handler at the same rate, which tells the data path's tail from the
+// rest of Horizon's. It also counts the Postgres round trips per request (transactions
+// committed in the database, from pg_stat_database: every statement outside a transaction, and
+// every pipelined batch, is one).
 func benchStack(ctx context.Context) error {
 	env, err := newBenchEnv(ctx)
 	if err != nil {
@@ -53,6 +55,18 @@ func benchStack(ctx context.Context) error {
 		}
 		return sequentialReads(c, env.DB, id)
 	})
+	// The tail's control: the endpoint's own read (one pipelined batch) with nothing around it.
+	bare.Get("/view/:id", func(c *fiber.Ctx) error {
+		id, err := uuid.Parse(c.Params("id"))
+		if err != nil {
+			return fiber.ErrBadRequest
+		}
+		v, err := store.StackViewGet(c.Context(), env.DB, auth.Scope{All: true}, id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(v)
+	})
 	bAddr, err := serve(bare)
 	if err != nil {
 		return err
@@ -65,7 +79,8 @@ func benchStack(ctx context.Context) error {
 			}
 		}
 	}
-	horizonReq, bareReq, hello := get("/v1/stacks/"+stack.String(), true), get("/stacks/"+stack.String(), false), get("/hello", false)
+	horizonReq, bareReq, viewReq, hello := get("/v1/stacks/"+stack.String(), true), get("/stacks/"+stack.String(), false),
+		get("/view/"+stack.String(), false), get("/hello", false)
 
 	const conns, dur = 32, 5 * time.Second
 	fmt.Printf("Stack detail benchmark: %d connections, %s per run, loopback, Postgres and Redis local; load generator in the same process (GOMAXPROCS %d shared); load %s\n\n",
@@ -78,8 +93,11 @@ func benchStack(ctx context.Context) error {
 		b, bt, h, ht, h.rps/b.rps)
 	half := openLoop(hAddr, h.rps/2, dur, horizonReq)
 	floor := openLoop(bAddr, h.rps/2, dur, hello)
+	view := openLoop(bAddr, h.rps/2, dur, viewReq)
 	fmt.Printf("  horizon at half its max (%.0f req/s): %s\n  generator floor (bare hello, same rate): %s\n  horizon p99 less the floor's: %.2f ms (goal ≤ 5 ms); load %s\n",
 		h.rps/2, half, floor, float64((half.p99-floor.p99).Microseconds())/1000, loadAvg())
+	fmt.Printf("  the endpoint's read alone (StackViewGet in a bare handler, same rate): %s\n  horizon p99 less the read's: %.2f ms (what auth, the rate limit and the response add to the tail)\n",
+		view, float64((half.p99-view.p99).Microseconds())/1000)
 	return nil
 }
 

@@ -77,6 +77,7 @@ func Create(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		d.Announce().Published(ctx, t.ID, t.LatestVersion)
 		c.Set(fiber.HeaderETag, api.ETag(t.Version))
 		c.Set(fiber.HeaderLocation, "/v1/templates/"+t.ID.String())
 		return c.Status(fiber.StatusCreated).JSON(toDetail(t))

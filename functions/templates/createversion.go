@@ -63,6 +63,7 @@ func CreateVersion(d api.Deps) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		d.Announce().Published(ctx, r.ID, v.Number)
 		c.Set(fiber.HeaderLocation, versionPath(r.ID, v.Number))
 		return c.Status(fiber.StatusCreated).JSON(toVersion(v))
 	})

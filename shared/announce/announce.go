@@ -1,6 +1,6 @@
 // Package announce is the one "after commit" path of a run change, for the API and the
 // workers alike: publish the change's events, tell the workers of a cancel, and enqueue the
-// run's next advance.
+// run's next advance; and of a template version's publication, which the workers prepare for.
 //
 // It runs after the transaction that made the change has committed, so nothing here may fail
 // the request or task: each failure is logged and made good elsewhere — a run whose advance was
@@ -10,7 +10,9 @@ package announce
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -55,5 +57,19 @@ func (a Announcer) Canceling(ctx context.Context, run uuid.UUID, evs ...events.E
 	}
 	if err := a.Enqueue.Enqueue(ctx, queue.NewRunAdvance(a.Queues, run)); err != nil {
 		a.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", run, "error", err)
+	}
+}
+
+// Published tells every worker host of a template version just published, so that each checks
+// its modules out and initialises them before its first deploy (queue.PublishedChannel). It
+// waits at most a second for Redis: the request that published has committed and must not hang
+// on an optimisation.
+func (a Announcer) Published(ctx context.Context, template uuid.UUID, version int) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	payload, _ := json.Marshal(queue.Published{TemplateID: template, Version: version})
+	if err := a.Redis.Publish(ctx, queue.PublishedChannel(a.Namespace), payload).Err(); err != nil {
+		a.Log.WarnContext(ctx, "announce a published template version; its first steps prepare it instead",
+			"template_id", template, "version", version, "error", err)
 	}
 }

@@ -240,6 +240,18 @@ func NewStep(q Queues, kind horizon.StepKind, step uuid.UUID, attempt int) *asyn
 // the cancel.
 func CancelChannel(namespace string) string { return namespace + ":cancel" }
 
+// PublishedChannel is the Redis pub/sub channel on which the API announces a template version
+// it has just published (payload: Published), so that every worker host checks out and
+// initialises its modules before the version's first deploy needs them. A host that misses the
+// message does that work at the version's first step instead.
+func PublishedChannel(namespace string) string { return namespace + ":template-published" }
+
+// Published is the payload of PublishedChannel.
+type Published struct {
+	TemplateID uuid.UUID `json:"template_id"`
+	Version    int       `json:"version"`
+}
+
 // StackTags is the payload of stack:tags.
 type StackTags struct {
 	StackID uuid.UUID `json:"stack_id"`

@@ -217,15 +217,7 @@ func (h *Handler) seed(ctx context.Context, w *stepWork) {
 	if w.Step.Kind != horizon.StepApply || w.inputsErr != nil || w.isoErr != nil || w.exec.Commit == "" {
 		return
 	}
-	repo := w.job.Source.Repo
-	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
-	if err == nil {
-		var tree string
-		if tree, err = h.Git.Tree(ctx, repo, w.exec.Commit, creds[repo]); err == nil {
-			err = h.Terraform.Seed(ctx, terraform.SeedOpts{Source: tree, Module: w.job.Source.Path, Commit: w.exec.Commit})
-		}
-	}
-	if err != nil && ctx.Err() == nil {
+	if err := h.warmModule(ctx, w.job.Source.Repo, w.exec.Commit, w.job.Source.Path); err != nil && ctx.Err() == nil {
 		h.Log.DebugContext(ctx, "module not seeded: the step's Prepare runs terraform init", "step_id", w.Step.ID, "error", err)
 	}
 }

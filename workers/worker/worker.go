@@ -7,6 +7,7 @@ package worker
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -113,8 +114,14 @@ type Worker struct {
 	schedDone  chan struct{}
 	mux        *asynq.ServeMux
 	cancelBase context.CancelFunc
-	states     *tfstate.Server // nil when Config.Terraform.States was given
-	Queues     queue.Queues
+	baseCtx    context.Context
+	// warm prepares this host for each template version the API publishes (warmOnPublish).
+	warm     func(context.Context, queue.Published) error
+	rdb      redis.UniversalClient
+	ns       string
+	warmDone chan struct{}
+	states   *tfstate.Server // nil when Config.Terraform.States was given
+	Queues   queue.Queues
 	// Reconcile is the reconcile pass, for tests and for the scheduler.
 	Reconcile reconcile.Handler
 	// Drift checks one Proxmox server for drift, for tests and the benchmark.
@@ -196,7 +203,7 @@ func New(cfg Config) (*Worker, error) {
 	enqueue := queue.Enqueuer{Client: client}
 	pub := events.NewPublisher(cfg.Redis, events.Config{Prefix: cfg.Namespace, MaxLen: cfg.EventsMaxLen})
 	recorder := metrics.NewRecorder(cfg.Redis, cfg.Namespace)
-	w := &Worker{Queues: queues, log: cfg.Log, states: states}
+	w := &Worker{Queues: queues, log: cfg.Log, states: states, rdb: cfg.Redis, ns: cfg.Namespace}
 	w.Drift = &drift.Checker{DB: cfg.DB, Box: cfg.Box, Events: pub, Log: cfg.Log, Sweep: cfg.DriftSweepIntervals,
 		Spread: cfg.DriftSpread}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
@@ -205,6 +212,7 @@ func New(cfg Config) (*Worker, error) {
 		Queues: queues, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: gateWait, Heartbeat: cfg.Heartbeat, Metrics: recorder}
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
+	w.warm = stepHandler.Warm
 	w.Notify = notifyw.Handler{DB: cfg.DB, Redis: cfg.Redis, Box: cfg.Box, Sender: notify.NewSender(cfg.Webhooks), Queues: queues,
 		Enqueue: enqueue, Log: cfg.Log, Namespace: cfg.Namespace, Lease: cfg.WebhookLease,
 		Retention: cfg.WebhookRetention, Keep: cfg.WebhookKeep}
@@ -236,7 +244,7 @@ func New(cfg Config) (*Worker, error) {
 	// Handlers run under baseCtx; cancelling it on shutdown is what interrupts Terraform (Asynq's
 	// own Shutdown does not cancel handler contexts).
 	baseCtx, cancelBase := context.WithCancel(context.Background())
-	w.cancelBase = cancelBase
+	w.baseCtx, w.cancelBase = baseCtx, cancelBase
 	w.srv = asynq.NewServerFromRedisClient(cfg.Redis, asynq.Config{
 		Concurrency:         cfg.Concurrency,
 		Queues:              queues.Weights(),
@@ -320,6 +328,8 @@ func (w *Worker) Start() error {
 		w.srv.Shutdown()
 		return fmt.Errorf("start the notify server: %w", err)
 	}
+	w.warmDone = make(chan struct{})
+	go w.warmOnPublish(w.baseCtx)
 	if w.sched != nil {
 		ctx, stop := context.WithCancel(context.Background())
 		w.stopSched, w.schedDone = stop, make(chan struct{})
@@ -329,6 +339,44 @@ func (w *Worker) Start() error {
 		}()
 	}
 	return nil
+}
+
+// warmTimeout bounds the preparation of one published version (every job's checkout and init).
+const warmTimeout = 10 * time.Minute
+
+// warmOnPublish prepares this host for each template version the API announces
+// (queue.PublishedChannel), one at a time, until ctx ends. Every worker process of every host
+// hears each announcement; those of one host share the git cache and the seeds, whose locks
+// make the second one wait and then find the work done. go-redis subscribes again after a lost
+// connection; a version announced meanwhile is prepared by its first step instead.
+func (w *Worker) warmOnPublish(ctx context.Context) {
+	defer close(w.warmDone)
+	sub := w.rdb.Subscribe(ctx, queue.PublishedChannel(w.ns))
+	defer sub.Close()
+	msgs := sub.Channel()
+	for {
+		var msg *redis.Message
+		select {
+		case <-ctx.Done():
+			return
+		case msg = <-msgs:
+		}
+		if msg == nil {
+			return // the subscription was closed
+		}
+		var p queue.Published
+		if err := json.Unmarshal([]byte(msg.Payload), &p); err != nil {
+			w.log.WarnContext(ctx, "template publish announcement not understood", "error", err)
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, warmTimeout)
+		err := w.warm(wctx, p)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			w.log.WarnContext(ctx, "published template version not prepared on this host: its first steps will",
+				"template_id", p.TemplateID, "version", p.Version, "error", err)
+		}
+	}
 }
 
 // Shutdown stops taking tasks, interrupts the running ones (Terraform saves its state) and waits
@@ -341,6 +389,9 @@ func (w *Worker) Shutdown() {
 	w.cancelBase()
 	w.srv.Shutdown()
 	w.notifySrv.Shutdown()
+	if w.warmDone != nil {
+		<-w.warmDone
+	}
 	// After the handlers: a Terraform saving its state at SIGINT still reaches the backend.
 	if w.states != nil {
 		_ = w.states.Close()
