@@ -49,7 +49,7 @@ func TestAPublishedVersionIsPreparedOnEveryWorkerHost(t *testing.T) {
 }
 
 // seeds lists the complete seeds of a worker host's Terraform work root.
-func seeds(t *testing.T, workRoot string) []string {
+func seeds(t testing.TB, workRoot string) []string {
 	entries, err := os.ReadDir(filepath.Join(workRoot, ".seeds"))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
