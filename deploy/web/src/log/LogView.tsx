@@ -9,7 +9,7 @@
 // escapes as styled text (./ansi), never as markup. Each step's lines are a section under a
 // header row that folds and unfolds it (./sections): a folded section is its header alone in
 // the fixed-row list, and a line jumped to (a link, a search match) unfolds its section first.
-import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
+import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
@@ -98,7 +98,8 @@ export function isoLog(id: string): LogSource {
   };
 }
 
-export function LogView({
+/** LogView is memoized: the page around it re-renders every second (its clock). */
+export const LogView = memo(function LogView({
   source,
   runId,
   follow = true,
@@ -275,12 +276,15 @@ export function LogView({
   // short stretches (parallel machines interleaving) has nearly as many sections as lines.
   // biome-ignore lint/correctness/useExhaustiveDependencies: the section index is updated in place; the drawn version says when it changed
   const lay = useMemo(() => layout(secs, folded), [secs, drawnVersion, folded]);
-  const toggle = (key: string) =>
-    setFolded((f) => {
-      const n = new Set(f);
-      if (!n.delete(key)) n.add(key);
-      return n;
-    });
+  const toggle = useCallback(
+    (key: string) =>
+      setFolded((f) => {
+        const n = new Set(f);
+        if (!n.delete(key)) n.add(key);
+        return n;
+      }),
+    [],
+  );
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: the buffer is mutable: its version says when its lines changed
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]);
@@ -466,59 +470,117 @@ export function LogView({
             const at = rowAt(lay, row);
             if (!at) return null;
             const sec = secs[at.section];
-            const y = { transform: `translateY(${row * ROW}px)`, height: ROW };
             if (at.line < 0) {
-              const open = !folded.has(sec.key);
-              // The run's separator is drawn on its first row: the header of its first section.
+              const head = buf.at(sec.start);
               return (
-                <div
-                  key={`h${sec.start}`}
-                  className={`log-step${sec.runStart ? " run-start" : ""}`}
-                  title={sec.runStart ? `run ${buf.at(sec.start)?.run}` : undefined}
-                  style={y}
-                  data-section={sec.key}
-                >
-                  <button type="button" aria-expanded={open} onClick={() => toggle(sec.key)}>
-                    <span aria-hidden="true">{open ? "▾" : "▸"}</span> {headerText(sec, stepNames)}
-                  </button>
-                </div>
+                <SectionRow
+                  key={`h${head.run}/${head.id}`}
+                  row={row}
+                  sectionKey={sec.key}
+                  text={headerText(sec, stepNames)}
+                  open={!folded.has(sec.key)}
+                  run={sec.runStart ? head.run : ""}
+                  onToggle={toggle}
+                />
               );
             }
             const index = at.line;
             const l = buf.at(index);
             if (!l) return null;
-            const runStart = !sec.key && sec.runStart && index === sec.start;
+            const lineKey = `${l.run}/${l.id}`;
             return (
-              <div
-                key={`l${index}`}
-                className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}${runStart ? " run-start" : ""}`}
-                title={runStart ? `run ${l.run}` : undefined}
-                style={y}
-                data-job={l.job}
-              >
-                <a
-                  className="ln"
-                  href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`}
-                  aria-label={`Link to line ${index + 1}`}
-                  tabIndex={-1}
-                >
-                  {index + 1}
-                </a>
-                <time className="lts" dateTime={l.at}>
-                  {lineTime(l.at)}
-                </time>
-                {l.job && (
-                  <span className="lj">
-                    {l.job}
-                    {l.execution != null ? `#${l.execution}` : ""}
-                  </span>
-                )}
-                <LineText text={l.text} />
-              </div>
+              <LineRow
+                key={lineKey}
+                line={l}
+                index={index}
+                row={row}
+                match={matchSet.has(index)}
+                linked={lineLink === lineKey}
+                runStart={!sec.key && sec.runStart && index === sec.start}
+                page={source.page}
+              />
             );
           })}
         </div>
       </div>
     </div>
   );
-}
+});
+
+// The rows are memoized on what they show: the page around the log re-renders every second
+// (its clock), and a busy log draws often, but a row is drawn again only when it changed. They
+// are keyed by the line (its run and id), which stays the same when earlier lines are put
+// before it or the oldest are dropped, so a row moves rather than being drawn anew.
+
+/** SectionRow is a section's header row; the run's separator is drawn on a run's first row. */
+const SectionRow = memo(function SectionRow({
+  row,
+  sectionKey,
+  text,
+  open,
+  run,
+  onToggle,
+}: {
+  row: number;
+  sectionKey: string;
+  text: string;
+  open: boolean;
+  /** The run this header starts, "" when it starts none. */
+  run: string;
+  onToggle: (key: string) => void;
+}) {
+  return (
+    <div
+      className={`log-step${run ? " run-start" : ""}`}
+      title={run ? `run ${run}` : undefined}
+      style={{ transform: `translateY(${row * ROW}px)`, height: ROW }}
+      data-section={sectionKey}
+    >
+      <button type="button" aria-expanded={open} onClick={() => onToggle(sectionKey)}>
+        <span aria-hidden="true">{open ? "▾" : "▸"}</span> {text}
+      </button>
+    </div>
+  );
+});
+
+/** LineRow is one line: its link (its number), its time, its machine and its text. */
+const LineRow = memo(function LineRow({
+  line: l,
+  index,
+  row,
+  match,
+  linked,
+  runStart,
+  page,
+}: {
+  line: LogLine;
+  index: number;
+  row: number;
+  match: boolean;
+  linked: boolean;
+  runStart: boolean;
+  page: string;
+}) {
+  return (
+    <div
+      className={`line fd-${l.fd}${match ? " match" : ""}${linked ? " linked" : ""}${runStart ? " run-start" : ""}`}
+      title={runStart ? `run ${l.run}` : undefined}
+      style={{ transform: `translateY(${row * ROW}px)`, height: ROW }}
+      data-job={l.job}
+    >
+      <a className="ln" href={`#${page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
+        {index + 1}
+      </a>
+      <time className="lts" dateTime={l.at}>
+        {lineTime(l.at)}
+      </time>
+      {l.job && (
+        <span className="lj">
+          {l.job}
+          {l.execution != null ? `#${l.execution}` : ""}
+        </span>
+      )}
+      <LineText text={l.text} />
+    </div>
+  );
+});
