@@ -10,6 +10,7 @@
 // header row that folds and unfolds it (./sections): a folded section is its header alone in
 // the fixed-row list, and a line jumped to (a link, a search match) unfolds its section first.
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
+import { flushSync } from "react-dom";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
 import { openStream } from "../sse";
 import { LogBuffer } from "./buffer";
@@ -40,6 +41,8 @@ const OVERSCAN = 30;
 /** Lines read first: the end of a long log, before the rest. */
 const TAIL = 2000;
 const YIELD_EVERY = 2000;
+/** The least time between two draws of new lines, in ms. */
+const DRAW_EVERY = 100;
 
 /** LogSource is whose log a LogView shows and how its routes are asked. */
 export interface LogSource {
@@ -152,13 +155,26 @@ export const LogView = memo(function LogView({
     // The lines are read again (a new filter, a new mount): a linked line is jumped to again
     // once it is back, or the view would stay where the emptied buffer left it (the top).
     jumpedTo.current = "";
+    // At most one draw every DRAW_EVERY ms, however fast lines come: a busy stream drawn at
+    // every frame left no time between frames. A draw is committed in its animation frame
+    // (flushSync), so the scroll to the end that follows it is laid out with the frame, not
+    // in a task of its own.
     let frame = 0;
-    const redraw = () => {
-      if (frame) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let drawnAt = Number.NEGATIVE_INFINITY;
+    const draw = () => {
+      timer = undefined;
       frame = requestAnimationFrame(() => {
         frame = 0;
-        setTick(buf.version);
+        drawnAt = performance.now();
+        flushSync(() => setTick(buf.version));
       });
+    };
+    const redraw = () => {
+      if (frame || timer) return;
+      const wait = drawnAt + DRAW_EVERY - performance.now();
+      if (wait > 0) timer = setTimeout(draw, wait);
+      else draw();
     };
     // The emptied buffer is drawn too (a filter with no lines would go on showing the old ones).
     redraw();
@@ -252,6 +268,7 @@ export const LogView = memo(function LogView({
       ctrl.abort();
       stop();
       cancelAnimationFrame(frame);
+      clearTimeout(timer);
     };
   }, [source.path, firstRun, follow, job, execution, buf, reread]);
 
@@ -262,8 +279,7 @@ export const LogView = memo(function LogView({
     if (!el) return;
     el.scrollTop = top;
     // A jump's rows are drawn for the new place at once, not at the scroll event a frame later;
-    // following the end waits for the event (a second draw in the same task, at every frame of
-    // a busy stream, makes long tasks).
+    // following the end needs no second draw: its rows were drawn for the end (below).
     if (now) setScrollTop(el.scrollTop);
   };
   // What this render draws. The buffer is filled outside React (a download's pieces, the stream)
@@ -372,8 +388,13 @@ export const LogView = memo(function LogView({
     }
   };
 
-  const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
-  const last = Math.min(lay.rows, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
+  // When the effect above is to follow new lines to the end, the rows drawn are the end's, so
+  // that the scroll draws nothing again; otherwise (no new lines, paused, a linked line
+  // awaited) those where the reader is.
+  const toEnd = !paused && drawn > 0 && followed.current !== drawnVersion && !(lineLink && jumpedTo.current !== lineLink);
+  const top = toEnd ? Math.max(0, lay.rows * ROW - HEIGHT) : scrollTop;
+  const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
+  const last = Math.min(lay.rows, Math.ceil((top + HEIGHT) / ROW) + OVERSCAN);
   return (
     <div className="log">
       <div className="log-tools" role="toolbar" aria-label="Log">
