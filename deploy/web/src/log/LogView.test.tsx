@@ -200,7 +200,8 @@ describe("LogView rows", () => {
     await waitFor(() => expect(fetch).toHaveBeenCalledTimes(1));
     feed.enqueue(ndjson(Array.from({ length: 2000 }, (_, n) => line(n + 100))));
     feed.close();
-    const row = (text: string) => [...document.querySelectorAll(".log-lines .line")].find((r) => r.querySelector(".lt")?.textContent === text);
+    const row = (text: string) =>
+      [...document.querySelectorAll(".log-lines .line")].find((r) => r.querySelector(".lt")?.textContent === text);
     await waitFor(() => expect(row("line 2099")).toBeDefined(), { timeout: 30_000 });
     const before = row("line 2099");
     expect(before?.querySelector(".ln")?.textContent).toBe("2000");

@@ -287,7 +287,7 @@ export const LogView = memo(function LogView({
   // holds, or it is clamped short of its line (the box is only as tall as the rows drawn).
   const drawn = buf.length;
   const drawnVersion = buf.version;
-  const secs = sectionIndex.update(drawn, (i) => buf.at(i), buf.dropped, buf.shape);
+  const secs = sectionIndex.update(drawn, (i) => buf.at(i), buf);
   // Laid out again when lines arrive or a section folds, not at every scroll: a log of many
   // short stretches (parallel machines interleaving) has nearly as many sections as lines.
   // biome-ignore lint/correctness/useExhaustiveDependencies: the section index is updated in place; the drawn version says when it changed

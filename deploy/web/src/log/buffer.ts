@@ -6,9 +6,14 @@ import type { LogLine } from "../api/client";
 export class LogBuffer {
   private lines: LogLine[] = [];
   private start = 0;
+  /** How many lines are not held for the cap: the oldest pushed out, and earlier ones that did not fit. */
   dropped = 0;
   version = 0;
-  /** shape changes when lines are put anywhere but at the end, or all go (what is built over the lines is rebuilt). */
+  /** How many of the held lines have gone from the start for the cap, so far. */
+  shifted = 0;
+  /** How many lines have been put before the first, so far. */
+  prepended = 0;
+  /** shape changes when all the lines go (what is built over the lines is rebuilt). */
   shape = 0;
   private ids = new Set<string>();
 
@@ -32,6 +37,7 @@ export class LogBuffer {
       this.ids.delete(`${old.run}/${old.id}`);
       this.start++;
       this.dropped++;
+      this.shifted++;
       // Compact now and then so the array does not keep the dropped lines alive.
       if (this.start > this.cap / 2) {
         this.lines = this.lines.slice(this.start);
@@ -55,7 +61,7 @@ export class LogBuffer {
     for (const l of keep) this.ids.add(`${l.run}/${l.id}`);
     this.lines = keep.concat(this.start ? this.lines.slice(this.start) : this.lines);
     this.start = 0;
-    this.shape++;
+    this.prepended += keep.length;
     this.version++;
     return keep.length;
   }
