@@ -32,7 +32,9 @@ export function StackDetail({ id }: { id: string }) {
   const now = useNow();
   const stack = useQuery(stackQuery(id));
   const s = stack.data;
-  const pipeline = useQuery({ ...pipelineQuery(id, runParam), enabled: !!s && s.state !== "draft" });
+  // Asked for beside the stack, not after it: the log waits for the pipeline's run. Only a
+  // stack known to be a draft (which has none) is not asked.
+  const pipeline = useQuery({ ...pipelineQuery(id, runParam), enabled: s?.state !== "draft" });
   const version = useQuery(versionQuery(s?.template_id, s?.template_version));
   const instances = useQuery({ ...actionInstancesQuery(id), enabled: !!s && s.state !== "draft" });
   const templates = useTemplates();
