@@ -12,7 +12,8 @@ import type { LogLine } from "../api/client";
 
 // The live streams the view opens, for a test to send events on.
 const sse = vi.hoisted(() => ({ opened: [] as { onEvent: (type: string, data: unknown) => void }[] }));
-vi.mock("../sse", () => ({
+vi.mock("../sse", async (original) => ({
+  ...(await original<typeof import("../sse")>()),
   openStream: (o: { onEvent: (type: string, data: unknown) => void }) => {
     sse.opened.push(o);
     return () => {};

@@ -12,7 +12,7 @@
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
 import { flushSync } from "react-dom";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
-import { openStream } from "../sse";
+import { nextTask, openStream } from "../sse";
 import { LogBuffer } from "./buffer";
 import { ansiSegments, lineTime } from "./ansi";
 import { headerText, layout, rowAt, rowOf, sectionOf, Sections } from "./sections";
@@ -41,6 +41,8 @@ const OVERSCAN = 30;
 /** Lines read first: the end of a long log, before the rest. */
 const TAIL = 2000;
 const YIELD_EVERY = 2000;
+/** How long after the tail is drawn the lines before it are read, in ms. */
+const SETTLE_MS = 1000;
 /** The least time between two draws of new lines, in ms. */
 const DRAW_EVERY = 100;
 
@@ -203,7 +205,7 @@ export const LogView = memo(function LogView({
         for (let i = 0; i < parts.length; i++) {
           if (parts[i]) onLine(JSON.parse(parts[i]) as LogLine);
           // A big chunk is parsed in slices, so that the page keeps answering.
-          if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((r) => setTimeout(r));
+          if (i % YIELD_EVERY === YIELD_EVERY - 1) await nextTask();
         }
         redraw();
       }
@@ -229,7 +231,10 @@ export const LogView = memo(function LogView({
       if (firstRun && source.tail && !lineLink && count === TAIL) {
         setEarlier(true);
         const older: LogLine[] = [];
-        read({ run: firstRun, before: first }, (l) => older.push(l))
+        // Once the page has settled: what the reader sees first (the end, the pipeline, the
+        // first click) is not kept waiting by the lines before it.
+        new Promise<void>((r) => setTimeout(r, SETTLE_MS))
+          .then(() => (ctrl.signal.aborted ? undefined : read({ run: firstRun, before: first }, (l) => older.push(l))))
           .then(async () => {
             // Newest first, a slice per task, so that the page keeps answering.
             for (let end = older.length; end > 0 && !ctrl.signal.aborted; end -= YIELD_EVERY * 5) {
@@ -238,7 +243,7 @@ export const LogView = memo(function LogView({
               const el = scroller.current;
               if (el && pausedRef.current) el.scrollTop += added * ROW;
               redraw();
-              await new Promise((r) => setTimeout(r));
+              await nextTask();
             }
           })
           .catch(() => {})
