@@ -1,6 +1,7 @@
 // The console's performance benchmark (see bench_test.go, which starts Horizon and the stack).
 // Prints figures; asserts only that the page did what is measured.
-// Env: CONSOLE_URL, API_URL, MEMBER_TOKEN, STACK_ID, STREAM_FILE, DIST, CHROMIUM.
+// Env: CONSOLE_URL, API_URL, MEMBER_TOKEN, STACK_ID, FLOOR_STACK_ID, STREAM_FILE, DIST, CHROMIUM;
+// TRACE_DIR, when set, keeps a Chrome trace of the last round of each measurement there.
 import { chromium } from "playwright-core";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +14,16 @@ const env = (k) =>
   (() => {
     throw new Error(`${k} is not set`);
   })();
-const [CONSOLE, API, MEMBER, STACK, STREAM, DIST] = ["CONSOLE_URL", "API_URL", "MEMBER_TOKEN", "STACK_ID", "STREAM_FILE", "DIST"].map(env);
+const [CONSOLE, API, MEMBER, STACK, FLOOR, STREAM, DIST] = [
+  "CONSOLE_URL",
+  "API_URL",
+  "MEMBER_TOKEN",
+  "STACK_ID",
+  "FLOOR_STACK_ID",
+  "STREAM_FILE",
+  "DIST",
+].map(env);
+const TRACE_DIR = process.env.TRACE_DIR;
 
 // 1. Initial JS and CSS, gzip: what index.html loads.
 const html = readFileSync(join(DIST, "index.html"), "utf8");
@@ -78,22 +88,58 @@ try {
     page.evaluate(() => Number(/^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] ?? 0));
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-  // 2. Navigation to an interactive detail with a 100 000-line log: the cards and the log's
-  // end shown and a click answered; then every line loaded (the earlier ones behind).
-  const interactives = [];
-  for (let round = 1; round <= rounds; round++) {
+  // A Chrome trace of what fn does (the last round of a measurement), when TRACE_DIR is set.
+  const traced = async (name, last, fn) => {
+    if (!TRACE_DIR || !last) return fn();
+    await browser.startTracing(page, { path: join(TRACE_DIR, `${name}.json`), screenshots: false });
+    try {
+      return await fn();
+    } finally {
+      await browser.stopTracing();
+      console.log(`trace: ${join(TRACE_DIR, `${name}.json`)}`);
+    }
+  };
+  // open navigates to a stack's detail and waits until it is interactive: the cards and the
+  // log's end shown and a click (Pause) answered. It says when each came, and where the time
+  // went: when the page's requests for the stack, its pipeline and its log's tail ended
+  // (Resource Timing, from the navigation) and the long tasks until then.
+  const open = async (stack, round) => {
     await page.evaluate(() => {
       window.__long = [];
     });
     const t0 = Date.now();
-    await page.goto(`${CONSOLE}/?fresh=${round}#/stacks/${STACK}`);
+    await page.goto(`${CONSOLE}/?fresh=${round}#/stacks/${stack}`);
     await page.locator(".card").first().waitFor({ timeout: 60_000 });
-    const firstCards = Date.now() - t0;
+    const cards = Date.now() - t0;
     await page.locator(".log-lines .line").first().waitFor({ timeout: 60_000 });
     await page.getByRole("button", { name: "Pause" }).click();
     await page.getByRole("button", { name: "Resume" }).waitFor();
     const interactive = Date.now() - t0;
-    interactives.push(interactive);
+    const where = await page.evaluate((id) => {
+      const end = (re) => {
+        const r = performance.getEntriesByType("resource").find((e) => re.test(e.name));
+        return r ? `${r.responseEnd.toFixed(0)} ms` : "-";
+      };
+      const long = window.__long.filter((e) => e.ms > 50);
+      return `stack ${end(new RegExp(`/v1/stacks/${id}$`))}, pipeline ${end(/\/pipeline/)}, log tail ${end(/\/logs\?.*tail=/)}; long tasks ${long.length} (${long.map((e) => e.ms.toFixed(0)).join(", ") || "none"} ms)`;
+    }, stack);
+    return { cards, interactive, where };
+  };
+
+  // 2. Navigation to an interactive detail with a 100 000-line log, and to one with the
+  // example's few hundred lines (the floor: what the page takes on this machine whatever its
+  // log); then every line of the long log loaded (the earlier ones behind).
+  const interactives = [];
+  const floors = [];
+  for (let round = 1; round <= rounds; round++) {
+    const floor = await traced("floor", round === rounds, () => open(FLOOR, `floor-${round}`));
+    floors.push(floor.interactive);
+    console.log(
+      `round ${round}: floor (${await count()} lines): interactive after ${floor.interactive} ms; requests ended: ${floor.where}`,
+    );
+    const t0 = Date.now();
+    const big = await traced("interactive", round === rounds, () => open(STACK, round));
+    interactives.push(big.interactive);
     await page.getByRole("button", { name: "Resume" }).click();
     await page.waitForFunction(
       () => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= 100000,
@@ -108,11 +154,12 @@ try {
     const click = Date.now() - t1;
     const longBefore = await page.evaluate(() => window.__long.filter((e) => e.ms > 50));
     console.log(
-      `round ${round}: cards after ${firstCards} ms; interactive (the log's end shown, Pause answered) after ${interactive} ms; ${await count()} lines loaded after ${full} ms; a click then answered in ${click} ms; long tasks while loading: ${longBefore.length}${longBefore.length ? `, longest ${Math.max(...longBefore.map((e) => e.ms)).toFixed(0)} ms` : ""}`,
+      `round ${round}: cards after ${big.cards} ms; interactive (the log's end shown, Pause answered) after ${big.interactive} ms (requests ended: ${big.where}); ${await count()} lines loaded after ${full} ms; a click then answered in ${click} ms; long tasks while loading: ${longBefore.length}${longBefore.length ? `, longest ${Math.max(...longBefore.map((e) => e.ms)).toFixed(0)} ms` : ""}`,
     );
   }
   console.log(
-    `detail interactive: p50 ${median(interactives)} ms over ${rounds} rounds (goal ≤ 700 ms), all ${interactives.join(", ")} ms`,
+    `detail interactive: p50 ${median(interactives)} ms over ${rounds} rounds (goal ≤ 700 ms), all ${interactives.join(", ")} ms; ` +
+      `floor (the example's log) p50 ${median(floors)} ms, all ${floors.join(", ")} ms; ratio ${(median(interactives) / median(floors)).toFixed(2)}`,
   );
 
   // 3. 1 000 lines/s for 20 s, ROUNDS times on the same page: a run again whose script prints
@@ -133,10 +180,12 @@ try {
       await new Promise((res) => setTimeout(res, 250));
     }
     const want = Math.min(before + 20000, 200000);
-    await page.waitForFunction(
-      (n) => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= n,
-      want,
-      { timeout: 180_000, polling: 200 },
+    await traced("streaming", round === rounds, () =>
+      page.waitForFunction(
+        (n) => /^(\d+) lines/.exec(document.querySelector(".log-tools [aria-live]")?.textContent ?? "")?.[1] >= n,
+        want,
+        { timeout: 180_000, polling: 200 },
+      ),
     );
     const end = await page.evaluate(() => performance.now());
     const during = await page.evaluate(([a, b]) => window.__long.filter((e) => e.at >= a && e.at <= b && e.ms > 50), [mark, end]);

@@ -1,7 +1,7 @@
-import { QueryCache, QueryClient, QueryClientProvider, useQueryClient } from "@tanstack/react-query";
+import { QueryCache, QueryClient, QueryClientProvider, type QueryKey, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useSyncExternalStore } from "react";
 import { ApiError, getToken, setToken } from "./api/client";
-import { streamKeys } from "./api/queries/events";
+import { mergeKeys, streamKeys } from "./api/queries/events";
 import { useMe } from "./api/queries/me";
 import { href, useRoute } from "./router";
 import { SignIn } from "./pages/SignIn";
@@ -34,24 +34,39 @@ export function App() {
   return <QueryClientProvider client={client}>{token ? <Shell /> : <SignIn />}</QueryClientProvider>;
 }
 
-/** useEvents follows GET /v1/events and invalidates what an event changes: no polling. */
+/** How long the events stream's invalidations are gathered before they are made, in ms. */
+const GATHER_MS = 100;
+
+/**
+ * useEvents follows GET /v1/events and invalidates what an event changes: no polling. The
+ * events of a moment are gathered (GATHER_MS) and their queries invalidated once each.
+ */
 function useEvents() {
   const qc = useQueryClient();
-  useEffect(
-    () =>
-      openStream({
-        token: { purpose: "events" },
-        path: "/v1/events",
-        events: ["event", "reset", "lagging"],
-        onOnline: (on) => Online.set(on),
-        onEvent: (type, data) => {
-          const keys = streamKeys(type, data);
-          if (keys === "all") void qc.invalidateQueries();
-          else for (const queryKey of keys) void qc.invalidateQueries({ queryKey });
-        },
-      }),
-    [qc],
-  );
+  useEffect(() => {
+    let stale: QueryKey[] | "all" = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const invalidate = () => {
+      timer = undefined;
+      if (stale === "all") void qc.invalidateQueries();
+      else for (const queryKey of stale) void qc.invalidateQueries({ queryKey });
+      stale = [];
+    };
+    const stop = openStream({
+      token: { purpose: "events" },
+      path: "/v1/events",
+      events: ["event", "reset", "lagging"],
+      onOnline: (on) => Online.set(on),
+      onEvent: (type, data) => {
+        stale = mergeKeys(stale, streamKeys(type, data));
+        timer ??= setTimeout(invalidate, GATHER_MS);
+      },
+    });
+    return () => {
+      stop();
+      clearTimeout(timer);
+    };
+  }, [qc]);
 }
 
 function Shell() {

@@ -12,7 +12,8 @@ import type { LogLine } from "../api/client";
 
 // The live streams the view opens, for a test to send events on.
 const sse = vi.hoisted(() => ({ opened: [] as { onEvent: (type: string, data: unknown) => void }[] }));
-vi.mock("../sse", () => ({
+vi.mock("../sse", async (original) => ({
+  ...(await original<typeof import("../sse")>()),
   openStream: (o: { onEvent: (type: string, data: unknown) => void }) => {
     sse.opened.push(o);
     return () => {};
@@ -174,5 +175,44 @@ describe("LogView, at a run's end", () => {
     act(() => sse.opened[1].onEvent("end", { run: "r1", status: "succeeded", unstreamed: 2 }));
     await new Promise((r) => setTimeout(r, 50));
     expect(downloads()).toBe(2);
+  }, 60_000);
+});
+
+describe("LogView rows", () => {
+  it("are where the reader scrolled, following or not, when no new line came", async () => {
+    const { container } = render(<LogView source={stackLog("st1")} runId="r1" follow={false} jobs={[]} />);
+    const el = container.querySelector(".log-lines") as HTMLElement;
+    layout(el);
+    await waitFor(() => expect(fetch).toHaveBeenCalled());
+    feed.enqueue(ndjson(Array.from({ length: 500 }, (_, n) => line(n))));
+    feed.close();
+    const drawn = () => [...document.querySelectorAll(".log-lines .line .lt")].map((l) => l.textContent);
+    await waitFor(() => expect(drawn()).toContain("line 499"), { timeout: 30_000 });
+    act(() => {
+      el.scrollTop = 0;
+    });
+    await waitFor(() => expect(drawn()).toContain("line 0"));
+  }, 60_000);
+
+  it("keep their element when earlier lines are put before them: a row is keyed by its line", async () => {
+    const { container } = render(<LogView source={stackLog("st1")} runId="r1" follow={false} jobs={[]} />);
+    layout(container.querySelector(".log-lines") as HTMLElement);
+    // The run's last 2 000 lines (the tail read first: a longer log has earlier ones).
+    await waitFor(() => expect(fetch).toHaveBeenCalledTimes(1));
+    feed.enqueue(ndjson(Array.from({ length: 2000 }, (_, n) => line(n + 100))));
+    feed.close();
+    const row = (text: string) =>
+      [...document.querySelectorAll(".log-lines .line")].find((r) => r.querySelector(".lt")?.textContent === text);
+    await waitFor(() => expect(row("line 2099")).toBeDefined(), { timeout: 30_000 });
+    const before = row("line 2099");
+    expect(before?.querySelector(".ln")?.textContent).toBe("2000");
+    // The 100 lines before the tail.
+    await waitFor(() => expect(vi.mocked(fetch).mock.calls.some(([u]) => String(u).includes("before=1-100"))).toBe(true), {
+      timeout: 30_000,
+    });
+    feed.enqueue(ndjson(Array.from({ length: 100 }, (_, n) => line(n))));
+    feed.close();
+    await waitFor(() => expect(row("line 2099")?.querySelector(".ln")?.textContent).toBe("2100"), { timeout: 30_000 });
+    expect(row("line 2099")).toBe(before);
   }, 60_000);
 });

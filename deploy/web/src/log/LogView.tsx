@@ -9,9 +9,10 @@
 // escapes as styled text (./ansi), never as markup. Each step's lines are a section under a
 // header row that folds and unfolds it (./sections): a folded section is its header alone in
 // the fixed-row list, and a line jumped to (a link, a search match) unfolds its section first.
-import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
+import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "react";
+import { flushSync } from "react-dom";
 import { api, apiBase, call, getToken, type LogLine, type Schemas } from "../api/client";
-import { openStream } from "../sse";
+import { nextTask, openStream } from "../sse";
 import { LogBuffer } from "./buffer";
 import { ansiSegments, lineTime } from "./ansi";
 import { headerText, layout, rowAt, rowOf, sectionOf, Sections } from "./sections";
@@ -40,6 +41,10 @@ const OVERSCAN = 30;
 /** Lines read first: the end of a long log, before the rest. */
 const TAIL = 2000;
 const YIELD_EVERY = 2000;
+/** How long after the tail is drawn the lines before it are read, in ms. */
+const SETTLE_MS = 1000;
+/** The least time between two draws of new lines, in ms. */
+const DRAW_EVERY = 100;
 
 /** LogSource is whose log a LogView shows and how its routes are asked. */
 export interface LogSource {
@@ -98,7 +103,8 @@ export function isoLog(id: string): LogSource {
   };
 }
 
-export function LogView({
+/** LogView is memoized: the page around it re-renders every second (its clock). */
+export const LogView = memo(function LogView({
   source,
   runId,
   follow = true,
@@ -151,13 +157,26 @@ export function LogView({
     // The lines are read again (a new filter, a new mount): a linked line is jumped to again
     // once it is back, or the view would stay where the emptied buffer left it (the top).
     jumpedTo.current = "";
+    // At most one draw every DRAW_EVERY ms, however fast lines come: a busy stream drawn at
+    // every frame left no time between frames. A draw is committed in its animation frame
+    // (flushSync), so the scroll to the end that follows it is laid out with the frame, not
+    // in a task of its own.
     let frame = 0;
-    const redraw = () => {
-      if (frame) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let drawnAt = Number.NEGATIVE_INFINITY;
+    const draw = () => {
+      timer = undefined;
       frame = requestAnimationFrame(() => {
         frame = 0;
-        setTick(buf.version);
+        drawnAt = performance.now();
+        flushSync(() => setTick(buf.version));
       });
+    };
+    const redraw = () => {
+      if (frame || timer) return;
+      const wait = drawnAt + DRAW_EVERY - performance.now();
+      if (wait > 0) timer = setTimeout(draw, wait);
+      else draw();
     };
     // The emptied buffer is drawn too (a filter with no lines would go on showing the old ones).
     redraw();
@@ -186,7 +205,7 @@ export function LogView({
         for (let i = 0; i < parts.length; i++) {
           if (parts[i]) onLine(JSON.parse(parts[i]) as LogLine);
           // A big chunk is parsed in slices, so that the page keeps answering.
-          if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((r) => setTimeout(r));
+          if (i % YIELD_EVERY === YIELD_EVERY - 1) await nextTask();
         }
         redraw();
       }
@@ -212,7 +231,10 @@ export function LogView({
       if (firstRun && source.tail && !lineLink && count === TAIL) {
         setEarlier(true);
         const older: LogLine[] = [];
-        read({ run: firstRun, before: first }, (l) => older.push(l))
+        // Once the page has settled: what the reader sees first (the end, the pipeline, the
+        // first click) is not kept waiting by the lines before it.
+        new Promise<void>((r) => setTimeout(r, SETTLE_MS))
+          .then(() => (ctrl.signal.aborted ? undefined : read({ run: firstRun, before: first }, (l) => older.push(l))))
           .then(async () => {
             // Newest first, a slice per task, so that the page keeps answering.
             for (let end = older.length; end > 0 && !ctrl.signal.aborted; end -= YIELD_EVERY * 5) {
@@ -221,7 +243,7 @@ export function LogView({
               const el = scroller.current;
               if (el && pausedRef.current) el.scrollTop += added * ROW;
               redraw();
-              await new Promise((r) => setTimeout(r));
+              await nextTask();
             }
           })
           .catch(() => {})
@@ -251,6 +273,7 @@ export function LogView({
       ctrl.abort();
       stop();
       cancelAnimationFrame(frame);
+      clearTimeout(timer);
     };
   }, [source.path, firstRun, follow, job, execution, buf, reread]);
 
@@ -261,8 +284,7 @@ export function LogView({
     if (!el) return;
     el.scrollTop = top;
     // A jump's rows are drawn for the new place at once, not at the scroll event a frame later;
-    // following the end waits for the event (a second draw in the same task, at every frame of
-    // a busy stream, makes long tasks).
+    // following the end needs no second draw: its rows were drawn for the end (below).
     if (now) setScrollTop(el.scrollTop);
   };
   // What this render draws. The buffer is filled outside React (a download's pieces, the stream)
@@ -270,17 +292,20 @@ export function LogView({
   // holds, or it is clamped short of its line (the box is only as tall as the rows drawn).
   const drawn = buf.length;
   const drawnVersion = buf.version;
-  const secs = sectionIndex.update(drawn, (i) => buf.at(i), buf.dropped, buf.shape);
+  const secs = sectionIndex.update(drawn, (i) => buf.at(i), buf);
   // Laid out again when lines arrive or a section folds, not at every scroll: a log of many
   // short stretches (parallel machines interleaving) has nearly as many sections as lines.
   // biome-ignore lint/correctness/useExhaustiveDependencies: the section index is updated in place; the drawn version says when it changed
   const lay = useMemo(() => layout(secs, folded), [secs, drawnVersion, folded]);
-  const toggle = (key: string) =>
-    setFolded((f) => {
-      const n = new Set(f);
-      if (!n.delete(key)) n.add(key);
-      return n;
-    });
+  const toggle = useCallback(
+    (key: string) =>
+      setFolded((f) => {
+        const n = new Set(f);
+        if (!n.delete(key)) n.add(key);
+        return n;
+      }),
+    [],
+  );
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: the buffer is mutable: its version says when its lines changed
   const matches = useMemo(() => (q ? buf.search(q) : []), [q, buf, buf.version]);
@@ -368,8 +393,13 @@ export function LogView({
     }
   };
 
-  const first = Math.max(0, Math.floor(scrollTop / ROW) - OVERSCAN);
-  const last = Math.min(lay.rows, Math.ceil((scrollTop + HEIGHT) / ROW) + OVERSCAN);
+  // When the effect above is to follow new lines to the end, the rows drawn are the end's, so
+  // that the scroll draws nothing again; otherwise (no new lines, paused, a linked line
+  // awaited) those where the reader is.
+  const toEnd = !paused && drawn > 0 && followed.current !== drawnVersion && !(lineLink && jumpedTo.current !== lineLink);
+  const top = toEnd ? Math.max(0, lay.rows * ROW - HEIGHT) : scrollTop;
+  const first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
+  const last = Math.min(lay.rows, Math.ceil((top + HEIGHT) / ROW) + OVERSCAN);
   return (
     <div className="log">
       <div className="log-tools" role="toolbar" aria-label="Log">
@@ -466,59 +496,117 @@ export function LogView({
             const at = rowAt(lay, row);
             if (!at) return null;
             const sec = secs[at.section];
-            const y = { transform: `translateY(${row * ROW}px)`, height: ROW };
             if (at.line < 0) {
-              const open = !folded.has(sec.key);
-              // The run's separator is drawn on its first row: the header of its first section.
+              const head = buf.at(sec.start);
               return (
-                <div
-                  key={`h${sec.start}`}
-                  className={`log-step${sec.runStart ? " run-start" : ""}`}
-                  title={sec.runStart ? `run ${buf.at(sec.start)?.run}` : undefined}
-                  style={y}
-                  data-section={sec.key}
-                >
-                  <button type="button" aria-expanded={open} onClick={() => toggle(sec.key)}>
-                    <span aria-hidden="true">{open ? "▾" : "▸"}</span> {headerText(sec, stepNames)}
-                  </button>
-                </div>
+                <SectionRow
+                  key={`h${head.run}/${head.id}`}
+                  row={row}
+                  sectionKey={sec.key}
+                  text={headerText(sec, stepNames)}
+                  open={!folded.has(sec.key)}
+                  run={sec.runStart ? head.run : ""}
+                  onToggle={toggle}
+                />
               );
             }
             const index = at.line;
             const l = buf.at(index);
             if (!l) return null;
-            const runStart = !sec.key && sec.runStart && index === sec.start;
+            const lineKey = `${l.run}/${l.id}`;
             return (
-              <div
-                key={`l${index}`}
-                className={`line fd-${l.fd}${matchSet.has(index) ? " match" : ""}${lineLink === `${l.run}/${l.id}` ? " linked" : ""}${runStart ? " run-start" : ""}`}
-                title={runStart ? `run ${l.run}` : undefined}
-                style={y}
-                data-job={l.job}
-              >
-                <a
-                  className="ln"
-                  href={`#${source.page}?run=${l.run}&line=${l.run}/${l.id}`}
-                  aria-label={`Link to line ${index + 1}`}
-                  tabIndex={-1}
-                >
-                  {index + 1}
-                </a>
-                <time className="lts" dateTime={l.at}>
-                  {lineTime(l.at)}
-                </time>
-                {l.job && (
-                  <span className="lj">
-                    {l.job}
-                    {l.execution != null ? `#${l.execution}` : ""}
-                  </span>
-                )}
-                <LineText text={l.text} />
-              </div>
+              <LineRow
+                key={lineKey}
+                line={l}
+                index={index}
+                row={row}
+                match={matchSet.has(index)}
+                linked={lineLink === lineKey}
+                runStart={!sec.key && sec.runStart && index === sec.start}
+                page={source.page}
+              />
             );
           })}
         </div>
       </div>
     </div>
   );
-}
+});
+
+// The rows are memoized on what they show: the page around the log re-renders every second
+// (its clock), and a busy log draws often, but a row is drawn again only when it changed. They
+// are keyed by the line (its run and id), which stays the same when earlier lines are put
+// before it or the oldest are dropped, so a row moves rather than being drawn anew.
+
+/** SectionRow is a section's header row; the run's separator is drawn on a run's first row. */
+const SectionRow = memo(function SectionRow({
+  row,
+  sectionKey,
+  text,
+  open,
+  run,
+  onToggle,
+}: {
+  row: number;
+  sectionKey: string;
+  text: string;
+  open: boolean;
+  /** The run this header starts, "" when it starts none. */
+  run: string;
+  onToggle: (key: string) => void;
+}) {
+  return (
+    <div
+      className={`log-step${run ? " run-start" : ""}`}
+      title={run ? `run ${run}` : undefined}
+      style={{ transform: `translateY(${row * ROW}px)`, height: ROW }}
+      data-section={sectionKey}
+    >
+      <button type="button" aria-expanded={open} onClick={() => onToggle(sectionKey)}>
+        <span aria-hidden="true">{open ? "▾" : "▸"}</span> {text}
+      </button>
+    </div>
+  );
+});
+
+/** LineRow is one line: its link (its number), its time, its machine and its text. */
+const LineRow = memo(function LineRow({
+  line: l,
+  index,
+  row,
+  match,
+  linked,
+  runStart,
+  page,
+}: {
+  line: LogLine;
+  index: number;
+  row: number;
+  match: boolean;
+  linked: boolean;
+  runStart: boolean;
+  page: string;
+}) {
+  return (
+    <div
+      className={`line fd-${l.fd}${match ? " match" : ""}${linked ? " linked" : ""}${runStart ? " run-start" : ""}`}
+      title={runStart ? `run ${l.run}` : undefined}
+      style={{ transform: `translateY(${row * ROW}px)`, height: ROW }}
+      data-job={l.job}
+    >
+      <a className="ln" href={`#${page}?run=${l.run}&line=${l.run}/${l.id}`} aria-label={`Link to line ${index + 1}`} tabIndex={-1}>
+        {index + 1}
+      </a>
+      <time className="lts" dateTime={l.at}>
+        {lineTime(l.at)}
+      </time>
+      {l.job && (
+        <span className="lj">
+          {l.job}
+          {l.execution != null ? `#${l.execution}` : ""}
+        </span>
+      )}
+      <LineText text={l.text} />
+    </div>
+  );
+});

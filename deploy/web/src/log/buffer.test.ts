@@ -10,6 +10,7 @@ describe("LogBuffer", () => {
     expect(b.push(line(2499))).toBe(false);
     expect(b.length).toBe(1000);
     expect(b.dropped).toBe(1500);
+    expect(b.shifted).toBe(1500);
     expect(b.at(0).text).toBe("line 1500");
     expect(b.at(999).text).toBe("line 2499");
     expect(b.push(line(10))).toBe(true); // dropped long ago: new to the buffer
@@ -37,6 +38,8 @@ describe("LogBuffer", () => {
     for (let i = 95; i < 100; i++) c.push(line(i));
     expect(c.prepend(Array.from({ length: 95 }, (_, i) => line(i)))).toBe(5);
     expect(c.dropped).toBe(90);
+    // Put first: those that fit; none of the held lines went.
+    expect([c.prepended, c.shifted]).toEqual([5, 0]);
     expect(c.at(0).text).toBe("line 90");
     expect(c.indexOf("r", "1-94")).toBe(4);
   });

@@ -79,22 +79,50 @@ describe("log sections", () => {
 
   it("is kept up to date as lines arrive, the oldest go and earlier ones come first", () => {
     const held = [...log];
-    let dropped = 0;
-    let shape = 0;
+    const moves = { shifted: 0, prepended: 0, shape: 0 };
     const s = new Sections();
-    const check = () => expect(s.update(held.length, (i) => held[i], dropped, shape)).toEqual(sections(held.length, (i) => held[i]));
-    for (let n = 0; n <= log.length; n++) expect(s.update(n, at, 0, 0)).toEqual(sections(n, at));
+    const check = () => expect(s.update(held.length, (i) => held[i], moves)).toEqual(sections(held.length, (i) => held[i]));
+    for (let n = 0; n <= log.length; n++) expect(s.update(n, at, moves)).toEqual(sections(n, at));
     // The two oldest lines are dropped (db's section goes), then one more (a stretch is cut).
     held.splice(0, 2);
-    dropped = 2;
+    moves.shifted = 2;
     check();
     held.push({ run: "r2", step: "s-b0", job: "app", execution: 0 }, { run: "r3", step: "s-c", job: "db", execution: 0 });
     held.splice(0, 1);
-    dropped = 3;
+    moves.shifted = 3;
     check();
-    // Earlier lines put first: the buffer's shape changes and the sections are built again.
+    // Earlier lines put first: of the first held line's step (its stretch grows back), then of
+    // an earlier run (the first held line now starts a run), and lines appended alongside.
+    held.unshift({ run: "r1", step: "s-db", job: "db", execution: 0 }, { run: "r1", step: "s-a1", job: "app", execution: 1 });
+    moves.prepended = 2;
+    check();
+    held.unshift({ run: "r0", step: "s-z", job: "db", execution: 0 }, { run: "r0", step: "s-z", job: "db", execution: 0 });
+    held.push({ run: "r3", step: "s-c", job: "db", execution: 0 });
+    moves.prepended = 4;
+    check();
+    // Emptied: built again.
+    held.splice(0, held.length, { run: "r9", step: "s-q", job: "db", execution: 0 });
+    moves.shape = 1;
+    check();
+  });
+
+  it("puts earlier lines first without reading the held ones again", () => {
+    const held = [...log];
+    const moves = { shifted: 0, prepended: 0, shape: 0 };
+    const s = new Sections();
+    s.update(held.length, (i) => held[i], moves);
     held.unshift({ run: "r0", step: "s-z", job: "db", execution: 0 });
-    shape++;
-    check();
+    moves.prepended = 1;
+    const read = new Set<number>();
+    s.update(
+      held.length,
+      (i) => {
+        read.add(i);
+        return held[i];
+      },
+      moves,
+    );
+    // The new line and its neighbour (to tell whether they are one stretch), no more.
+    expect([...read].sort()).toEqual([0, 1]);
   });
 });

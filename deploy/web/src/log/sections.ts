@@ -7,7 +7,8 @@
 // the sections are kept in order with the row each starts at (a prefix sum over the sections,
 // O(sections) per draw), and a row's line or a line's row is a binary search among them.
 // The sections themselves are extended as lines arrive (O(new lines)), shifted when the oldest
-// lines are dropped, and rebuilt only when lines are put before the first (earlier lines read).
+// lines are dropped or earlier ones are put before the first (O(sections), and the new lines'),
+// and rebuilt only when the buffer is emptied.
 //
 // A section's fold key is its run and step, not its position: the buffer's indexes shift when
 // earlier lines are prepended, and machines running in parallel interleave their lines, so one
@@ -47,32 +48,54 @@ export function sectionKey(l: SectionLine): string {
 const sameSection = (a: SectionLine, b: SectionLine) =>
   a.run === b.run && a.step === b.step && (!!a.step || (a.job === b.job && a.execution === b.execution));
 
+/** Where a buffer's lines moved since: how many went from its start, how many were put before it. */
+export interface Moves {
+  /** How many of its oldest lines it has dropped so far. */
+  shifted: number;
+  /** How many lines it has put before its first so far. */
+  prepended: number;
+  /** A number that changes whenever it is emptied. */
+  shape: number;
+}
+
 /**
  * Sections splits a buffer's lines into stretches of one key each and keeps them up to date
  * with the buffer: update extends them with the lines appended since, drops the lines the
- * buffer dropped, and rebuilds them when the buffer's shape changed (lines prepended, cleared).
+ * buffer dropped, adds the lines put before the first, and rebuilds them when the buffer was
+ * emptied (or dropped and prepended between two updates).
  */
 export class Sections {
   list: Section[] = [];
   private length = 0;
-  private dropped = 0;
-  private shape = -1;
+  private moves: Moves = { shifted: 0, prepended: 0, shape: -1 };
 
   /**
-   * update brings the sections to the buffer's length lines (read through at), dropped being
-   * how many of its oldest lines it has dropped so far and shape a number that changes
-   * whenever lines are put anywhere but at its end or it is cleared. It returns the list.
+   * update brings the sections to the buffer's length lines (read through at), moves saying
+   * where its lines went since the last update. It returns the list.
    */
-  update(length: number, at: (i: number) => SectionLine, dropped = 0, shape = 0): Section[] {
-    const gone = dropped - this.dropped;
-    // Anything but lines appended and the oldest dropped: built again from the start.
-    if (shape !== this.shape || gone < 0 || length < this.length - gone) {
+  update(length: number, at: (i: number) => SectionLine, moves: Moves = { shifted: 0, prepended: 0, shape: 0 }): Section[] {
+    const gone = moves.shifted - this.moves.shifted;
+    const added = moves.prepended - this.moves.prepended;
+    // Anything but lines appended and either the oldest dropped or earlier ones put first:
+    // built again from the start.
+    if (moves.shape !== this.moves.shape || gone < 0 || added < 0 || (gone > 0 && added > 0) || length < this.length - gone + added) {
       this.list = [];
       this.length = 0;
-      this.dropped = dropped;
-      this.shape = shape;
+    } else if (added > 0) {
+      const head = new Sections().update(added, at);
+      for (const s of this.list) s.start += added;
+      const first = this.list[0];
+      const last = head[head.length - 1];
+      if (first && sameSection(at(added - 1), at(added))) {
+        // The earlier lines end the stretch the held ones began.
+        last.count += first.count;
+        this.list = head.concat(this.list.slice(1));
+      } else {
+        if (first) first.runStart = at(added - 1).run !== at(added).run;
+        this.list = head.concat(this.list);
+      }
+      this.length += added;
     } else if (gone > 0) {
-      this.dropped = dropped;
       this.length = Math.max(0, this.length - gone);
       let keep = 0;
       for (const s of this.list) {
@@ -107,6 +130,7 @@ export class Sections {
       });
     }
     this.length = length;
+    this.moves = { ...moves };
     return this.list;
   }
 }

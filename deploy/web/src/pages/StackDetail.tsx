@@ -8,7 +8,7 @@
 import { actionInstancesQuery, pipelineQuery, stackKey, stackQuery, stacksKey } from "../api/queries/stacks";
 import { versionQuery } from "../api/queries/templates";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { api, ApiError, call, type Card, type Pipeline } from "../api/client";
 import { useMe } from "../api/queries/me";
 import { useNow } from "../now";
@@ -32,7 +32,9 @@ export function StackDetail({ id }: { id: string }) {
   const now = useNow();
   const stack = useQuery(stackQuery(id));
   const s = stack.data;
-  const pipeline = useQuery({ ...pipelineQuery(id, runParam), enabled: !!s && s.state !== "draft" });
+  // Asked for beside the stack, not after it: the log waits for the pipeline's run. Only a
+  // stack known to be a draft (which has none) is not asked.
+  const pipeline = useQuery({ ...pipelineQuery(id, runParam), enabled: s?.state !== "draft" });
   const version = useQuery(versionQuery(s?.template_id, s?.template_version));
   const instances = useQuery({ ...actionInstancesQuery(id), enabled: !!s && s.state !== "draft" });
   const templates = useTemplates();
@@ -40,6 +42,20 @@ export function StackDetail({ id }: { id: string }) {
   const history = useHistory(id);
   const me = useMe();
   const [confirm, setConfirm] = useState<"" | "cancel" | "remove" | "force">("");
+  // The log's props stay the same objects while what they say does: the clock re-renders the
+  // page every second, and the log (memoized) is then left alone.
+  const logSource = useMemo(() => stackLog(id), [id]);
+  // The log's filter offers every machine a job has had (an older run's lines may be of one
+  // removed since), by its index.
+  const jobs = useMemo(
+    () =>
+      Object.entries(s?.jobs ?? {}).map(([job, j]) => ({
+        job,
+        executions: [...new Set(j.executions.map((e) => e.index))].sort((a, b) => a - b),
+      })),
+    [s?.jobs],
+  );
+  const names = useMemo(() => stepNames(pipeline.data), [pipeline.data]);
   const [manifest, setManifest] = useState<Manifest | null>(null);
 
   // A run chosen in the history is shown where its pipeline starts, once it is loaded.
@@ -112,12 +128,6 @@ export function StackDetail({ id }: { id: string }) {
     const r = await call(api.POST("/v1/stacks/{id}/force-remove", { params: { path: { id } }, body: { confirm: true } }));
     downloadManifest(r.manifest);
   });
-  // The log's filter offers every machine a job has had (an older run's lines may be of one
-  // removed since), by its index.
-  const jobs = Object.entries(s.jobs).map(([job, j]) => ({
-    job,
-    executions: [...new Set(j.executions.map((e) => e.index))].sort((a, b) => a - b),
-  }));
   return (
     <>
       <div className="page-head">
@@ -360,12 +370,12 @@ export function StackDetail({ id }: { id: string }) {
           ) : (
             <LogView
               key={runParam || "latest"}
-              source={stackLog(id)}
+              source={logSource}
               runId={pipeline.data?.run.id}
               follow={!runParam}
               jobs={jobs}
               lineLink={query.get("line") ?? undefined}
-              stepNames={stepNames(pipeline.data)}
+              stepNames={names}
             />
           )}
           <h2>Outputs</h2>

@@ -97,10 +97,14 @@ export function plural(n: number, noun: string, nouns = `${noun}s`): string {
   return `${n} ${n === 1 ? noun : nouns}`;
 }
 
+// Built once: toLocaleString builds a formatter at every call, and a page draws many dates.
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+/** when is a moment as the reader's calendar and clock say it: "5 Dec 2026, 14:03"; "" for none. */
 export function when(iso: string | null | undefined): string {
   if (!iso) return "";
   const d = new Date(iso);
-  return d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  return Number.isNaN(d.getTime()) ? "" : dateTime.format(d);
 }
 
 /** useDebounced is value once it has stayed the same for ms: what is sent as the user types. */

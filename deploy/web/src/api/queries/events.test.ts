@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { HorizonEvent } from "../client";
-import { eventKeys, streamKeys } from "./events";
+import { eventKeys, mergeKeys, streamKeys } from "./events";
 
 const at = "2026-01-01T00:00:00Z";
 const S = "11111111-1111-1111-1111-111111111111";
@@ -40,5 +40,18 @@ describe("streamKeys", () => {
   it("only event messages name keys", () => {
     expect(streamKeys("lagging", { id: "9" })).toEqual([]);
     expect(streamKeys("event", { type: "stack", id: S, state: "draft", at })).toContainEqual(["stack", S]);
+  });
+});
+
+describe("mergeKeys", () => {
+  it("names each key once over a burst of events", () => {
+    const run: HorizonEvent = { type: "run", id: R, stack_id: S, run_id: R, state: "running", at };
+    const step: HorizonEvent = { type: "step", id: R, stack_id: S, run_id: R, state: "running", at };
+    expect(mergeKeys(mergeKeys([], eventKeys(run)), eventKeys(step))).toEqual([["stacks"], ["startup"], ["stack", S]]);
+  });
+
+  it("is everything once a reset is among them", () => {
+    expect(mergeKeys([["stacks"]], "all")).toBe("all");
+    expect(mergeKeys("all", [["stacks"]])).toBe("all");
   });
 });

@@ -30,3 +30,20 @@ export function streamKeys(type: string, data: unknown): QueryKey[] | "all" {
   if (type !== "event") return [];
   return eventKeys(data as HorizonEvent);
 }
+
+/**
+ * mergeKeys adds what one message makes stale to what earlier ones of the same moment did,
+ * each key once: a burst of events (a run starting: the run's, each step's) is then one
+ * refetch of each query rather than one per event, each cancelling the one before.
+ */
+export function mergeKeys(into: QueryKey[] | "all", keys: QueryKey[] | "all"): QueryKey[] | "all" {
+  if (into === "all" || keys === "all") return "all";
+  const seen = new Set(into.map((k) => JSON.stringify(k)));
+  const out = [...into];
+  for (const k of keys)
+    if (!seen.has(JSON.stringify(k))) {
+      seen.add(JSON.stringify(k));
+      out.push(k);
+    }
+  return out;
+}
