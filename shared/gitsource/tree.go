@@ -10,6 +10,20 @@ import (
 	"strings"
 )
 
+// Cached returns the directory Tree would return for repoURL at commit when it is already in
+// the cache, without a lock, the network or credentials: a caller whose credentials cost a
+// database read asks here first. ok is false for anything else, an invalid argument included.
+func (c *Cache) Cached(repoURL, commit string) (dir string, ok bool) {
+	if CheckURL(repoURL) != nil || checkCommit(commit) != nil {
+		return "", false
+	}
+	final := filepath.Join(c.treesDir(repoKey(repoURL)), commit)
+	if _, err := os.Stat(final); err != nil {
+		return "", false
+	}
+	return final, true
+}
+
 // Tree returns the directory holding repoURL's files at commit (a full object id): read-only,
 // shared by every caller, and complete — it appears only once fully written, so a crash
 // half-way never leaves a partial tree visible. A tree already in the cache is returned without
@@ -28,12 +42,11 @@ func (c *Cache) Tree(ctx context.Context, repoURL, commit string, creds Credenti
 	if err := checkCommit(commit); err != nil {
 		return "", err
 	}
+	if dir, ok := c.Cached(repoURL, commit); ok {
+		return dir, nil
+	}
 	key := repoKey(repoURL)
 	final := filepath.Join(c.treesDir(key), commit)
-	if _, err := os.Stat(final); err == nil {
-		return final, nil
-	}
-
 	release, err := c.lock(ctx, key)
 	if err != nil {
 		return "", err

@@ -77,6 +77,35 @@ func TestTreeOfKnownCommitNeedsNoNetwork(t *testing.T) {
 	}
 }
 
+// TestCachedAnswersOnlyForATreeAlreadyMade: Cached finds a tree once Tree has made it, the
+// same directory, and nothing for a commit only fetched, another commit or an invalid one.
+func TestCachedAnswersOnlyForATreeAlreadyMade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t)
+	first := repo.Commit(map[string]string{"a": "1\n"})
+	second := repo.Commit(map[string]string{"a": "2\n"})
+	c := newCache(t)
+	if _, err := c.Resolve(ctx, repo.URL, "main", gitsource.Credentials{}); err != nil {
+		t.Fatal(err)
+	}
+	if dir, ok := c.Cached(repo.URL, first); ok {
+		t.Fatalf("Cached before any Tree: %q", dir)
+	}
+	dir, err := c.Tree(ctx, repo.URL, first, gitsource.Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Cached(repo.URL, first); !ok || got != dir {
+		t.Fatalf("Cached after Tree: %q, %v; want %q", got, ok, dir)
+	}
+	for _, commit := range []string{second, "HEAD", "../" + first} {
+		if got, ok := c.Cached(repo.URL, commit); ok {
+			t.Fatalf("Cached(%q) = %q, want nothing", commit, got)
+		}
+	}
+}
+
 func TestTreeFetchesAnUnresolvedCommitByID(t *testing.T) {
 	t.Parallel()
 	repo := newRepo(t)

@@ -14,7 +14,6 @@ import (
 
 	"horizon/shared/answers"
 	"horizon/shared/gate"
-	"horizon/shared/gitcred"
 	"horizon/shared/horizon"
 	"horizon/shared/logstream"
 	"horizon/shared/proxmox"
@@ -237,11 +236,7 @@ func (h *Handler) workdir(ctx context.Context, w *stepWork, out *attempt.Log) (*
 func (h *Handler) moduleWorkdir(ctx context.Context, w *stepWork, out *attempt.Log, src template.Source, commit, ws string,
 	vars map[string]any) (*terraform.Workdir, func(), error) {
 	repo := src.Repo
-	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
-	if err != nil {
-		return nil, nil, err
-	}
-	tree, err := h.Git.Tree(ctx, repo, commit, creds[repo])
+	tree, err := h.checkout(ctx, repo, commit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("check out %s at %s: %w", repo, shortCommit(commit), err)
 	}

@@ -198,12 +198,21 @@ func (h *Handler) dialMachine(ctx context.Context, w *stepWork, outputs map[stri
 
 // tree returns the read-only checkout of the execution's pinned commit.
 func (h *Handler) tree(ctx context.Context, w *stepWork) (string, error) {
-	repo := w.job.Source.Repo
+	return h.checkout(ctx, w.job.Source.Repo, w.exec.Commit)
+}
+
+// checkout returns the read-only checkout of repo at commit. The repository's credentials are
+// read (a query) only when this host's git cache does not have the commit yet: after a host's
+// first step of a template version — or its preparation at publish — most steps need none.
+func (h *Handler) checkout(ctx context.Context, repo, commit string) (string, error) {
+	if dir, ok := h.Git.Cached(repo, commit); ok {
+		return dir, nil
+	}
 	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
 	if err != nil {
 		return "", err
 	}
-	return h.Git.Tree(ctx, repo, w.exec.Commit, creds[repo])
+	return h.Git.Tree(ctx, repo, commit, creds[repo])
 }
 
 // remoteTest reports whether a file exists on the machine.

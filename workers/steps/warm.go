@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"horizon/shared/gitcred"
 	"horizon/shared/queue"
 	"horizon/shared/store"
 	"horizon/shared/template"
@@ -49,11 +48,7 @@ func (h *Handler) Warm(ctx context.Context, p queue.Published) error {
 // warmModule makes sure this host has the module at path of repo checked out at commit and
 // initialised (terraform.Runner.Seed).
 func (h *Handler) warmModule(ctx context.Context, repo, commit, path string) error {
-	creds, err := gitcred.For(ctx, h.DB, h.Box, []string{repo})
-	if err != nil {
-		return err
-	}
-	tree, err := h.Git.Tree(ctx, repo, commit, creds[repo])
+	tree, err := h.checkout(ctx, repo, commit)
 	if err != nil {
 		return err
 	}
