@@ -46,6 +46,12 @@ type Lifecycle struct {
 	Heartbeat time.Duration
 	// Metrics records each build's wait for its node's gate, for /metrics.
 	Metrics *metrics.Recorder
+	// Advance moves a run on (runs.Advancer.Advance). An attempt whose end it recorded runs it
+	// in process once the node's gate is released, rather than enqueuing run:advance: a phase's
+	// next steps are then queued without a task pick-up between. When it fails (Postgres down,
+	// the worker stopping), run:advance is enqueued for another worker, and failing that the
+	// reconciler finds the run.
+	Advance func(ctx context.Context, run uuid.UUID) error
 }
 
 // Loaded is what every attempt loads, whatever its kind; a kind's work embeds it.
@@ -59,6 +65,8 @@ type Loaded struct {
 	Masker *secrets.Masker
 	// Label names the step in its log: "apply of web[0]", "image of ISO noble".
 	Label string
+	// ended: this delivery recorded the attempt's end, so the run is to be advanced.
+	ended bool
 }
 
 func (l *Loaded) loaded() *Loaded { return l }
@@ -139,12 +147,17 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 	case errors.As(err, &gone):
 		a := w.loaded()
 		leaveLine(ctx, l.Gate, a.Step, log)
-		return l.finish(ctx, a, ending{state: horizon.StepFailed, line: a.Masker.Mask(gone.Error())})
+		err := l.finish(ctx, a, ending{state: horizon.StepFailed, line: a.Masker.Mask(gone.Error())})
+		l.advance(ctx, a, log)
+		return err
 	case err != nil:
 		return err
 	}
 	a := w.loaded()
 	log = log.With("run_id", a.Run.ID, "step", a.Label)
+	// Deferred first so that it runs last: after the node's gate is released, so that the next
+	// build on the node does not wait for this run's advance.
+	defer l.advance(ctx, a, log)
 	// A panic anywhere else in the attempt (the kind's Unneeded, the claim, the log) fails the
 	// step rather than leaving it running while Asynq retries the same bug.
 	defer recovered(ctx, log, "attempt", func(perr error) {
@@ -320,8 +333,8 @@ func recovered(ctx context.Context, log *slog.Logger, where string, fail func(er
 }
 
 // finish records the attempt's end — and what the work produced — in one transaction fenced
-// by the attempt, then announces it and advances the run. A superseded attempt's end is
-// discarded.
+// by the attempt, then announces it; the run is advanced by advance. A superseded attempt's
+// end is discarded.
 func (l *Lifecycle) finish(ctx context.Context, a *Loaded, end ending) error {
 	err := store.WithTx(ctx, l.DB, func(ctx context.Context, tx pgx.Tx) error {
 		var errText, reason *string
@@ -340,8 +353,25 @@ func (l *Lifecycle) finish(ctx context.Context, a *Loaded, end ending) error {
 	if err != nil {
 		return err
 	}
-	l.announcer().Changed(ctx, a.Run.ID, event(a, end.state, end.line))
+	a.ended = true
+	l.announcer().Publish(ctx, event(a, end.state, end.line))
 	return nil
+}
+
+// advance moves the run on once this delivery recorded the attempt's end (Lifecycle.Advance),
+// or hands that to run:advance when it cannot.
+func (l *Lifecycle) advance(ctx context.Context, a *Loaded, log *slog.Logger) {
+	if !a.ended {
+		return
+	}
+	err := l.Advance(ctx, a.Run.ID)
+	if err == nil {
+		return
+	}
+	log.WarnContext(ctx, "advance the run; handing it to run:advance", "error", err)
+	if err := l.Enqueue.Enqueue(context.WithoutCancel(ctx), queue.NewRunAdvance(l.Queues, a.Run.ID)); err != nil {
+		log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "error", err)
+	}
 }
 
 // UnderLease runs fn with a context that also ends when the node's gate lease is lost; its

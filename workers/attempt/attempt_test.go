@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"horizon/shared/auth"
 	"horizon/shared/events"
 	"horizon/shared/gate"
 	"horizon/shared/horizon"
@@ -25,6 +26,7 @@ import (
 	"horizon/shared/store"
 	"horizon/shared/testkit"
 	"horizon/workers/attempt"
+	"horizon/workers/runs"
 )
 
 // toy is the smallest kind of step: what a new kind writes. Each test sets what it does.
@@ -62,6 +64,8 @@ func (k *toy) Do(ctx context.Context, w *toyWork, log *attempt.Log, _ *gate.Leas
 type env struct {
 	db        *pgxpool.Pool
 	lifecycle *attempt.Lifecycle
+	advancer  runs.Advancer
+	inspector *asynq.Inspector
 	run       horizon.Run
 	step      horizon.Step
 }
@@ -105,10 +109,13 @@ func newEnvOf(t *testing.T, s horizon.Step) *env {
 	}
 	client := asynq.NewClientFromRedisClient(rdb)
 	queues := queue.Names(ns)
-	return &env{db: db, run: run, step: steps[0], lifecycle: &attempt.Lifecycle{DB: db, Redis: rdb, Gate: g,
-		Logs: logstream.New(rdb, db, logstream.Config{Prefix: ns}), Events: events.NewPublisher(rdb, events.Config{Prefix: ns}),
-		Enqueue: queue.Enqueuer{Client: client}, Queues: queues, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Namespace: ns, GateWait: time.Second, Heartbeat: 100 * time.Millisecond, Metrics: metrics.NewRecorder(rdb, ns)}}
+	logs, pub, enqueue := logstream.New(rdb, db, logstream.Config{Prefix: ns}), events.NewPublisher(rdb, events.Config{Prefix: ns}), queue.Enqueuer{Client: client}
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	advancer := runs.Advancer{DB: db, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: logs, Log: discard}
+	return &env{db: db, run: run, step: steps[0], advancer: advancer, inspector: asynq.NewInspectorFromRedisClient(rdb),
+		lifecycle: &attempt.Lifecycle{DB: db, Redis: rdb, Gate: g, Logs: logs, Events: pub, Enqueue: enqueue, Queues: queues, Log: discard,
+			Namespace: ns, GateWait: time.Second, Heartbeat: 100 * time.Millisecond, Metrics: metrics.NewRecorder(rdb, ns),
+			Advance: advancer.Advance}}
 }
 
 // process delivers the step's current attempt (or another) to the kind.
@@ -150,6 +157,89 @@ func TestSucceededWorkIsRecordedWithTheStepsEnd(t *testing.T) {
 	if err := e.db.QueryRow(t.Context(), `SELECT description FROM stacks WHERE id = $1`, e.run.StackID).Scan(&description); err != nil || description != "recorded" {
 		t.Fatalf("the result's record was not written (%q, %v)", description, err)
 	}
+}
+
+// TestAFinishedStepMovesItsRunOnOnceItsNodeIsFree: the attempt that recorded a step's end
+// advances the run itself — nothing takes run:advance from the queues here, yet the run of one
+// step ends and its stack is deployed — and does so after it released the node's gate, so that
+// the next build on the node never waits for another run's advance.
+func TestAFinishedStepMovesItsRunOnOnceItsNodeIsFree(t *testing.T) {
+	server, node := uuid.New(), "pve1"
+	e := newEnvOf(t, horizon.Step{ServerID: &server, Node: &node})
+	var holder atomic.Value
+	e.lifecycle.Advance = func(ctx context.Context, run uuid.UUID) error {
+		st, err := e.lifecycle.Gate.Status(ctx, queue.GateNode(server, node))
+		if err != nil {
+			return err
+		}
+		holder.Store(st.Holder)
+		return e.advancer.Advance(ctx, run)
+	}
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := holder.Load().(string); !ok || h != "" {
+		t.Fatalf("the run was advanced with the node's gate held by %q (advanced: %v), want after its release", h, ok)
+	}
+	run, err := store.RunGet(t.Context(), e.db, e.run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack, err := store.StackGet(t.Context(), e.db, auth.Scope{All: true}, *e.run.StackID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.State != horizon.RunSucceeded || stack.State != horizon.StackDeployed {
+		t.Fatalf("run %s, stack %s after its only step succeeded; want succeeded and deployed", run.State, stack.State)
+	}
+	if n := e.advancesQueued(t); n != 0 {
+		t.Fatalf("%d run:advance tasks queued for a run advanced in process, want none", n)
+	}
+}
+
+// TestARunThatCannotBeAdvancedInProcessIsHandedToRunAdvance: when the in-process advance fails
+// (here its Postgres pool is closed), the step's end stays recorded and run:advance is queued,
+// for any worker to take.
+func TestARunThatCannotBeAdvancedInProcessIsHandedToRunAdvance(t *testing.T) {
+	e := newEnv(t)
+	closed, err := pgxpool.New(t.Context(), e.db.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	e.advancer.DB = closed
+	e.lifecycle.Advance = e.advancer.Advance
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.stepNow(t); s.State != horizon.StepSucceeded {
+		t.Fatalf("step %s, want succeeded", s.State)
+	}
+	if n := e.advancesQueued(t); n != 1 {
+		t.Fatalf("%d run:advance tasks queued after the advance failed, want 1", n)
+	}
+}
+
+// advancesQueued counts the run:advance tasks of e's run waiting on the control queue.
+func (e *env) advancesQueued(t *testing.T) int {
+	t.Helper()
+	tasks, err := e.inspector.ListPendingTasks(e.lifecycle.Queues.Control)
+	if errors.Is(err, asynq.ErrQueueNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		var p queue.RunAdvance
+		if task.Type == queue.TypeRunAdvance && json.Unmarshal(task.Payload, &p) == nil && p.RunID == e.run.ID {
+			n++
+		}
+	}
+	return n
 }
 
 func TestAPanicInTheWorkFailsTheStep(t *testing.T) {

@@ -23,7 +23,9 @@
 //     cancel watch): an unrecovered panic in a goroutine ends the whole worker process and
 //     every step it is running (PanicError);
 //  6. close the log (every line stored) and finish: the step's end and what it produced are
-//     written in one transaction fenced by the attempt, then announced and the run advanced.
+//     written in one transaction fenced by the attempt, then announced; once the node's gate
+//     is released the run is advanced in process (Lifecycle.Advance: run:advance's own code,
+//     idempotent under the run's lock), or, when that fails, run:advance is enqueued.
 //
 // Delivery is at least once: the attempt number fences every write, so a superseded attempt's
 // writes match no row.

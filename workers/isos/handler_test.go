@@ -31,9 +31,7 @@ func TestISOStagesBuildOnceAndRemove(t *testing.T) {
 				continue
 			}
 			crashed = true
-			if _, err := l.API.DB.Exec(t.Context(), `UPDATE steps SET state = 'running', finished_at = NULL WHERE id = $1`, s.ID); err != nil {
-				t.Fatal(err)
-			}
+			l.k.Crash(s)
 			again, err := store.StepRequeueStale(t.Context(), l.API.DB, s.ID, s.Attempt, time.Now().Add(time.Hour))
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,7 @@
-// Package runs holds the run:advance task: the one place a run moves forward. It is
-// idempotent and serialised on the run's row lock, so any number of duplicate deliveries,
-// reconciler passes and step completions may call it at once.
+// Package runs holds the run's advance: the one place a run moves forward, run by the
+// run:advance task and, in process, by the attempt that finished a step. It is idempotent and
+// serialised on the run's row lock, so any number of duplicate deliveries, reconciler passes and
+// step completions may call it at once.
 package runs
 
 import (

@@ -56,7 +56,9 @@ const (
 // (steps.started_at). The control is a raw Asynq chain on the same Redis, served by a bare Asynq
 // server with the workers' settings (concurrency, queues and weights, polling intervals): a
 // task on the build queue enqueues one on the control queue, which enqueues one on the build
-// queue; the figure is the first handler's return → the third one's start. One iteration is one
+// queue; the figure is the first handler's return → the third one's start (the shape a
+// transition had when a finished step enqueued run:advance; it now advances the run in process,
+// so a transition has one task pick-up, hop 2, where the chain has two). One iteration is one
 // stack of the template and 9 chains, interleaved. It also prints the per-step overhead outside
 // Terraform: a step's running time minus the wall time of the Terraform processes it ran, and
 // the same less what tfclock itself costs (wrapperCost, measured in the same run).
@@ -112,7 +114,7 @@ func BenchmarkEnginePhaseTransition(b *testing.B) {
 	row(w, "raw Asynq 2-hop chain (build → control → build)", bare, "", "")
 	row(w, "Horizon transition: last step finished → next step running", trans,
 		fmt.Sprintf("%.2f× / %.2f×", ratio(pct(trans, .5), pct(bare, .5)), ratio(pct(trans, .99), pct(bare, .99))), "p50 ≤ 1.5×, p99 ≤ 2×; p50 ≤ 150 ms")
-	row(w, "  of which step finished → run:advance queued it (hop 1)", hop1, "", "")
+	row(w, "  of which step finished → its run's advance queued the next (hop 1, in the finishing worker)", hop1, "", "")
 	row(w, "  of which queued → running (hop 2: pickup, load, start)", hop2, "", "")
 	row(w, "step running time (started → finished)", wall, "", "")
 	row(w, fmt.Sprintf("  Terraform processes inside it (tfclock; %.2f per step)", processesPerStep(steps)), tf, "", "")

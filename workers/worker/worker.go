@@ -207,9 +207,11 @@ func New(cfg Config) (*Worker, error) {
 	w.Drift = &drift.Checker{DB: cfg.DB, Box: cfg.Box, Events: pub, Log: cfg.Log, Sweep: cfg.DriftSweepIntervals,
 		Spread: cfg.DriftSpread}
 	w.Reconcile = reconcile.Handler{DB: cfg.DB, Queues: queues, Enqueue: enqueue, StaleAfter: staleAfter(cfg.Heartbeat), Log: cfg.Log, Now: time.Now}
+	advancer := runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log}
 	// Every kind of step runs its attempts through the one lifecycle.
 	lifecycle := attempt.Lifecycle{DB: cfg.DB, Redis: cfg.Redis, Gate: g, Logs: cfg.LogClient, Events: pub, Enqueue: enqueue,
-		Queues: queues, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: gateWait, Heartbeat: cfg.Heartbeat, Metrics: recorder}
+		Queues: queues, Log: cfg.Log, Namespace: cfg.Namespace, GateWait: gateWait, Heartbeat: cfg.Heartbeat, Metrics: recorder,
+		Advance: advancer.Advance}
 	stepHandler := &steps.Handler{Lifecycle: lifecycle, Box: cfg.Box, Git: cfg.Git, Terraform: tf,
 		ScriptSSHTimeout: cfg.ScriptSSHTimeout, VMSSHPort: cfg.VMSSHPort}
 	w.warm = stepHandler.Warm
@@ -222,7 +224,7 @@ func New(cfg Config) (*Worker, error) {
 		queue.TypeWebhookPrune:    periodic.Guard(cfg.DB, cfg.Log, asynq.HandlerFunc(w.Notify.Prune)),
 		queue.TypeReconcile:       periodic.Guard(cfg.DB, cfg.Log, w.Reconcile),
 		queue.TypeStackTags:       tags.Handler{DB: cfg.DB, Box: cfg.Box, Log: cfg.Log},
-		queue.TypeRunAdvance:      runs.Advancer{DB: cfg.DB, Queues: queues, Enqueue: enqueue, Gate: g, Events: pub, Logs: cfg.LogClient, Log: cfg.Log},
+		queue.TypeRunAdvance:      advancer,
 		queue.TypeStepRun:         stepHandler,
 		queue.TypeActionRun:       &steps.Actions{Steps: stepHandler},
 		queue.TypeNagiosPublish:   &steps.Nagios{Steps: stepHandler},

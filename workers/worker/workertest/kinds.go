@@ -3,11 +3,13 @@ package workertest
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"horizon/shared/gate"
 	"horizon/shared/horizon"
 	"horizon/shared/queue"
 	"horizon/shared/store"
@@ -25,12 +27,44 @@ type Kinds struct {
 	t         testing.TB
 	db        *pgxpool.Pool
 	inspector *asynq.Inspector
+	gate      *gate.Gate
 }
 
 // NewKinds builds the workers for tests of single task kinds; o as for Start.
 func NewKinds(t testing.TB, d Deps, o Options) *Kinds {
 	t.Helper()
-	return &Kinds{Worker: build(t, d, o), t: t, db: d.DB, inspector: asynq.NewInspectorFromRedisClient(d.Redis)}
+	g, err := gate.New(d.Redis, gate.Config{Prefix: d.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Kinds{Worker: build(t, d, o), t: t, db: d.DB, inspector: asynq.NewInspectorFromRedisClient(d.Redis), gate: g}
+}
+
+// Crash makes s, which a delivery here just finished, look as a worker that died after its work
+// and before recording its end leaves it: running, its end unrecorded, and the run not advanced
+// past it — the steps its end queued are pending again and out of their node's line. The
+// reconciler's requeue (store.StepRequeueStale) then gives it a new attempt.
+func (k *Kinds) Crash(s horizon.Step) {
+	k.t.Helper()
+	ctx := k.t.Context()
+	var finished time.Time
+	if err := k.db.QueryRow(ctx, `WITH before AS (SELECT finished_at FROM steps WHERE id = $1)
+		UPDATE steps SET state = 'running', finished_at = NULL WHERE id = $1 RETURNING (SELECT finished_at FROM before)`, s.ID).Scan(&finished); err != nil {
+		k.t.Fatalf("crash step %s: %v", s.ID, err)
+	}
+	for _, next := range k.Steps(s.RunID) {
+		if next.State != horizon.StepQueued || next.ReadyAt == nil || next.ReadyAt.Before(finished) {
+			continue
+		}
+		if next.TakesGate() {
+			if err := k.gate.Leave(ctx, queue.GateNode(*next.ServerID, *next.Node), queue.StepTaskID(next.ID, next.Attempt)); err != nil {
+				k.t.Fatal(err)
+			}
+		}
+		if _, err := k.db.Exec(ctx, `UPDATE steps SET state = 'pending', ready_at = NULL WHERE id = $1`, next.ID); err != nil {
+			k.t.Fatal(err)
+		}
+	}
 }
 
 // Work runs one delivery of task and returns what the handler returned: nil when Asynq would
