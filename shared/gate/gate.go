@@ -199,8 +199,9 @@ func (g *Gate) TryAcquire(ctx context.Context, node, owner string) (*Lease, erro
 
 // Behind returns the *BusyError that TryAcquire would return when owner has been refused by
 // TryAcquire before and is still behind others (second in line or further), and nil otherwise:
-// when owner is first in line, holds the gate, or asks for the first time. It never takes the
-// gate, but counts as asking (owner does not go stale). A waiter asks it before it reads what its
+// when owner is first in line, holds the gate, is not in the line, or asks for the first time.
+// It never takes the gate nor queues owner, but counts as asking (owner does not go stale): a
+// caller may ask it before it knows that owner is still a live attempt. A waiter asks it before it reads what its
 // work needs, so that the reads are not repeated each time it asks while others are ahead; its
 // first ask, which must check that the work is still needed, always reads. It returns ErrLeft
 // like TryAcquire.

@@ -733,3 +733,29 @@ func TestBehindSparesOnlyAWaiterThatWasRefusedAndIsNotNext(t *testing.T) {
 	}
 	release(t, a)
 }
+
+// TestBehindQueuesNoOneNotInLine: Behind asked for an owner that is not in the line — a delivery
+// of an attempt superseded or never queued, asking before it has read its step — answers nil
+// and leaves the line as it was, so no ghost stands ahead of the real waiters.
+func TestBehindQueuesNoOneNotInLine(t *testing.T) {
+	t.Parallel()
+	g, _, _ := newGate(t, gate.Config{})
+	ctx := context.Background()
+	holder := acquire(t, g, "pve-1", "holder")
+	if err := g.Enqueue(ctx, "pve-1", "a", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Behind(ctx, "pve-1", "ghost"); err != nil {
+		t.Fatalf("an owner not in line: %v, want nil", err)
+	}
+	st, err := g.Status(ctx, "pve-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Waiters) != 1 || st.Waiters[0].Owner != "a" {
+		t.Fatalf("line %+v after Behind of an owner not in it, want a alone", st.Waiters)
+	}
+	if next := release(t, holder); next != "a" {
+		t.Fatalf("next %q, want a", next)
+	}
+}

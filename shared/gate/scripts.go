@@ -43,9 +43,9 @@ end
 // "behind").
 // Returns {granted 0|1, holder, since µs, fence, position, other} where other is, when granted,
 // the waiter now first in line and, when not, the waiter first in line; {-1} when the owner
-// left the line (Leave): it is not queued again. In mode "behind" nothing is granted: it returns
-// {2} where "acquire" would grant, or where the owner has not been refused before (it has no
-// "asked" mark), and the refusal otherwise.
+// left the line (Leave): it is not queued again. In mode "behind" nothing is granted and no one
+// is queued: it returns {2} where "acquire" would grant, where the owner is not in the line, or
+// where it has not been refused before (it has no "asked" mark), and the refusal otherwise.
 var acquireScript = redis.NewScript(luaPrelude + `
 local owner = ARGV[1]
 local behind = ARGV[5] == 'behind'
@@ -57,6 +57,7 @@ if holder == owner then
   return {1, owner, lk[1], lk[2], 0, ''}
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then return {-1, '', '', '', 0, ''} end
+if behind and not redis.call('ZSCORE', KEYS[2], owner) then return {2, '', '', '', 0, ''} end
 redis.call('ZADD', KEYS[2], 'NX', fmt(now), owner)
 redis.call('HSET', KEYS[3], owner, fmt(now))
 local forget_ms = fmt(math.floor(tonumber(ARGV[4]) / 1000))

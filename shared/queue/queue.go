@@ -184,6 +184,10 @@ func NewRunAdvance(q Queues, run uuid.UUID) *asynq.Task {
 type StepRun struct {
 	StepID  uuid.UUID `json:"step_id"`
 	Attempt int       `json:"attempt"`
+	// Gate is the node whose build gate the step takes (GateNode), "" for none: a step waiting
+	// behind others for its node asks the gate before it reads anything from Postgres. Tasks
+	// queued before it existed lack it, and read the step first.
+	Gate string `json:"gate,omitempty"`
 }
 
 // StepTaskID is the Asynq task id of a step's attempt. It is also the step's owner token at its
@@ -215,22 +219,26 @@ func GateNode(server uuid.UUID, node string) string { return server.String() + "
 // default of 30 minutes would cut them).
 const StepTimeout = 3 * time.Hour
 
-// NewStep returns the task that runs an attempt of a step of kind kind: iso:stage for the
+// NewStep returns the task that runs step s's current attempt, by its kind: iso:stage for the
 // steps of ISO runs, action:run for those of action runs, nagios:publish for Nagios steps,
 // step:run for the others. Each task
 // type is handled by one kind of attempt (workers/attempt.Kind), which knows its steps.
-func NewStep(q Queues, kind horizon.StepKind, step uuid.UUID, attempt int) *asynq.Task {
+func NewStep(q Queues, s horizon.Step) *asynq.Task {
 	typ := TypeStepRun
 	switch {
-	case kind.ISO():
+	case s.Kind.ISO():
 		typ = TypeISOStage
-	case kind.Action():
+	case s.Kind.Action():
 		typ = TypeActionRun
-	case kind.Nagios():
+	case s.Kind.Nagios():
 		typ = TypeNagiosPublish
 	}
-	payload, _ := json.Marshal(StepRun{StepID: step, Attempt: attempt})
-	return asynq.NewTask(typ, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(step, attempt)),
+	p := StepRun{StepID: s.ID, Attempt: s.Attempt}
+	if s.TakesGate() {
+		p.Gate = GateNode(*s.ServerID, *s.Node)
+	}
+	payload, _ := json.Marshal(p)
+	return asynq.NewTask(typ, payload, asynq.Queue(q.Build), asynq.TaskID(StepTaskID(s.ID, s.Attempt)),
 		asynq.MaxRetry(5), asynq.Timeout(StepTimeout), asynq.Retention(time.Hour))
 }
 

@@ -218,6 +218,20 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 // attempt, and has the kind read the rest.
 func load[W Work](ctx context.Context, l *Lifecycle, k Kind[W], p queue.StepRun) (W, error) {
 	var none W
+	if p.Gate != "" {
+		// A step waiting behind others for its node reads nothing until it is next: its step
+		// and work would be read for nothing each time it asks (at scale, most of a step's
+		// queries). It only proves itself alive. Its first ask reads everything (gate.Behind),
+		// to leave the line at once if unneeded; so does an attempt not in the line. Any other
+		// answer (ErrLeft, Redis down) goes the full way: the claim reports it.
+		err := l.Gate.Behind(ctx, p.Gate, queue.StepTaskID(p.StepID, p.Attempt))
+		if gate.IsBusy(err) && !waiting(ctx, l.DB, l.Gate, p.Gate, p.StepID, p.Attempt, l.Log) {
+			return none, ErrStale
+		}
+		if gate.IsBusy(err) {
+			return none, err
+		}
+	}
 	step, err := store.StepGet(ctx, l.DB, p.StepID)
 	if errors.Is(err, horizon.ErrNotFound) {
 		return none, ErrStale
@@ -227,17 +241,6 @@ func load[W Work](ctx context.Context, l *Lifecycle, k Kind[W], p queue.StepRun)
 	}
 	if step.Attempt != p.Attempt || (step.State != horizon.StepQueued && step.State != horizon.StepRunning) {
 		return none, ErrStale
-	}
-	if step.State == horizon.StepQueued && step.TakesGate() {
-		// A step waiting behind others for its node reads the rest only once it is next: its
-		// work would be read for nothing each time it asks (at scale, most of a step's queries).
-		// Its first ask reads everything (gate.Behind), to leave the line at once if unneeded.
-		// Any other answer (ErrLeft, Redis down) goes the full way: the claim reports it.
-		err := l.Gate.Behind(ctx, queue.GateNode(*step.ServerID, *step.Node), queue.StepTaskID(step.ID, step.Attempt))
-		if gate.IsBusy(err) {
-			waiting(ctx, l.DB, step, l.Log)
-			return none, err
-		}
 	}
 	run, err := store.RunGet(ctx, l.DB, step.RunID)
 	if err != nil {

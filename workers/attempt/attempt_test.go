@@ -121,11 +121,9 @@ func newEnvOf(t *testing.T, s horizon.Step) *env {
 // process delivers the step's current attempt (or another) to the kind.
 func (e *env) process(t *testing.T, k attempt.Kind[*toyWork], attemptNumber int) error {
 	t.Helper()
-	payload, err := json.Marshal(queue.StepRun{StepID: e.step.ID, Attempt: attemptNumber})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return attempt.Process(t.Context(), e.lifecycle, k, asynq.NewTask(queue.TypeStepRun, payload))
+	s := e.step
+	s.Attempt = attemptNumber
+	return attempt.Process(t.Context(), e.lifecycle, k, queue.NewStep(e.lifecycle.Queues, s))
 }
 
 func (e *env) stepNow(t *testing.T) horizon.Step {
@@ -593,5 +591,68 @@ func TestAStepBehindOthersAtItsNodeReadsItsWorkOnlyWhenNext(t *testing.T) {
 	}
 	if s := e.stepNow(t); loads.Load() != 3 || k.ran.Load() != 1 || s.State != horizon.StepSucceeded {
 		t.Fatalf("read %d times, ran %d times, step %s; want read 3 times, built once", loads.Load(), k.ran.Load(), s.State)
+	}
+}
+
+// TestASupersededAttemptBehindOthersLeavesItsNodesLine: an attempt waiting behind others whose
+// step was given a new attempt meanwhile (the reconciler's requeue) finds it out at its next ask
+// without reading its step, leaves the line — where it would have stood ahead of the new attempt
+// until it went stale — and its delivery ends.
+func TestASupersededAttemptBehindOthersLeavesItsNodesLine(t *testing.T) {
+	e, _ := gatedEnv(t)
+	e.lifecycle.GateWait = 0
+	node := queue.GateNode(*e.step.ServerID, *e.step.Node)
+	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	for range 2 { // the first ask reads, the second is refused without reading
+		if err := e.process(t, k, e.step.Attempt); !gate.IsBusy(err) {
+			t.Fatalf("ask while behind: %v, want busy", err)
+		}
+	}
+	again, err := store.StepRequeueStale(t.Context(), e.db, e.step.ID, e.step.Attempt, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.process(t, k, e.step.Attempt); err != nil {
+		t.Fatalf("the superseded attempt's ask: %v, want its delivery ended", err)
+	}
+	st, err := e.lifecycle.Gate.Status(t.Context(), node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range st.Waiters {
+		if w.Owner == queue.StepTaskID(e.step.ID, e.step.Attempt) {
+			t.Fatalf("the superseded attempt still stands in the line %+v", st.Waiters)
+		}
+	}
+	if k.ran.Load() != 0 || again.Attempt != e.step.Attempt+1 {
+		t.Fatalf("ran %d times; new attempt %d", k.ran.Load(), again.Attempt)
+	}
+}
+
+// TestATaskQueuedWithoutItsNodeStillWaitsItsTurn: a step task queued before tasks named their
+// node (no Gate in the payload) reads its step first and still takes its node's gate in turn.
+func TestATaskQueuedWithoutItsNodeStillWaitsItsTurn(t *testing.T) {
+	e, holder := gatedEnv(t)
+	e.lifecycle.GateWait = 0
+	payload, err := json.Marshal(queue.StepRun{StepID: e.step.ID, Attempt: e.step.Attempt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := asynq.NewTask(queue.TypeStepRun, payload)
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	if err := attempt.Process(t.Context(), e.lifecycle, k, task); !gate.IsBusy(err) {
+		t.Fatalf("while another build holds the node: %v, want busy", err)
+	}
+	if _, err := holder.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := attempt.Process(t.Context(), e.lifecycle, k, task); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.stepNow(t); s.State != horizon.StepSucceeded || k.ran.Load() != 1 {
+		t.Fatalf("step %s, ran %d times; want built once", s.State, k.ran.Load())
 	}
 }

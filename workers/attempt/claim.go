@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"horizon/shared/gate"
@@ -32,14 +33,17 @@ import (
 func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Recorder, wait time.Duration, s horizon.Step, log *slog.Logger) (lease *gate.Lease, release func(), owned bool, err error) {
 	release = func() {}
 	if s.TakesGate() {
-		lease, err = g.Acquire(ctx, queue.GateNode(*s.ServerID, *s.Node), queue.StepTaskID(s.ID, s.Attempt), wait)
+		node := queue.GateNode(*s.ServerID, *s.Node)
+		lease, err = g.Acquire(ctx, node, queue.StepTaskID(s.ID, s.Attempt), wait)
 		if errors.Is(err, gate.ErrLeft) {
 			// The step left the line while it waited (its run was canceled): it will not
 			// build, and whoever made it leave ends it.
 			return nil, release, false, nil
 		}
 		if gate.IsBusy(err) {
-			waiting(ctx, db, s, log)
+			if !waiting(ctx, db, g, node, s.ID, s.Attempt, log) {
+				return nil, release, false, nil
+			}
 			return nil, release, false, err
 		}
 		if err != nil {
@@ -72,12 +76,22 @@ func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Rec
 	return lease, release, true, nil
 }
 
-// waiting heartbeats a step that found its node's gate busy, so that it never looks hung while
-// it waits. A failure is only logged: the step asks again soon.
-func waiting(ctx context.Context, db *pgxpool.Pool, s horizon.Step, log *slog.Logger) {
-	if _, err := store.StepHeartbeat(ctx, db, s.ID, s.Attempt); err != nil {
-		log.WarnContext(ctx, "heartbeat while waiting for the node", "step_id", s.ID, "error", err)
+// waiting heartbeats an attempt that is behind others at its node's gate, so that it never
+// looks hung while it waits, and reports whether it still owns its step. One that does not
+// (superseded, canceled while it waited) leaves the line at once, rather than stand in it until
+// it goes stale. A failure to heartbeat is only logged: the step asks again soon.
+func waiting(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, node string, step uuid.UUID, attempt int, log *slog.Logger) (owned bool) {
+	owned, err := store.StepHeartbeat(ctx, db, step, attempt)
+	if err != nil {
+		log.WarnContext(ctx, "heartbeat while waiting for the node", "step_id", step, "error", err)
+		return true
 	}
+	if !owned {
+		if err := g.Leave(ctx, node, queue.StepTaskID(step, attempt)); err != nil {
+			log.WarnContext(ctx, "leave gate line", "step_id", step, "error", err)
+		}
+	}
+	return owned
 }
 
 // leaveLine takes a step that will not build after all (canceled or skipped before it

@@ -6,7 +6,8 @@
 //  1. decode the task and load the step; a delivery for an attempt that no longer owns the
 //     step is ignored (ErrStale), an object deleted since the deploy fails it at once (Gone);
 //     a step that already asked for its node and is still behind another waiter is handed
-//     back at once, its work not read again (gate.Gate.Behind);
+//     back at once, neither its step nor its work read again (its task names its node:
+//     queue.StepRun.Gate, gate.Gate.Behind), and one superseded meanwhile leaves the line;
 //  2. end a step whose run is being canceled, or that has nothing to do, without building —
 //     and take it out of its node's line, so the steps behind it need not wait;
 //  3. claim the step: take its node's build gate when it builds on a node (claim), then mark

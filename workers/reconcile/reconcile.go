@@ -69,7 +69,7 @@ func (h Handler) Pass(ctx context.Context) error {
 			return err
 		}
 		h.Log.WarnContext(ctx, "step went silent; gave it a new attempt", "step_id", s.ID, "run_id", s.RunID, "attempt", step.Attempt)
-		if err := h.Enqueue.Enqueue(ctx, queue.NewStep(h.Queues, step.Kind, step.ID, step.Attempt)); err != nil {
+		if err := h.Enqueue.Enqueue(ctx, queue.NewStep(h.Queues, step)); err != nil {
 			return err
 		}
 	}

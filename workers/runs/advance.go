@@ -183,7 +183,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 				log.WarnContext(ctx, "register gate waiter", "step_id", s.ID, "error", err)
 			}
 		}
-		if err := a.Enqueue.Enqueue(ctx, queue.NewStep(a.Queues, s.Kind, s.ID, s.Attempt)); err != nil {
+		if err := a.Enqueue.Enqueue(ctx, queue.NewStep(a.Queues, s)); err != nil {
 			log.WarnContext(ctx, "enqueue step; the reconciler will retry", "step_id", s.ID, "error", err)
 		}
 	}

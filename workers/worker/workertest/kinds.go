@@ -86,7 +86,7 @@ func (k *Kinds) Advance(run uuid.UUID) {
 // for it (step:run, iso:stage, action:run or nagios:publish, by its kind).
 func (k *Kinds) Step(s horizon.Step) error {
 	k.t.Helper()
-	return k.Work(queue.NewStep(k.Queues, s.Kind, s.ID, s.Attempt))
+	return k.Work(queue.NewStep(k.Queues, s))
 }
 
 // Queued advances run once and returns its steps that are then queued: the deliveries
