@@ -363,11 +363,19 @@ func (l *Lifecycle) finish(ctx context.Context, a *Loaded, end ending) error {
 
 // advance moves the run on once this delivery recorded the attempt's end (Lifecycle.Advance),
 // or hands that to run:advance when it cannot.
+//
+// Only while Redis answers: the advance commits the next steps as queued and then hands their
+// tasks to Redis, so with Redis down their tasks would be lost and the steps recovered only once
+// they went stale, as new attempts. A run:advance task (enqueued now, or by the reconciler once
+// Redis is back) runs only when Redis is up, and loses nothing.
 func (l *Lifecycle) advance(ctx context.Context, a *Loaded, log *slog.Logger) {
 	if !a.ended {
 		return
 	}
-	err := l.Advance(ctx, a.Run.ID)
+	err := l.Redis.Ping(ctx).Err()
+	if err == nil {
+		err = l.Advance(ctx, a.Run.ID)
+	}
 	if err == nil {
 		return
 	}
