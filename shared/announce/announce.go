@@ -31,8 +31,21 @@ type Announcer struct {
 	Log       *slog.Logger
 }
 
+// AfterCommitTimeout bounds one announcement. Its context is detached from the caller's
+// cancellation: the change has committed, and a request whose deadline passes meanwhile (a deploy
+// that waited its turn under a burst of them) or a worker that is stopping must still announce
+// it, or the run waits for the reconciler's next pass.
+const AfterCommitTimeout = 5 * time.Second
+
+// afterCommit is the context of an announcement made under ctx (see AfterCommitTimeout).
+func afterCommit(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
 // Publish publishes events, logging the ones that fail.
 func (a Announcer) Publish(ctx context.Context, evs ...events.Event) {
+	ctx, cancel := afterCommit(ctx, AfterCommitTimeout)
+	defer cancel()
 	for _, e := range evs {
 		if _, err := a.Events.Publish(ctx, e); err != nil {
 			a.Log.WarnContext(ctx, "publish event", "type", e.Type, "id", e.ID, "error", err)
@@ -42,6 +55,8 @@ func (a Announcer) Publish(ctx context.Context, evs ...events.Event) {
 
 // Changed publishes a run's change and enqueues its next advance.
 func (a Announcer) Changed(ctx context.Context, run uuid.UUID, evs ...events.Event) {
+	ctx, cancel := afterCommit(ctx, AfterCommitTimeout)
+	defer cancel()
 	a.Publish(ctx, evs...)
 	if err := a.Enqueue.Enqueue(ctx, queue.NewRunAdvance(a.Queues, run)); err != nil {
 		a.Log.WarnContext(ctx, "enqueue run advance; the reconciler will do it", "run_id", run, "error", err)
@@ -51,6 +66,8 @@ func (a Announcer) Changed(ctx context.Context, run uuid.UUID, evs ...events.Eve
 // Canceling publishes a run's cancel, tells the workers running its steps at once, and
 // enqueues its next advance (which cancels the steps not started yet).
 func (a Announcer) Canceling(ctx context.Context, run uuid.UUID, evs ...events.Event) {
+	ctx, cancel := afterCommit(ctx, AfterCommitTimeout)
+	defer cancel()
 	a.Publish(ctx, evs...)
 	if err := a.Redis.Publish(ctx, queue.CancelChannel(a.Namespace), run.String()).Err(); err != nil {
 		a.Log.WarnContext(ctx, "announce cancel; workers will see it at their next heartbeat", "run_id", run, "error", err)
@@ -65,7 +82,7 @@ func (a Announcer) Canceling(ctx context.Context, run uuid.UUID, evs ...events.E
 // waits at most a second for Redis: the request that published has committed and must not hang
 // on an optimisation.
 func (a Announcer) Published(ctx context.Context, template uuid.UUID, version int) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := afterCommit(ctx, time.Second)
 	defer cancel()
 	payload, _ := json.Marshal(queue.Published{TemplateID: template, Version: version})
 	if err := a.Redis.Publish(ctx, queue.PublishedChannel(a.Namespace), payload).Err(); err != nil {
