@@ -17,7 +17,12 @@ func (c *Cache) Cached(repoURL, commit string) (dir string, ok bool) {
 	if CheckURL(repoURL) != nil || checkCommit(commit) != nil {
 		return "", false
 	}
-	final := filepath.Join(c.treesDir(repoKey(repoURL)), commit)
+	return c.cached(repoKey(repoURL), commit)
+}
+
+// cached is Cached for arguments already checked, by the repository's cache key.
+func (c *Cache) cached(key, commit string) (string, bool) {
+	final := filepath.Join(c.treesDir(key), commit)
 	if _, err := os.Stat(final); err != nil {
 		return "", false
 	}
@@ -42,10 +47,10 @@ func (c *Cache) Tree(ctx context.Context, repoURL, commit string, creds Credenti
 	if err := checkCommit(commit); err != nil {
 		return "", err
 	}
-	if dir, ok := c.Cached(repoURL, commit); ok {
+	key := repoKey(repoURL)
+	if dir, ok := c.cached(key, commit); ok {
 		return dir, nil
 	}
-	key := repoKey(repoURL)
 	final := filepath.Join(c.treesDir(key), commit)
 	release, err := c.lock(ctx, key)
 	if err != nil {
