@@ -306,10 +306,13 @@ func TestConcurrentApplyOfOneWorkspaceWaits(t *testing.T) {
 	if err := <-errA; err != nil {
 		t.Fatalf("first apply: %v\n%s", err, first.text())
 	}
-	// Terraform says so only when the lock is not free at once: the second apply did wait.
+	// Terraform says so when taking the lock takes longer than its LockThreshold (400 ms): the
+	// second apply, started while the first held the lock through a 3-s provisioner, did wait.
+	// The first apply's output is not checked for it: on a loaded machine its uncontended lock
+	// request to the state backend can pass 400 ms too.
 	const waiting = "Acquiring state lock. This may take a few moments..."
-	if strings.Contains(first.text(), waiting) || !strings.Contains(second.text(), waiting) {
-		t.Fatalf("want only the second apply to wait for the lock; first:\n%s\nsecond:\n%s", first.text(), second.text())
+	if !strings.Contains(second.text(), waiting) {
+		t.Fatalf("want the second apply to wait for the lock; first:\n%s\nsecond:\n%s", first.text(), second.text())
 	}
 }
 
