@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
+	"horizon/shared/flock"
+	"time"
 )
 
 // PlanFile is the name of the plan Plan saves in the module directory.
@@ -119,18 +121,26 @@ func (w *Workdir) ShowPlan(ctx context.Context) (*tfjson.Plan, error) {
 }
 
 // initLocked runs init, holding the plugin cache's flock when there is a cache: Terraform's
-// plugin cache is not safe for concurrent init (terraform#31964).
+// plugin cache is not safe for concurrent init (terraform#31964). The flock orders every init
+// of the host, whatever worker process runs it.
 func (r *Runner) initLocked(ctx context.Context, init func(context.Context, ...tfexec.InitOption) error) error {
 	if r.cfg.PluginCacheDir == "" {
 		return init(ctx)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(r.cfg.PluginCacheDir, ".horizon-init.lock"))
+	l, err := flock.Wait(ctx, filepath.Join(r.cfg.PluginCacheDir, ".horizon-init.lock"), initPoll, initPollMost)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer l.Release()
 	return init(ctx)
 }
+
+// An init waiting for another polls the lock from initPoll apart, doubling up to initPollMost:
+// an init takes seconds, so the latency is noise.
+const (
+	initPoll     = 10 * time.Millisecond
+	initPollMost = 250 * time.Millisecond
+)
 
 // Outputs returns the root module's outputs from the workspace's saved state, read from the
 // state backend without running Terraform (the same values `terraform output -json` prints).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"horizon/shared/flock"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -71,11 +72,11 @@ func (r *Runner) Seed(ctx context.Context, opts SeedOpts) error {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	unlock, err := lockFile(ctx, final+".lock")
+	l, err := flock.Wait(ctx, final+".lock", initPoll, initPollMost)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	defer unlock()
+	defer l.Release()
 	if r.seeded(final) {
 		return nil // built by another caller while this one waited
 	}
@@ -157,9 +158,9 @@ func pruneSeeds(root string, now time.Time) {
 		}
 		path := filepath.Join(root, seedsDir, e.Name())
 		if !e.IsDir() { // a builders' lock file: removed when no builder holds it
-			if unlock, ok, err := tryLock(path); err == nil && ok {
+			if l, ok, err := flock.Try(path); err == nil && ok {
 				_ = os.Remove(path)
-				unlock()
+				l.Release()
 			}
 			continue
 		}

@@ -3,13 +3,12 @@ package terraform
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"horizon/shared/flock"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -50,7 +49,7 @@ func pruneKept(root string, now time.Time) {
 		if err != nil || now.Sub(info.ModTime()) < keptFor {
 			continue
 		}
-		unlock, ok, err := tryLock(lock)
+		l, ok, err := flock.Try(lock)
 		if err != nil || !ok {
 			continue
 		}
@@ -58,7 +57,7 @@ func pruneKept(root string, now time.Time) {
 		if !holdsErroredState(dir) && os.RemoveAll(dir) == nil {
 			_ = os.Remove(lock)
 		}
-		unlock()
+		l.Release()
 	}
 }
 
@@ -90,32 +89,17 @@ func initKey(b Binary, commit, module string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// tryLock takes an exclusive flock on path without waiting: ok is false when another holds it.
-func tryLock(path string) (unlock func(), ok bool, err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, false, fmt.Errorf("open lock file: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, false, nil
-		}
-		return nil, false, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() { _ = f.Close() }, true, nil // closing releases the lock; nothing to flush
-}
-
 // keptRoot returns the kept work dir of workspace, locked, when the runner keeps work dirs and
 // no other step holds it, and whether it is initialised for key. A dir holding an
 // errored.tfstate (a Terraform that could not save its state, and a worker that could not push
 // it) is left alone for the operator: ok is then false too, and the step uses a temporary dir.
 func (r *Runner) keptRoot(workspace, module, key string) (root string, warm bool, unlock func(), ok bool, err error) {
 	root = filepath.Join(r.cfg.WorkRoot, workspace)
-	unlock, ok, err = tryLock(root + ".lock")
+	l, ok, err := flock.Try(root + ".lock")
 	if err != nil || !ok {
 		return "", false, nil, false, err
 	}
+	unlock = l.Release
 	now := time.Now()
 	_ = os.Chtimes(root+".lock", now, now) // its last use, for pruneKept
 	if _, err := os.Stat(filepath.Join(root, "src", module, erroredStateFile)); err == nil {

@@ -6,8 +6,9 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
+
+	"horizon/shared/flock"
 )
 
 // LoopbackNet reserves a /24 of loopback addresses, 127.A.B.0/24 with A in 20–219, for the
@@ -25,15 +26,14 @@ func LoopbackNet(t testing.TB) string {
 		a, _ := rand.Int(rand.Reader, big.NewInt(200))
 		b, _ := rand.Int(rand.Reader, big.NewInt(250))
 		prefix := fmt.Sprintf("127.%d.%d", 20+a.Int64(), 1+b.Int64())
-		f, err := os.OpenFile(filepath.Join(dir, prefix), os.O_CREATE|os.O_RDWR, 0o644)
+		l, ok, err := flock.Try(filepath.Join(dir, prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			f.Close() // taken by a test running now: draw again
-			continue
+		if !ok {
+			continue // taken by a test running now: draw again
 		}
-		t.Cleanup(func() { f.Close() }) // closing releases the lock
+		t.Cleanup(l.Release)
 		return prefix
 	}
 	t.Fatal("no free loopback /24 after 100 draws")
