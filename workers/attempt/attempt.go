@@ -174,7 +174,7 @@ func Process[W Work](ctx context.Context, l *Lifecycle, k Kind[W], t *asynq.Task
 
 	out := &Log{step: a.Step}
 	prep := prepare(ctx, k, w, out, log)
-	lease, release, owned, err := claim(ctx, l.DB, l.Gate, l.Metrics, l.GateWait, a.Step, log)
+	lease, release, owned, err := l.claim(ctx, a.Step, log)
 	if err != nil || !owned {
 		prep.abandon()
 	}
@@ -225,7 +225,7 @@ func load[W Work](ctx context.Context, l *Lifecycle, k Kind[W], p queue.StepRun)
 		// to leave the line at once if unneeded; so does an attempt not in the line. Any other
 		// answer (ErrLeft, Redis down) goes the full way: the claim reports it.
 		err := l.Gate.Behind(ctx, p.Gate, queue.StepTaskID(p.StepID, p.Attempt))
-		if gate.IsBusy(err) && !waiting(ctx, l.DB, l.Gate, p.Gate, p.StepID, p.Attempt, l.Log) {
+		if gate.IsBusy(err) && !l.waiting(ctx, p.Gate, p.StepID, p.Attempt) {
 			return none, ErrStale
 		}
 		if gate.IsBusy(err) {

@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"horizon/shared/gate"
 	"horizon/shared/horizon"
-	"horizon/shared/metrics"
 	"horizon/shared/queue"
 	"horizon/shared/store"
 )
@@ -29,19 +27,19 @@ import (
 // when owned is false; release is a no-op without a lease.
 //
 // The wait for the gate, counted from the step's readiness like the pipeline's gate_wait_ms,
-// goes to rec (for /metrics) when the gate is taken.
-func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Recorder, wait time.Duration, s horizon.Step, log *slog.Logger) (lease *gate.Lease, release func(), owned bool, err error) {
+// goes to the lifecycle's Metrics (for /metrics) when the gate is taken.
+func (l *Lifecycle) claim(ctx context.Context, s horizon.Step, log *slog.Logger) (lease *gate.Lease, release func(), owned bool, err error) {
 	release = func() {}
 	if s.TakesGate() {
 		node := queue.GateNode(*s.ServerID, *s.Node)
-		lease, err = g.Acquire(ctx, node, queue.StepTaskID(s.ID, s.Attempt), wait)
+		lease, err = l.Gate.Acquire(ctx, node, queue.StepTaskID(s.ID, s.Attempt), l.GateWait)
 		if errors.Is(err, gate.ErrLeft) {
 			// The step left the line while it waited (its run was canceled): it will not
 			// build, and whoever made it leave ends it.
 			return nil, release, false, nil
 		}
 		if gate.IsBusy(err) {
-			if !waiting(ctx, db, g, node, s.ID, s.Attempt, log) {
+			if !l.waiting(ctx, node, s.ID, s.Attempt) {
 				return nil, release, false, nil
 			}
 			return nil, release, false, err
@@ -63,12 +61,12 @@ func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Rec
 		f := lease.Fence()
 		fence = &f
 		if s.ReadyAt != nil {
-			if err := rec.GateWait(ctx, queue.GateNode(*s.ServerID, *s.Node), time.Since(*s.ReadyAt)); err != nil {
+			if err := l.Metrics.GateWait(ctx, queue.GateNode(*s.ServerID, *s.Node), time.Since(*s.ReadyAt)); err != nil {
 				log.WarnContext(ctx, "record gate wait", "error", err)
 			}
 		}
 	}
-	owned, err = store.StepStart(ctx, db, s.ID, s.Attempt, fence)
+	owned, err = store.StepStart(ctx, l.DB, s.ID, s.Attempt, fence)
 	if err != nil || !owned {
 		release()
 		return nil, func() {}, owned, err
@@ -80,15 +78,26 @@ func claim(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, rec *metrics.Rec
 // looks hung while it waits, and reports whether it still owns its step. One that does not
 // (superseded, canceled while it waited) leaves the line at once, rather than stand in it until
 // it goes stale. A failure to heartbeat is only logged: the step asks again soon.
-func waiting(ctx context.Context, db *pgxpool.Pool, g *gate.Gate, node string, step uuid.UUID, attempt int, log *slog.Logger) (owned bool) {
-	owned, err := store.StepHeartbeat(ctx, db, step, attempt)
+//
+// A waiter asks every few seconds (gate.BusyRetryDelay), while the reconciler presumes an
+// attempt dead only after six heartbeat intervals without one: one heartbeat per interval is
+// enough, and at scale the others were one of the engine's most frequent writes. Redis, which
+// the ask has just reached, says whether one is due (a key that lives one interval); when it
+// does not answer, the heartbeat is written. A superseded waiter is then found out at its first
+// heartbeat of an interval, still behind others (or at once when it is next: it reads its step).
+func (l *Lifecycle) waiting(ctx context.Context, node string, step uuid.UUID, attempt int) (owned bool) {
+	owner := queue.StepTaskID(step, attempt)
+	if due, err := l.Redis.SetNX(ctx, l.Namespace+":beat:"+owner, "", l.Heartbeat).Result(); err == nil && !due {
+		return true
+	}
+	owned, err := store.StepHeartbeat(ctx, l.DB, step, attempt)
 	if err != nil {
-		log.WarnContext(ctx, "heartbeat while waiting for the node", "step_id", step, "error", err)
+		l.Log.WarnContext(ctx, "heartbeat while waiting for the node", "step_id", step, "error", err)
 		return true
 	}
 	if !owned {
-		if err := g.Leave(ctx, node, queue.StepTaskID(step, attempt)); err != nil {
-			log.WarnContext(ctx, "leave gate line", "step_id", step, "error", err)
+		if err := l.Gate.Leave(ctx, node, owner); err != nil {
+			l.Log.WarnContext(ctx, "leave gate line", "step_id", step, "error", err)
 		}
 	}
 	return owned
