@@ -37,7 +37,7 @@ type Lifecycle struct {
 	Enqueue queue.Enqueuer
 	Queues  queue.Queues
 	Log     *slog.Logger
-	// Namespace prefixes the Redis cancel channel.
+	// Namespace prefixes the Redis cancel channel and the waiters' heartbeat keys.
 	Namespace string
 	// GateWait is how long the first waiter of a busy node waits inside the handler before
 	// handing its slot back (gate.Gate.Acquire).
@@ -48,9 +48,9 @@ type Lifecycle struct {
 	Metrics *metrics.Recorder
 	// Advance moves a run on (runs.Advancer.Advance). An attempt whose end it recorded runs it
 	// in process once the node's gate is released, rather than enqueuing run:advance: a phase's
-	// next steps are then queued without a task pick-up between. When it fails (Postgres down,
-	// the worker stopping), run:advance is enqueued for another worker, and failing that the
-	// reconciler finds the run.
+	// next steps are then queued without a task pick-up between. When it fails (Postgres or
+	// Redis down, the worker stopping), run:advance is enqueued for another worker, and failing
+	// that the reconciler finds the run.
 	Advance func(ctx context.Context, run uuid.UUID) error
 }
 
@@ -362,20 +362,14 @@ func (l *Lifecycle) finish(ctx context.Context, a *Loaded, end ending) error {
 }
 
 // advance moves the run on once this delivery recorded the attempt's end (Lifecycle.Advance),
-// or hands that to run:advance when it cannot.
-//
-// Only while Redis answers: the advance commits the next steps as queued and then hands their
-// tasks to Redis, so with Redis down their tasks would be lost and the steps recovered only once
-// they went stale, as new attempts. A run:advance task (enqueued now, or by the reconciler once
-// Redis is back) runs only when Redis is up, and loses nothing.
+// or hands that to run:advance when it cannot, or could not deliver the steps it queued (Redis
+// down): run:advance, enqueued now or by the reconciler once Redis is back, delivers them again
+// at the same attempt (runs.ErrNotDelivered).
 func (l *Lifecycle) advance(ctx context.Context, a *Loaded, log *slog.Logger) {
 	if !a.ended {
 		return
 	}
-	err := l.Redis.Ping(ctx).Err()
-	if err == nil {
-		err = l.Advance(ctx, a.Run.ID)
-	}
+	err := l.Advance(ctx, a.Run.ID)
 	if err == nil {
 		return
 	}

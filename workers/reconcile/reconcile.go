@@ -1,8 +1,8 @@
 // Package reconcile is the workers' periodic repair pass. Postgres is the truth and Redis only
 // delivers, so anything Redis loses is found again here: every run in progress is advanced
-// again (run:advance is idempotent), so is every run that finished without the end of its log,
-// and a step whose attempt stopped sending heartbeats — its worker died, or Redis lost its
-// task — gets a new attempt. The pass is cheap when there is nothing to do (it reads only runs
+// again (run:advance is idempotent, and delivers again a queued step whose task Redis lost, at
+// the same attempt), so is every run that finished without the end of its log, and a step
+// whose attempt stopped sending heartbeats — its worker died — gets a new attempt. The pass is cheap when there is nothing to do (it reads only runs
 // and steps in progress and runs finished recently, through partial indexes). It runs once
 // per HORIZON_RECONCILE_INTERVAL across all worker replicas, never two at once
 // (workers/periodic); what it writes is fenced in SQL all the same (a step is requeued only at

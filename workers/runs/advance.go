@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,7 +44,7 @@ func (a Advancer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
 		return fmt.Errorf("decode %s: %v: %w", t.Type(), err, asynq.SkipRetry)
 	}
-	err := a.Advance(ctx, p.RunID)
+	err := a.advance(ctx, p.RunID, true)
 	if errors.Is(err, horizon.ErrNotFound) {
 		// Runs are never deleted: a run that is not there will not appear by retrying.
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
@@ -51,33 +52,49 @@ func (a Advancer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	return err
 }
 
-// Advance moves run forward (see horizon.Advance) and enqueues the steps it queued.
+// ErrNotDelivered wraps the error of an advance that committed but could not hand every step
+// it queued to Redis: those steps stay queued until a run:advance delivers them again.
+var ErrNotDelivered = errors.New("queued steps not delivered")
+
+// Advance moves run forward (see horizon.Advance) and enqueues the steps it queued. It is
+// the in-process advance of an attempt that ended a step; run:advance is the same with redeliver.
 func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
+	return a.advance(ctx, runID, false)
+}
+
+// advance moves run forward. With redeliver (run:advance: the reconciler's, or an advance
+// handed on because it could not deliver) it also enqueues again the steps that were queued
+// before it and have not started: an advance that committed them and then found Redis down, or
+// a Redis that lost their tasks in a failover, left them queued with no task. Asynq drops the
+// enqueue of a task that still exists (its id names the step's attempt), so a step is never
+// delivered twice by this; one whose task was lost is delivered again at the same attempt
+// within a reconciler pass, rather than given a new attempt once it went stale.
+func (a Advancer) advance(ctx context.Context, runID uuid.UUID, redeliver bool) error {
 	log := a.Log.With("run_id", runID)
 	var notices []events.Event
 	var ended *horizon.Run
 	var removed, repair bool
-	var canceled []horizon.Step
-	queued, err := store.WithTxV(ctx, a.DB, func(ctx context.Context, tx pgx.Tx) ([]horizon.Step, error) {
-		notices, ended, removed, repair, canceled = nil, nil, false, false, nil
+	var canceled, queued []horizon.Step
+	err := store.WithTx(ctx, a.DB, func(ctx context.Context, tx pgx.Tx) error {
+		notices, ended, removed, repair, canceled, queued = nil, nil, false, false, nil, nil
 		team, err := store.RunOwnerLock(ctx, tx, runID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		run, err := store.RunGetForUpdate(ctx, tx, runID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if run.State.Terminal() {
 			// A duplicate delivery after the run ended; or the reconciler's, for a run whose
 			// log was never ended: the log is ended again below.
 			if unended, err := logUnended(ctx, tx, run); err != nil || !unended {
-				return nil, err
+				return err
 			}
 			ended, repair = &run, true
 			removed = run.Kind == horizon.RunRemove && run.State == horizon.RunSucceeded
 			log.WarnContext(ctx, "the run ended without the end of its log; ending it now")
-			return nil, nil
+			return nil
 		}
 		notify := func(kind events.Kind, id uuid.UUID, state string, s *horizon.Step) {
 			e := events.Event{Type: kind, ID: id, TeamID: team, RunID: run.ID, State: state}
@@ -94,33 +111,39 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 		}
 		steps, err := store.StepsOfRun(ctx, tx, runID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if run.State == horizon.RunQueued {
 			if run, err = store.RunSetState(ctx, tx, runID, horizon.RunRunning, nil); err != nil {
-				return nil, err
+				return err
 			}
 			notify(events.Run, run.ID, string(run.State), nil)
 		}
 		move := horizon.Advance(run.State, steps)
+		if redeliver {
+			for i, s := range steps {
+				if s.State == horizon.StepQueued && !slices.Contains(move.Cancel, i) {
+					queued = append(queued, s)
+				}
+			}
+		}
 		for _, i := range move.Hold {
 			if err := store.StepSetState(ctx, tx, steps[i].ID, horizon.StepHeld); err != nil {
-				return nil, err
+				return err
 			}
 			notify(events.Step, steps[i].ID, string(horizon.StepHeld), &steps[i])
 		}
 		for _, i := range move.Cancel {
 			if err := store.StepSetState(ctx, tx, steps[i].ID, horizon.StepCanceled); err != nil {
-				return nil, err
+				return err
 			}
 			notify(events.Step, steps[i].ID, string(horizon.StepCanceled), &steps[i])
 			canceled = append(canceled, steps[i])
 		}
-		var queued []horizon.Step
 		for _, i := range move.Queue {
 			s, err := store.StepQueue(ctx, tx, steps[i].ID)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			queued = append(queued, s)
 			notify(events.Step, s.ID, string(s.State), &s)
@@ -128,7 +151,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 		if move.Done && run.ISOID != nil {
 			isoState, err := finishISO(ctx, tx, run, move.Final, steps)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			run.State = move.Final
 			ended = &run
@@ -138,7 +161,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 		} else if move.Done {
 			stackState, err := finish(ctx, tx, run, move.Final, steps)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			run.State = move.Final
 			ended, removed = &run, stackState == horizon.StackRemoved
@@ -148,7 +171,7 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			}
 			log.InfoContext(ctx, "run finished", "state", move.Final)
 		}
-		return queued, nil
+		return nil
 	})
 	if err != nil {
 		return err
@@ -173,8 +196,9 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			}
 		}
 	}
-	// After the commit: a lost enqueue leaves the step queued, and the reconciler re-queues it
-	// when its heartbeat grows old.
+	// After the commit: a lost enqueue leaves the step queued, and the next run:advance
+	// delivers it again (advance).
+	var lost error
 	for _, s := range queued {
 		taskID := queue.StepTaskID(s.ID, s.Attempt)
 		if s.TakesGate() {
@@ -184,10 +208,10 @@ func (a Advancer) Advance(ctx context.Context, runID uuid.UUID) error {
 			}
 		}
 		if err := a.Enqueue.Enqueue(ctx, queue.NewStep(a.Queues, s)); err != nil {
-			log.WarnContext(ctx, "enqueue step; the reconciler will retry", "step_id", s.ID, "error", err)
+			lost = fmt.Errorf("%w: step %s: %w", ErrNotDelivered, s.ID, err)
 		}
 	}
-	return nil
+	return lost
 }
 
 // LogEndGrace is how long after a run finished its log may still lack its end before the run

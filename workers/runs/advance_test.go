@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +19,13 @@ import (
 	"horizon/functions/apitest"
 	"horizon/functions/apitest/labtest"
 	"horizon/shared/auth"
+	"horizon/shared/events"
+	"horizon/shared/gate"
 	"horizon/shared/horizon"
 	"horizon/shared/logstream"
 	"horizon/shared/queue"
 	"horizon/shared/store"
+	"horizon/workers/runs"
 	"horizon/workers/worker/workertest"
 )
 
@@ -509,5 +513,68 @@ func TestTheRepairedLogEndOfAnISORunHasItsSummaryOnce(t *testing.T) {
 				t.Fatalf("log ends %d (%v), want 1", ends, err)
 			}
 		})
+	}
+}
+
+// TestARunAdvanceDeliversAgainAQueuedStepWhoseTaskWasLost: a step queued by an advance whose
+// task never reached Redis (Redis down after the commit) or was lost by it (a failover) is
+// delivered again, at the same attempt, by the next run:advance (the reconciler's): not left
+// to go stale and be given a new attempt. A step whose task is still there gets no second one.
+func TestARunAdvanceDeliversAgainAQueuedStepWhoseTaskWasLost(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	_, run := deploy(t, l)
+	q := k.Queued(run)
+	if len(q) != 1 || stepTasks(t, k, q[0].ID) != 1 {
+		t.Fatalf("first advance: queued %+v", q)
+	}
+	inspector := asynq.NewInspectorFromRedisClient(l.API.Redis)
+	if err := inspector.DeleteTask(k.Queues.Build, queue.StepTaskID(q[0].ID, q[0].Attempt)); err != nil {
+		t.Fatal(err)
+	}
+	if n := stepTasks(t, k, q[0].ID); n != 0 {
+		t.Fatalf("%d tasks after the loss", n)
+	}
+	for range 2 {
+		k.Advance(run)
+		if n := stepTasks(t, k, q[0].ID); n != 1 {
+			t.Fatalf("%d tasks for the db after a run:advance, want 1", n)
+		}
+	}
+	if s := k.StepNow(q[0].ID); s.State != horizon.StepQueued || s.Attempt != q[0].Attempt {
+		t.Fatalf("step %s at attempt %d, want queued at attempt %d", s.State, s.Attempt, q[0].Attempt)
+	}
+	if err := k.Step(q[0]); err != nil || k.StepNow(q[0].ID).State != horizon.StepSucceeded {
+		t.Fatalf("the delivered attempt: %v, %s", err, k.StepNow(q[0].ID).State)
+	}
+}
+
+// TestAnAdvanceThatCannotDeliverItsStepsSaysSo: an advance that committed a step as queued and
+// could not hand its task to Redis returns runs.ErrNotDelivered, so that the attempt that ran it
+// in process hands the run to run:advance, which delivers the step again.
+func TestAnAdvanceThatCannotDeliverItsStepsSaysSo(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	_, run := deploy(t, l)
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	g, err := gate.New(l.API.Redis, gate.Config{Prefix: l.API.Deps.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := runs.Advancer{DB: l.API.DB, Queues: k.Queues, Enqueue: queue.Enqueuer{Client: asynq.NewClientFromRedisClient(down)},
+		Gate: g, Events: events.NewPublisher(l.API.Redis, events.Config{Prefix: l.API.Deps.Namespace}),
+		Logs: logstream.New(l.API.Redis, l.API.DB, logstream.Config{Prefix: l.API.Deps.Namespace}), Log: slog.New(slog.DiscardHandler)}
+	if err := a.Advance(t.Context(), run); !errors.Is(err, runs.ErrNotDelivered) {
+		t.Fatalf("advance with Redis down: %v, want ErrNotDelivered", err)
+	}
+	q := k.Steps(run)
+	db := q[slices.IndexFunc(q, func(s horizon.Step) bool { return s.Job == "db" })]
+	if db.State != horizon.StepQueued || stepTasks(t, k, db.ID) != 0 {
+		t.Fatalf("db %s with %d tasks, want queued with none", db.State, stepTasks(t, k, db.ID))
+	}
+	k.Advance(run)
+	if n := stepTasks(t, k, db.ID); n != 1 || k.StepNow(db.ID).Attempt != db.Attempt {
+		t.Fatalf("after run:advance: %d tasks, attempt %d; want one at attempt %d", n, k.StepNow(db.ID).Attempt, db.Attempt)
 	}
 }
