@@ -49,7 +49,10 @@ func Deploy(d api.Deps) fiber.Handler {
 		if err := cat.loadBridges(ctx, d.DB, l.execs); err != nil {
 			return err
 		}
-		views := askClusters(ctx, d.Box, cat, l.execs)
+		views, err := askClusters(ctx, d.Box, cat, l.execs)
+		if err != nil {
+			return err
+		}
 		probs = append(probs, liveProblems(l.def, l.stack.Name, l.execs, cat, views)...)
 		if len(probs) > 0 {
 			p := problem.Invalid(probs)

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"horizon/shared/horizon"
+	"horizon/shared/problem"
 	"horizon/shared/proxmox"
 	"horizon/shared/secrets"
 	"horizon/shared/template"
@@ -43,8 +45,11 @@ func machinePaths(e horizon.Execution) []string {
 }
 
 // askClusters asks every cluster the executions use for its nodes' state and its VMs, in
-// parallel. A cluster that does not answer is reported as a problem, not an error.
-func askClusters(ctx context.Context, box *secrets.Box, cat *catalogue, execs []horizon.Execution) map[uuid.UUID]*clusterView {
+// parallel. A cluster that does not answer (nothing listens, or no answer within the
+// preflight's time or the request's) is a dependency down: a 503 the client retries, nothing
+// started. A cluster that answers and refuses (the token, its privileges, its certificate) is
+// reported as a problem of the request (liveProblems), for the operator to fix.
+func askClusters(ctx context.Context, box *secrets.Box, cat *catalogue, execs []horizon.Execution) (map[uuid.UUID]*clusterView, error) {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
 	views := map[uuid.UUID]*clusterView{}
@@ -72,7 +77,12 @@ func askClusters(ctx context.Context, box *secrets.Box, cat *catalogue, execs []
 		})
 	}
 	_ = g.Wait() // each goroutine records its own error
-	return views
+	for id, v := range views {
+		if errors.Is(v.err, proxmox.ErrUnreachable) || errors.Is(v.err, context.DeadlineExceeded) {
+			return nil, problem.Unavailable(v.err, "The Proxmox server %s does not answer; nothing was started. Retry shortly.", cat.servers[id].Name)
+		}
+	}
+	return views, nil
 }
 
 func askCluster(ctx context.Context, box *secrets.Box, srv *horizon.ProxmoxServer, v *clusterView) error {
@@ -130,7 +140,7 @@ func liveProblems(def *template.Definition, stackName string, execs []horizon.Ex
 	var p horizon.Problems
 	for id, v := range views {
 		if v.err != nil {
-			p.Add("environment_id", "the Proxmox server %s does not answer: %v", cat.servers[id].Name, v.err)
+			p.Add("environment_id", "the Proxmox server %s refused the preflight: %v", cat.servers[id].Name, v.err)
 		}
 	}
 	for _, e := range execs {

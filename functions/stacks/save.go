@@ -54,7 +54,10 @@ func saveEdit(c *fiber.Ctx, d api.Deps, l *loaded, req UpdateRequest, ifVersion 
 	if err := ed.cat.loadBridges(ctx, d.DB, ed.result()); err != nil {
 		return err
 	}
-	views := askClusters(ctx, d.Box, ed.cat, ed.result())
+	views, err := askClusters(ctx, d.Box, ed.cat, ed.result())
+	if err != nil {
+		return err
+	}
 	probs = append(probs, liveProblems(ed.def, ed.name, created, ed.cat, views)...)
 	if len(probs) > 0 {
 		p := problem.Invalid(probs)

@@ -761,7 +761,8 @@ export interface paths {
         put?: never;
         /**
          * Preflight and start the deploy run of a draft or failed stack.
-         * @description The preflight reports every problem at once (422) and starts nothing. Besides the answers
+         * @description The preflight reports every problem at once (422) and starts nothing; a Proxmox server that
+         *     does not answer is a 503 (retry after Retry-After), and starts nothing either. Besides the answers
          *     and what Proxmox says, it asks the environment's Nagios server, when machines choose a host
          *     group: each chosen host group must exist (field jobs.JOB.executions[N].nagios.hostgroup)
          *     and each command of the checks the stack will publish must be defined (field
@@ -5778,6 +5779,7 @@ export interface operations {
             412: components["responses"]["Stale"];
             422: components["responses"]["Invalid"];
             428: components["responses"]["Problem"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -6002,6 +6004,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Invalid"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
