@@ -578,3 +578,65 @@ func TestAnAdvanceThatCannotDeliverItsStepsSaysSo(t *testing.T) {
 		t.Fatalf("after run:advance: %d tasks, attempt %d; want one at attempt %d", n, k.StepNow(db.ID).Attempt, db.Attempt)
 	}
 }
+
+// TestTwoStepsOfAPhaseEndingAtOnceEndTheRunOnce: the two app machines of the last phase end at
+// the same moment on two workers, and each worker advances the run in process. The run's row
+// lock orders the two advances: the run succeeds once, the stack is deployed, the log has one
+// end, and neither worker needed run:advance.
+func TestTwoStepsOfAPhaseEndingAtOnceEndTheRunOnce(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	d := l.API.Deps
+	other := workertest.NewKinds(t, workertest.Deps{DB: d.DB, Redis: d.Redis, Box: d.Box, Namespace: d.Namespace}, workertest.Options{})
+	stack := l.Draft("shop", 2)
+	r := l.API.Do("POST", "/v1/stacks/"+stack+"/deploy", apitest.Req{Token: l.Member})
+	if r.Status != 202 {
+		t.Fatalf("deploy: %d %s", r.Status, r.Body)
+	}
+	run := uuid.MustParse(r.Map()["id"].(string))
+	if err := k.Step(k.Queued(run)[0]); err != nil {
+		t.Fatal(err)
+	}
+	apps := k.Queued(run)
+	if len(apps) != 2 {
+		t.Fatalf("queued after the db: %+v, want the two apps", apps)
+	}
+	advancesBefore := advances(t, k, run)
+	errs := make(chan error, 2)
+	for i, w := range []*workertest.Kinds{k, other} {
+		go func() { errs <- w.Step(apps[i]) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	run2, err := store.RunGet(t.Context(), l.API.DB, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run2.State != horizon.RunSucceeded || stackState(t, l, stack) != horizon.StackDeployed {
+		t.Fatalf("run %s, stack %s; want succeeded and deployed", run2.State, stackState(t, l, stack))
+	}
+	if n := advances(t, k, run) - advancesBefore; n != 0 {
+		t.Fatalf("%d run:advance tasks queued, want none: both advanced in process", n)
+	}
+	logs := logstream.New(l.API.Redis, l.API.DB, logstream.Config{Prefix: d.Namespace})
+	entries, err := l.API.Redis.XRange(t.Context(), logs.Key(run), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eofs := 0
+	for _, e := range entries {
+		if e.Values["type"] == "eof" {
+			eofs++
+		}
+	}
+	var ends int
+	if err := l.API.DB.QueryRow(t.Context(), `SELECT count(*) FROM log_ends WHERE run_id = $1`, run).Scan(&ends); err != nil {
+		t.Fatal(err)
+	}
+	if eofs != 1 || ends != 1 {
+		t.Fatalf("the log has %d ends in its stream and %d stored, want one of each", eofs, ends)
+	}
+}
