@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -617,6 +618,54 @@ func TestAWaitingStepHeartbeatsOncePerInterval(t *testing.T) {
 		case !hb.Equal(*first):
 			t.Fatalf("ask %d heartbeat again (%v → %v) within the interval", i+1, first, hb)
 		}
+	}
+}
+
+// TestAWaitingStepWhosePostgresIsDownKeepsItsPlace: a step behind others whose heartbeat
+// cannot be written (Postgres down) is still waiting: its delivery is handed back busy (not a
+// failure), it keeps its place in the node's line, and its next ask, with Postgres back,
+// heartbeats it.
+func TestAWaitingStepWhosePostgresIsDownKeepsItsPlace(t *testing.T) {
+	e, _ := gatedEnv(t)
+	e.lifecycle.GateWait = 0
+	e.lifecycle.Heartbeat = time.Millisecond // every ask is due a heartbeat
+	node := queue.GateNode(*e.step.ServerID, *e.step.Node)
+	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
+	if err := e.process(t, k, e.step.Attempt); !gate.IsBusy(err) { // the first ask reads
+		t.Fatalf("first ask: %v, want busy", err)
+	}
+	live := e.lifecycle.DB
+	down, err := pgxpool.New(t.Context(), live.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Close()
+	e.lifecycle.DB = down
+	before := e.stepNow(t).HeartbeatAt
+	time.Sleep(2 * e.lifecycle.Heartbeat)
+	if err := e.process(t, k, e.step.Attempt); !gate.IsBusy(err) {
+		t.Fatalf("ask with Postgres down: %v, want busy", err)
+	}
+	st, err := e.lifecycle.Gate.Status(t.Context(), node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(st.Waiters, func(w gate.Waiter) bool { return w.Owner == queue.StepTaskID(e.step.ID, e.step.Attempt) }) {
+		t.Fatalf("the step left the line %+v", st.Waiters)
+	}
+	e.lifecycle.DB = live
+	time.Sleep(2 * e.lifecycle.Heartbeat)
+	if err := e.process(t, k, e.step.Attempt); !gate.IsBusy(err) {
+		t.Fatalf("ask with Postgres back: %v, want busy", err)
+	}
+	if after := e.stepNow(t).HeartbeatAt; after == nil || before == nil || !after.After(*before) {
+		t.Fatalf("heartbeat %v → %v once Postgres was back", before, after)
+	}
+	if s := e.stepNow(t); s.State != horizon.StepQueued || k.ran.Load() != 0 {
+		t.Fatalf("step %s, ran %d times; want still queued", s.State, k.ran.Load())
 	}
 }
 
