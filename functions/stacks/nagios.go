@@ -11,6 +11,7 @@ import (
 
 	"horizon/functions/api"
 	"horizon/shared/nagios"
+	"horizon/shared/problem"
 	"horizon/shared/template"
 
 	"horizon/shared/horizon"
@@ -54,10 +55,16 @@ func withNagios(ctx context.Context, q store.Querier, l *loaded, kind horizon.Ru
 	return steps, nil
 }
 
+// nagiosDown is the 503 of a deploy whose Nagios server does not answer: nothing started.
+func nagiosDown(cat *catalogue, err error) error {
+	return problem.Unavailable(err, "The Nagios server %s does not answer; nothing was started. Retry shortly.", cat.nagios.Name)
+}
+
 // askNagios asks the environment's Nagios server, before a deploy, what the offline check cannot
 // know: its commands now (refreshing cat's, and the server's discovery, so that problems judges
 // against them) and whether each host group the executions chose exists (the discovered list
-// leaves out empty groups). A server that does not answer is a problem, like a silent cluster.
+// leaves out empty groups). A server that does not answer is a dependency down, a 503 like a
+// silent cluster's (askClusters); one that answers and refuses is a problem of the request.
 func askNagios(ctx context.Context, d api.Deps, cat *catalogue, def *template.Definition, execs []horizon.Execution) ([]horizon.FieldError, error) {
 	groups := map[string][]string{} // host group → the fields that chose it
 	for _, e := range execs {
@@ -80,8 +87,11 @@ func askNagios(ctx context.Context, d api.Deps, cat *catalogue, def *template.De
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
 	found, err := client.Discover(ctx)
+	if errors.Is(err, nagios.ErrUnreachable) {
+		return nil, nagiosDown(cat, err)
+	}
 	if err != nil {
-		p.Add("environment_id", "the Nagios server %s does not answer: %v", cat.nagios.Name, err)
+		p.Add("environment_id", "the Nagios server %s refused the preflight: %v", cat.nagios.Name, err)
 		return fieldsOf(&p), nil
 	}
 	if err := store.NagiosServerDiscovered(ctx, d.DB, cat.nagios.ID, found.Hostgroups, found.Commands, nil); err != nil {
@@ -90,8 +100,11 @@ func askNagios(ctx context.Context, d api.Deps, cat *catalogue, def *template.De
 	now := time.Now()
 	cat.nagios.Commands, cat.nagios.Hostgroups, cat.nagios.DiscoveredAt = found.Commands, found.Hostgroups, &now
 	missing, err := missingHostgroups(ctx, client, found.Hostgroups, groups)
+	if errors.Is(err, nagios.ErrUnreachable) {
+		return nil, nagiosDown(cat, err)
+	}
 	if err != nil {
-		p.Add("environment_id", "the Nagios server %s does not answer: %v", cat.nagios.Name, err)
+		p.Add("environment_id", "the Nagios server %s refused the preflight: %v", cat.nagios.Name, err)
 	}
 	for _, group := range missing {
 		for _, f := range groups[group] {

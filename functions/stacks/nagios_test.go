@@ -20,7 +20,7 @@ import (
 // the environment has no Nagios server, and one its server does not define — a group missing
 // from the discovered list is asked for by name, so an empty group (which hostgrouplist leaves
 // out) is accepted; the problem names the execution's field and nothing is saved. When Nagios does
-// not answer, a new group is left to the deploy's check.
+// not answer, a new group is left to the deploy's check, and the deploy, which must ask, is a 503.
 func TestDraftSaveChecksNagiosHostgroups(t *testing.T) {
 	t.Parallel()
 	e := labtest.New(t, labtest.Options{})
@@ -87,6 +87,15 @@ func TestDraftSaveChecksNagiosHostgroups(t *testing.T) {
 	}
 	if p := edit("later-judged"); p.Status != 200 {
 		t.Fatalf("edit while Nagios is down: %d %s", p.Status, p.Body)
+	}
+	// The deploy must ask it: with Nagios still down it is a dependency down, and starts nothing.
+	before = e.API.State()
+	if d := e.API.Do("POST", "/v1/stacks/"+id+"/deploy", apitest.Req{Token: e.Member}); d.Status != 503 ||
+		d.Header.Get("Retry-After") == "" || !strings.Contains(d.Map()["detail"].(string), "Nagios server nagios does not answer") {
+		t.Fatalf("deploy while Nagios is down: %d %s, want 503 naming the server", d.Status, d.Body)
+	}
+	if e.API.State() != before {
+		t.Fatal("a deploy refused for Nagios being down changed the database")
 	}
 }
 

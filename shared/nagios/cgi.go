@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,6 +22,9 @@ var (
 	ErrUnauthorized = errors.New("nagios refused the username or password")
 	// ErrUnavailable: the CGIs could not be reached or failed (transport error, 5xx).
 	ErrUnavailable = errors.New("nagios is unavailable")
+	// ErrUnreachable: nothing answered at the URL (no connection, or no answer in time): a
+	// server down rather than one that answers wrongly. Such an error is ErrUnavailable too.
+	ErrUnreachable = errors.New("nagios does not answer")
 )
 
 // Client reads a Nagios server through its CGIs. The zero HTTP uses a client with a 15 s timeout.
@@ -145,6 +149,9 @@ func (c *Client) get(ctx context.Context, cgi string, q url.Values) ([]byte, err
 		if err != nil {
 			// The URL is the CGI base without credentials (checked at registration); the query
 			// holds only object names.
+			if unreachable(err) {
+				return nil, fmt.Errorf("%w: %w: %v", ErrUnavailable, ErrUnreachable, err)
+			}
 			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		return resp, nil
@@ -246,4 +253,12 @@ func parseChallenge(s string) map[string]string {
 		out[k], s = strings.TrimSpace(v), after
 	}
 	return out
+}
+
+// unreachable says whether a request's error means that nothing answered: the connection was
+// not made, or no answer came in time. A TLS failure or a malformed answer is not that.
+func unreachable(err error) bool {
+	var op *net.OpError
+	var ne net.Error
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }

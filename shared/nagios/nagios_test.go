@@ -40,10 +40,16 @@ func TestReadsThroughTheCGIs(t *testing.T) {
 		if _, err := wrong.Commands(t.Context()); !errors.Is(err, nagios.ErrUnauthorized) {
 			t.Errorf("digest %v: wrong password: %v, want ErrUnauthorized", digest, err)
 		}
+		// A server that answers, wrongly, is unavailable but not unreachable: the operator's to fix.
+		misplaced := *c
+		misplaced.URL += "/no-such-dir"
+		if _, err := misplaced.Commands(t.Context()); !errors.Is(err, nagios.ErrUnavailable) || errors.Is(err, nagios.ErrUnreachable) {
+			t.Errorf("digest %v: a wrong CGI path: %v, want ErrUnavailable only", digest, err)
+		}
 	}
 	down := nagios.Client{URL: "http://127.0.0.1:1/cgi-bin/nagios4", Username: "u", Password: "p"}
-	if _, err := down.Commands(t.Context()); !errors.Is(err, nagios.ErrUnavailable) {
-		t.Errorf("nothing listening: %v, want ErrUnavailable", err)
+	if _, err := down.Commands(t.Context()); !errors.Is(err, nagios.ErrUnavailable) || !errors.Is(err, nagios.ErrUnreachable) {
+		t.Errorf("nothing listening: %v, want ErrUnavailable and ErrUnreachable", err)
 	}
 }
 

@@ -761,10 +761,10 @@ export interface paths {
         put?: never;
         /**
          * Preflight and start the deploy run of a draft or failed stack.
-         * @description The preflight reports every problem at once (422) and starts nothing; a Proxmox server that
-         *     does not answer is a 503 (retry after Retry-After), and starts nothing either. Besides the answers
-         *     and what Proxmox says, it asks the environment's Nagios server, when machines choose a host
-         *     group: each chosen host group must exist (field jobs.JOB.executions[N].nagios.hostgroup)
+         * @description The preflight reports every problem at once (422) and starts nothing; a Proxmox or Nagios
+         *     server that does not answer is a 503 (retry after Retry-After), and starts nothing either.
+         *     Besides the answers and what Proxmox says, it asks the environment's Nagios server, when
+         *     machines choose a host group: each chosen host group must exist (field jobs.JOB.executions[N].nagios.hostgroup)
          *     and each command of the checks the stack will publish must be defined (field
          *     jobs.JOB.nagios[I].command, the message naming the job and the command). The run ends with
          *     a nagios_publish step in a last "monitoring" phase when the environment has a Nagios server.
