@@ -521,6 +521,13 @@ type makespanResult struct {
 	headParts   [4]time.Duration
 	tfBreakdown string
 	processes   float64
+	// busiest splits the makespan on the node whose builds held its gate longest (the gate's
+	// bound): lead (the first run accepted → its first build started), held (its builds'
+	// gate-held time, the bound), handOffs (the sum of the gaps between its builds) and trail
+	// (its last build's apply ended → the last run finished); they add up to the makespan.
+	busiest struct{ lead, held, handOffs, trail time.Duration }
+	// gapsAt pairs each gap with when it began, from the first run accepted.
+	gapsAt [][2]time.Duration
 }
 
 // makespanOf measures runs made at once: from the first accepted to the last finished.
@@ -585,12 +592,18 @@ func makespanOf(b *testing.B, e *engine, clock *tfClock, runs ...uuid.UUID) make
 					r.overlaps++
 				}
 				r.gaps = append(r.gaps, gap)
+				r.gapsAt = append(r.gapsAt, [2]time.Duration{ss[i-1].applyEnd.Sub(created), gap})
 				// The gate orders a node's line by ready time, then by task id.
 				prev := ss[i-1]
 				if s.ready.Before(prev.ready) || s.ready.Equal(prev.ready) && queue.StepTaskID(s.id, 1) < queue.StepTaskID(prev.id, 1) {
 					r.outOfOrder++
 				}
 			}
+		}
+		if held > r.lbGate {
+			last := ss[len(ss)-1].applyEnd
+			r.busiest.lead, r.busiest.held, r.busiest.trail = ss[0].started.Sub(created), held, finished.Sub(last)
+			r.busiest.handOffs = last.Sub(ss[0].started) - held
 		}
 		r.lbGate, r.lbTF = max(r.lbGate, held), max(r.lbTF, tf)
 		most = max(most, len(ss))
