@@ -185,7 +185,7 @@ func runBuildScenario(b *testing.B, wait time.Duration) scenarioResult {
 	for i := range benchBuilds {
 		node := benchNodes[i%len(benchNodes)]
 		id := fmt.Sprintf("%s-build-%02d", ns, i)
-		if err := enqueuer.Enqueue(ctx, node, id, start.Add(time.Duration(i)*time.Microsecond)); err != nil {
+		if err := enqueuer.Enqueue(ctx, node, id, start.Add(time.Duration(i)*time.Microsecond), true); err != nil { // as the engine registers a build
 			b.Fatalf("gate enqueue: %v", err)
 		}
 		payload, _ := json.Marshal(buildPayload{Node: node, Index: i})

@@ -61,7 +61,7 @@
 //	})
 //
 //	// run:advance, for each machine step it enqueues (TaskID = step id + attempt):
-//	g.Enqueue(ctx, node, taskID, step.ReadyAt)
+//	g.Enqueue(ctx, node, taskID, step.ReadyAt, true) // true: nothing to read before its turn
 //	client.Enqueue(task, asynq.TaskID(taskID), asynq.Queue(queue.Steps),
 //		asynq.MaxRetry(3), asynq.Timeout(2*time.Hour))
 //

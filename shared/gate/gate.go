@@ -160,7 +160,12 @@ func (g *Gate) forgetArg() string { return micros(forgetFactor * g.cfg.StaleAfte
 // are broken by owner), unless it is already in line or holds the gate. The engine calls it when
 // a step becomes ready (run:advance), so that a node builds in the order steps became ready
 // rather than the order their tasks happen to reach a worker. A zero readyAt means now.
-func (g *Gate) Enqueue(ctx context.Context, node, owner string, readyAt time.Time) error {
+//
+// With asked, owner counts as having asked already: Behind refuses it from its first ask while
+// others are ahead, as it does a waiter TryAcquire has refused. The engine registers so a step
+// with nothing to look at before its turn (horizon.Step.MayBeUnneeded false), so that a burst
+// of deploys does not read every step's work while only each node's next can build.
+func (g *Gate) Enqueue(ctx context.Context, node, owner string, readyAt time.Time, asked bool) error {
 	if err := checkNames(node, owner); err != nil {
 		return err
 	}
@@ -168,7 +173,11 @@ func (g *Gate) Enqueue(ctx context.Context, node, owner string, readyAt time.Tim
 	if !readyAt.IsZero() {
 		score = strconv.FormatInt(readyAt.UnixMicro(), 10)
 	}
-	err := enqueueScript.Run(ctx, g.rdb, g.keys(node, "lock", "waiters", "seen", "left:"+owner), owner, score, g.forgetArg()).Err()
+	mark := ""
+	if asked {
+		mark = "1"
+	}
+	err := enqueueScript.Run(ctx, g.rdb, g.keys(node, "lock", "waiters", "seen", "left:"+owner), owner, score, g.forgetArg(), mark).Err()
 	if err != nil {
 		return fmt.Errorf("enqueue %s at gate %s: %w", owner, node, err)
 	}
@@ -199,12 +208,12 @@ func (g *Gate) TryAcquire(ctx context.Context, node, owner string) (*Lease, erro
 
 // Behind returns the *BusyError that TryAcquire would return when owner has been refused by
 // TryAcquire before and is still behind others (second in line or further), and nil otherwise:
-// when owner is first in line, holds the gate, is not in the line, or asks for the first time.
-// It never takes the gate nor queues owner, but counts as asking (owner does not go stale): a
-// caller may ask it before it knows that owner is still a live attempt. A waiter asks it before it reads what its
-// work needs, so that the reads are not repeated each time it asks while others are ahead; its
-// first ask, which must check that the work is still needed, always reads. It returns ErrLeft
-// like TryAcquire.
+// when owner is first in line, holds the gate, is not in the line, or asks for the first time
+// (unless Enqueue registered it as asked). It never takes the gate nor queues owner, but counts
+// as asking (owner does not go stale): a caller may ask it before it knows that owner is still
+// a live attempt. A waiter asks it before it reads what its work needs, so that the reads are not
+// repeated each time it asks while others are ahead; a first ask that must check that the work
+// is still needed reads. It returns ErrLeft like TryAcquire.
 func (g *Gate) Behind(ctx context.Context, node, owner string) error {
 	if err := checkNames(node, owner); err != nil {
 		return err

@@ -200,7 +200,7 @@ func TestFIFO(t *testing.T) {
 		holder := acquire(t, g, "pve-1", "holder")
 		base := time.Now()
 		for _, i := range []int{3, 1, 5, 2, 4} {
-			if err := g.Enqueue(ctx, "pve-1", fmt.Sprintf("w%d", i), base.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			if err := g.Enqueue(ctx, "pve-1", fmt.Sprintf("w%d", i), base.Add(time.Duration(i)*time.Millisecond), false); err != nil {
 				t.Fatalf("enqueue: %v", err)
 			}
 		}
@@ -328,7 +328,7 @@ func TestTryAcquire(t *testing.T) {
 		t.Parallel()
 		g, _, _ := newGate(t, gate.Config{})
 		l := acquire(t, g, "pve-1", "holder")
-		if err := g.Enqueue(context.Background(), "pve-1", "holder", time.Now()); err != nil {
+		if err := g.Enqueue(context.Background(), "pve-1", "holder", time.Now(), false); err != nil {
 			t.Fatalf("enqueue: %v", err)
 		}
 		if next := release(t, l); next != "" {
@@ -662,7 +662,7 @@ func TestACanceledWaiterLeavesTheLineAtOnce(t *testing.T) {
 	if be := busy(t, g, "pve-1", "second"); be.Position != 1 {
 		t.Fatalf("second after first was canceled: %+v, want first in line", be)
 	}
-	if err := g.Enqueue(ctx, "pve-1", "first", time.Time{}); err != nil { // a late run:advance
+	if err := g.Enqueue(ctx, "pve-1", "first", time.Time{}, false); err != nil { // a late run:advance
 		t.Fatal(err)
 	}
 	if _, err := g.TryAcquire(ctx, "pve-1", "first"); !errors.Is(err, gate.ErrLeft) {
@@ -688,10 +688,10 @@ func TestBehindSparesOnlyAWaiterThatWasRefusedAndIsNotNext(t *testing.T) {
 	g, _, _ := newGate(t, gate.Config{})
 	ctx := context.Background()
 	holder := acquire(t, g, "pve-1", "holder")
-	if err := g.Enqueue(ctx, "pve-1", "a", time.Now().Add(-time.Second)); err != nil {
+	if err := g.Enqueue(ctx, "pve-1", "a", time.Now().Add(-time.Second), false); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Enqueue(ctx, "pve-1", "b", time.Now()); err != nil {
+	if err := g.Enqueue(ctx, "pve-1", "b", time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Behind(ctx, "pve-1", "b"); err != nil {
@@ -734,6 +734,36 @@ func TestBehindSparesOnlyAWaiterThatWasRefusedAndIsNotNext(t *testing.T) {
 	release(t, a)
 }
 
+// TestBehindRefusesFromItsFirstAskAWaiterEnqueuedAsAsked: a waiter registered as asked (one
+// with nothing to look at before its turn) is refused by Behind from its first ask while
+// others are ahead, and spared once it is next.
+func TestBehindRefusesFromItsFirstAskAWaiterEnqueuedAsAsked(t *testing.T) {
+	t.Parallel()
+	g, _, _ := newGate(t, gate.Config{})
+	ctx := context.Background()
+	holder := acquire(t, g, "pve-1", "holder")
+	if err := g.Enqueue(ctx, "pve-1", "a", time.Now().Add(-time.Second), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Enqueue(ctx, "pve-1", "b", time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	var be *gate.BusyError
+	if err := g.Behind(ctx, "pve-1", "b"); !errors.As(err, &be) || be.Position != 2 || be.Head != "a" {
+		t.Fatalf("b's first ask, second in line: %v, want busy at position 2 behind a", err)
+	}
+	if err := g.Behind(ctx, "pve-1", "a"); err != nil {
+		t.Fatalf("a, first in line: %v, want nil", err)
+	}
+	if next := release(t, holder); next != "a" {
+		t.Fatalf("next %q, want a", next)
+	}
+	acquire(t, g, "pve-1", "a")
+	if err := g.Behind(ctx, "pve-1", "b"); err != nil {
+		t.Fatalf("b, next behind a: %v, want nil", err)
+	}
+}
+
 // TestBehindQueuesNoOneNotInLine: Behind asked for an owner that is not in the line — a delivery
 // of an attempt superseded or never queued, asking before it has read its step — answers nil
 // and leaves the line as it was, so no ghost stands ahead of the real waiters.
@@ -742,7 +772,7 @@ func TestBehindQueuesNoOneNotInLine(t *testing.T) {
 	g, _, _ := newGate(t, gate.Config{})
 	ctx := context.Background()
 	holder := acquire(t, g, "pve-1", "holder")
-	if err := g.Enqueue(ctx, "pve-1", "a", time.Now()); err != nil {
+	if err := g.Enqueue(ctx, "pve-1", "a", time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Behind(ctx, "pve-1", "ghost"); err != nil {

@@ -87,7 +87,7 @@ return {0, holder or '', lk[1] or '', lk[2] or '', pos, line[1] or ''}
 // enqueueScript registers a waiter without trying to acquire.
 //
 // KEYS: lock, waiters, seen, the owner's left mark. ARGV: owner, ready at (µs, or "" for now),
-// forget after (µs).
+// forget after (µs), asked ("1" to mark the owner as having asked already, see Gate.Behind).
 // Returns 1 when registered (or already waiting), 0 when owner holds the gate or left the line.
 var enqueueScript = redis.NewScript(luaPrelude + `
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then return 0 end
@@ -96,6 +96,7 @@ local score = ARGV[2]
 if score == '' then score = fmt(now) end
 redis.call('ZADD', KEYS[2], 'NX', score, ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[1], fmt(now))
+if ARGV[4] == '1' then redis.call('HSET', KEYS[3], 'asked:' .. ARGV[1], '1') end
 local forget_ms = fmt(math.floor(tonumber(ARGV[3]) / 1000))
 redis.call('PEXPIRE', KEYS[2], forget_ms)
 redis.call('PEXPIRE', KEYS[3], forget_ms)

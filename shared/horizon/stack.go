@@ -271,6 +271,13 @@ func (s Step) TakesGate() bool {
 	return (s.Kind == StepApply || s.Kind.ISO() || s.Kind.Nagios()) && s.ServerID != nil && s.Node != nil
 }
 
+// MayBeUnneeded reports whether the step's work may turn out to have nothing to do once it is
+// loaded: an apply there only in case its inputs changed (OnlyIfChanged), or a Nagios publish
+// that may have no machine to publish. Such a step looks at its work when it first asks for its
+// gate, to leave the line at once rather than when it is next; any other waits for its turn
+// without reading. A step kind's Unneeded must answer "" for a step this reports false for.
+func (s Step) MayBeUnneeded() bool { return s.OnlyIfChanged || s.Kind.Nagios() }
+
 // StateChange is one entry of a stack's state history.
 type StateChange struct {
 	ID      uuid.UUID

@@ -82,7 +82,8 @@ type Kind[W Work] interface {
 	// the step at once. Any other error is ours (Postgres) and transient: Asynq retries.
 	Load(ctx context.Context, a Loaded) (W, error)
 	// Unneeded is why the step has nothing to do, found before it claims its node; "" when it
-	// has work.
+	// has work. It must be "" for a step whose MayBeUnneeded is false: such a step is not
+	// loaded until it is next at its node.
 	Unneeded(w W) string
 	// Do runs the work under ctx, which ends when the run is canceled (its cause ErrCanceled).
 	// lease is the node's build gate (nil for a step that takes none); work that must stop
@@ -221,9 +222,10 @@ func load[W Work](ctx context.Context, l *Lifecycle, k Kind[W], p queue.StepRun)
 	if p.Gate != "" {
 		// A step waiting behind others for its node reads nothing until it is next: its step
 		// and work would be read for nothing each time it asks (at scale, most of a step's
-		// queries). It only proves itself alive. Its first ask reads everything (gate.Behind),
-		// to leave the line at once if unneeded; so does an attempt not in the line. Any other
-		// answer (ErrLeft, Redis down) goes the full way: the claim reports it.
+		// queries). It only proves itself alive. A step whose work may turn out unneeded
+		// (horizon.Step.MayBeUnneeded) reads everything at its first ask (gate.Behind), to
+		// leave the line at once if so; so does an attempt not in the line. Any other answer
+		// (ErrLeft, Redis down) goes the full way: the claim reports it.
 		err := l.Gate.Behind(ctx, p.Gate, queue.StepTaskID(p.StepID, p.Attempt))
 		if gate.IsBusy(err) && !l.waiting(ctx, p.Gate, p.StepID, p.Attempt) {
 			return none, ErrStale

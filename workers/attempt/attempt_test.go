@@ -555,7 +555,7 @@ func TestAStepBehindOthersAtItsNodeReadsItsWorkOnlyWhenNext(t *testing.T) {
 	e, holder := gatedEnv(t)
 	e.lifecycle.GateWait = 0
 	node := queue.GateNode(*e.step.ServerID, *e.step.Node)
-	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour)); err != nil {
+	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour), false); err != nil {
 		t.Fatal(err)
 	}
 	var loads atomic.Int32
@@ -599,7 +599,7 @@ func TestAWaitingStepHeartbeatsOncePerInterval(t *testing.T) {
 	e.lifecycle.GateWait = 0
 	e.lifecycle.Heartbeat = time.Hour
 	node := queue.GateNode(*e.step.ServerID, *e.step.Node)
-	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour)); err != nil {
+	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour), false); err != nil {
 		t.Fatal(err)
 	}
 	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
@@ -630,7 +630,7 @@ func TestAWaitingStepWhosePostgresIsDownKeepsItsPlace(t *testing.T) {
 	e.lifecycle.GateWait = 0
 	e.lifecycle.Heartbeat = time.Millisecond // every ask is due a heartbeat
 	node := queue.GateNode(*e.step.ServerID, *e.step.Node)
-	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour)); err != nil {
+	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour), false); err != nil {
 		t.Fatal(err)
 	}
 	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}
@@ -677,7 +677,7 @@ func TestASupersededAttemptBehindOthersLeavesItsNodesLine(t *testing.T) {
 	e, _ := gatedEnv(t)
 	e.lifecycle.GateWait = 0
 	node := queue.GateNode(*e.step.ServerID, *e.step.Node)
-	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour)); err != nil {
+	if err := e.lifecycle.Gate.Enqueue(t.Context(), node, "ahead", time.Now().Add(-time.Hour), false); err != nil {
 		t.Fatal(err)
 	}
 	k := &toy{do: func(context.Context, *toyWork, *attempt.Log) (attempt.Result, error) { return attempt.Result{}, nil }}

@@ -202,8 +202,9 @@ func (a Advancer) advance(ctx context.Context, runID uuid.UUID, redeliver bool) 
 	for _, s := range queued {
 		taskID := queue.StepTaskID(s.ID, s.Attempt)
 		if s.TakesGate() {
-			// Register the waiter now, so the node builds in the order steps became ready.
-			if err := a.Gate.Enqueue(ctx, queue.GateNode(*s.ServerID, *s.Node), taskID, deref(s.ReadyAt)); err != nil {
+			// Register the waiter now, so the node builds in the order steps became ready; a step
+			// whose work cannot turn out unneeded reads nothing until it is next (gate.Enqueue).
+			if err := a.Gate.Enqueue(ctx, queue.GateNode(*s.ServerID, *s.Node), taskID, deref(s.ReadyAt), !s.MayBeUnneeded()); err != nil {
 				log.WarnContext(ctx, "register gate waiter", "step_id", s.ID, "error", err)
 			}
 		}

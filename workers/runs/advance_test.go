@@ -640,3 +640,51 @@ func TestTwoStepsOfAPhaseEndingAtOnceEndTheRunOnce(t *testing.T) {
 		t.Fatalf("the log has %d ends in its stream and %d stored, want one of each", eofs, ends)
 	}
 }
+
+// TestAnApplyQueuedBehindAnotherReadsNothingUntilItIsNext: two stacks' databases are queued on
+// one node at once. The second cannot build before the first, and its work cannot turn out
+// unneeded (a plain apply), so the advance registers it as having asked: its first delivery is
+// refused by the gate before it reads anything. At 200 deploys at once, reading every step's
+// work in that first burst delayed the hand-offs of the builds already running by seconds.
+func TestAnApplyQueuedBehindAnotherReadsNothingUntilItIsNext(t *testing.T) {
+	t.Parallel()
+	l, k := kindsLab(t, labtest.Options{})
+	_, first := deploy(t, l)
+	r := l.API.Do("POST", "/v1/stacks", apitest.Req{Token: l.Member, Body: map[string]any{"team_id": l.Team, "name": "other",
+		"environment_id": l.Env, "template_id": l.Tmpl, "template_version": 1,
+		"jobs": map[string]any{"db": map[string]any{"executions": []any{l.Machine(5, nil)}},
+			"app": map[string]any{"executions": []any{l.Machine(6, map[string]any{"node": "pve2"})}}}}})
+	if r.Status != 201 {
+		t.Fatalf("draft: %d %s", r.Status, r.Body)
+	}
+	d := l.API.Do("POST", "/v1/stacks/"+r.Map()["id"].(string)+"/deploy", apitest.Req{Token: l.Member})
+	if d.Status != 202 {
+		t.Fatalf("deploy: %d %s", d.Status, d.Body)
+	}
+	second := uuid.MustParse(d.Map()["id"].(string))
+	a, b := k.Queued(first)[0], k.Queued(second)[0]
+	if *a.Node != *b.Node || a.MayBeUnneeded() || b.MayBeUnneeded() {
+		t.Fatalf("the databases: %+v, %+v; want plain applies on one node", a, b)
+	}
+	g, err := gate.New(l.API.Redis, gate.Config{Prefix: l.API.Deps.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := queue.GateNode(*b.ServerID, *b.Node)
+	var busy *gate.BusyError
+	if err := g.Behind(t.Context(), node, queue.StepTaskID(b.ID, b.Attempt)); !errors.As(err, &busy) || busy.Position != 2 {
+		t.Fatalf("the second's first ask: %v, want refused at place 2 before it reads", err)
+	}
+	if err := g.Behind(t.Context(), node, queue.StepTaskID(a.ID, a.Attempt)); err != nil {
+		t.Fatalf("the first's first ask: %v, want to go on", err)
+	}
+	if err := k.Step(b); !gate.IsBusy(err) {
+		t.Fatalf("the second's delivery: %v, want busy", err)
+	}
+	if err := k.Step(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Step(b); err != nil || k.StepNow(b.ID).State != horizon.StepSucceeded {
+		t.Fatalf("the second, next: %v, %s; want built", err, k.StepNow(b.ID).State)
+	}
+}
