@@ -248,6 +248,10 @@ func NewStep(q Queues, s horizon.Step) *asynq.Task {
 // the cancel.
 func CancelChannel(namespace string) string { return namespace + ":cancel" }
 
+// WaiterBeatKey is the Redis key whose presence says that the attempt owner (StepTaskID), waiting
+// for its node, has written its heartbeat within the last interval; it lives one interval.
+func WaiterBeatKey(namespace, owner string) string { return namespace + ":beat:" + owner }
+
 // PublishedChannel is the Redis pub/sub channel on which the API announces a template version
 // it has just published (payload: Published), so that every worker host checks out and
 // initialises its modules before the version's first deploy needs them. A host that misses the

@@ -87,7 +87,7 @@ func (l *Lifecycle) claim(ctx context.Context, s horizon.Step, log *slog.Logger)
 // heartbeat of an interval, still behind others (or at once when it is next: it reads its step).
 func (l *Lifecycle) waiting(ctx context.Context, node string, step uuid.UUID, attempt int) (owned bool) {
 	owner := queue.StepTaskID(step, attempt)
-	if due, err := l.Redis.SetNX(ctx, l.Namespace+":beat:"+owner, "", l.Heartbeat).Result(); err == nil && !due {
+	if due, err := l.Redis.SetNX(ctx, queue.WaiterBeatKey(l.Namespace, owner), "", l.Heartbeat).Result(); err == nil && !due {
 		return true
 	}
 	owned, err := store.StepHeartbeat(ctx, l.DB, step, attempt)
